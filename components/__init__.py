@@ -1,0 +1,1 @@
+"""vllm-platform: sized, autoscaling, observable vLLM fleets on Kubernetes, in Pulumi Python."""

@@ -1,0 +1,140 @@
+"""Model architectures the planner sizes from.
+
+Sources (see ../shared/SIZING-FACTS.md): a = oumi-ai/oumi configs/recipes/llama3_1/README.md;
+b = AI-Hypercomputer/maxtext src/MaxText/configs/models/*.yml; c = huggingface.co/Qwen/Qwen2.5-32B
+config.json; d = huggingface.co/mistralai/Mixtral-8x7B-Instruct-v0.1 config.json; e =
+vllm-project/recipes models/*.yaml; f = vLLM docs deepseek_v3 config; g = gpt-oss-120b config
+mirror; h = Qwen2.5 Instruct config mirrors (⚠ re-check); i = huggingface.co/deepseek-ai/DeepSeek-V3
+config.json (n_routed_experts, num_experts_per_tok, moe_intermediate_size).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    id: str
+    name: str
+    hf_repo: str  # the checkpoint served at the model's native precision
+    params_b: float  # total parameters, billions
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int  # for MLA models: 1 (the latent "head"), see mla_dim
+    head_dim: int
+    vocab: int
+    max_context: int
+    source: str
+    active_params_b: float | None = None  # MoE: parameters touched per token
+    experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate: int = 0
+    mla_dim: int = 0  # MLA latent width (kv_lora_rank + qk_rope_head_dim); 0 = not MLA
+    sliding_window: int = 0  # window of the sliding-window layers
+    sliding_layers: int = 0  # how many of `layers` use the sliding window
+    precisions: tuple[str, ...] = ("bf16", "fp8")  # what may be asked for; the first is the default
+    fp8_repo: str | None = None  # pre-quantized FP8 checkpoint; None = vLLM quantizes online
+    fp8_block_quantized: bool = False  # block-wise FP8 (128x128): TP must divide moe_intermediate/128
+    weights_gb: dict[str, float] = field(default_factory=dict)  # checkpoint size override by precision
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.mla_dim > 0
+
+    @property
+    def embedding_params(self) -> float:
+        """Input embedding plus untied LM head (both stay 16-bit in FP8 checkpoints)."""
+        return 2 * self.vocab * self.hidden
+
+    def repo_for(self, precision: str) -> str:
+        if precision == "fp8" and self.fp8_repo:
+            return self.fp8_repo
+        return self.hf_repo
+
+    def needs_online_quantization(self, precision: str) -> bool:
+        return precision == "fp8" and self.precisions[0] != "fp8" and not self.fp8_repo
+
+    def weight_bytes(self, precision: str) -> float:
+        """Bytes of weights for the whole model at `precision`."""
+        if precision in self.weights_gb:
+            return self.weights_gb[precision] * GB
+        params = self.params_b * GB
+        if precision == "bf16":
+            return params * 2
+        if precision == "fp8":  # linear layers in 1 byte, embeddings and LM head in 2
+            return (params - self.embedding_params) * 1 + self.embedding_params * 2
+        raise ValueError(f"no weight size for {self.id} at {precision}")
+
+    def expert_split(self) -> tuple[float, float]:
+        """(dense parameters, parameters of one expert summed over layers), for MoE models.
+
+        From total = dense + E*e and active = dense + k*e.
+        """
+        if not self.is_moe or self.active_params_b is None:
+            return self.params_b * GB, 0.0
+        e = (self.params_b - self.active_params_b) * GB / (self.experts - self.experts_per_token)
+        return self.params_b * GB - self.experts * e, e
+
+
+_LLAMA = dict(vocab=128_256, max_context=131_072, head_dim=128)
+_QWEN25 = dict(vocab=152_064, max_context=32_768, head_dim=128)
+
+MODELS: dict[str, ModelSpec] = {
+    m.id: m
+    for m in [
+        ModelSpec("llama-3.1-8b", "Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", 8.03, 32, 4096, 32, 8,
+                  source="a", fp8_repo="RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", **_LLAMA),
+        ModelSpec("llama-3.1-70b", "Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct", 70.6, 80, 8192, 64, 8,
+                  source="a", fp8_repo="RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8", **_LLAMA),
+        # 8 KV heads: some old mirrors say 16 (SIZING-FACTS pitfall 7).
+        ModelSpec("llama-3.1-405b", "Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct", 405, 126, 16384, 128, 8,
+                  source="a", fp8_repo="meta-llama/Llama-3.1-405B-Instruct-FP8", **_LLAMA),
+        ModelSpec("llama-3.3-70b", "Llama-3.3-70B", "meta-llama/Llama-3.3-70B-Instruct", 70.6, 80, 8192, 64, 8,
+                  source="b, e", fp8_repo="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", **_LLAMA),
+        ModelSpec("qwen2.5-7b", "Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", 7.6, 28, 3584, 28, 4,
+                  source="b, h", **_QWEN25),
+        ModelSpec("qwen2.5-32b", "Qwen2.5-32B-Instruct", "Qwen/Qwen2.5-32B-Instruct", 32.5, 64, 5120, 40, 8,
+                  source="c, h", **_QWEN25),
+        ModelSpec("qwen2.5-72b", "Qwen2.5-72B-Instruct", "Qwen/Qwen2.5-72B-Instruct", 72.7, 80, 8192, 64, 8,
+                  source="h ⚠", **_QWEN25),
+        # head_dim 128 from the config although hidden/heads = 80 (SIZING-FACTS pitfall 2).
+        ModelSpec("qwen3-32b", "Qwen3-32B", "Qwen/Qwen3-32B", 32.8, 64, 5120, 64, 8, 128, 151_936, 40_960,
+                  source="b, e", fp8_repo="Qwen/Qwen3-32B-FP8"),
+        ModelSpec("qwen3-235b-a22b", "Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B-Instruct-2507",
+                  235, 94, 4096, 64, 4, 128, 151_936, 262_144, source="b, e",
+                  active_params_b=22, experts=128, experts_per_token=8, moe_intermediate=1536,
+                  fp8_repo="Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", fp8_block_quantized=True),
+        ModelSpec("mixtral-8x7b", "Mixtral-8x7B-Instruct", "mistralai/Mixtral-8x7B-Instruct-v0.1",
+                  46.7, 32, 4096, 32, 8, 128, 32_000, 32_768, source="b, d (active ⚠)",
+                  active_params_b=12.9, experts=8, experts_per_token=2, moe_intermediate=14_336),
+        # MLA: one latent head of 512 + 64 that is NOT divided by TP (pitfall 4). FP8 checkpoint only.
+        ModelSpec("deepseek-v3", "DeepSeek-V3", "deepseek-ai/DeepSeek-V3", 671, 61, 7168, 128, 1, 576,
+                  129_280, 163_840, source="b, e, f, i",
+                  active_params_b=37, experts=256, experts_per_token=8, moe_intermediate=2048,
+                  mla_dim=576, precisions=("fp8",), fp8_block_quantized=True),
+        # MXFP4 experts; 18 of 36 layers use a 128-token sliding window. Checkpoint size from the repo.
+        ModelSpec("gpt-oss-120b", "gpt-oss-120b", "openai/gpt-oss-120b", 117, 36, 2880, 64, 8, 64, 201_088,
+                  131_072, source="b, g, e (size ⚠)", active_params_b=5.1, experts=128, experts_per_token=4,
+                  moe_intermediate=2880, sliding_window=128, sliding_layers=18,
+                  precisions=("mxfp4",), weights_gb={"mxfp4": 65.3}),
+    ]
+}
+
+_BY_REPO = {}
+for _m in MODELS.values():
+    _BY_REPO[_m.hf_repo.lower()] = _m
+    if _m.fp8_repo:
+        _BY_REPO[_m.fp8_repo.lower()] = _m
+
+
+def find_model(ref: str) -> ModelSpec | None:
+    """A catalog model by id or by any of its Hugging Face repo ids (case-insensitive)."""
+    key = ref.strip().lower()
+    return MODELS.get(key) or _BY_REPO.get(key)

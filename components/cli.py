@@ -1,0 +1,190 @@
+"""python -m components: topology | table | plan.
+
+Exit codes: 0 ok; 2 bad input (config or arguments); 3 no topology fits; 4 a mandatory policy failed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+
+from .catalog import ACCELERATORS, MODELS, find_model, instance_types
+from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
+
+EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
+TABLE_MAX_MODEL_LEN = 32_768
+
+
+def _fail(code: int, message: str) -> int:
+    print(message, file=sys.stderr)
+    return code
+
+
+def summary(t: Topology) -> str:
+    par = f"TP {t.tensor_parallel_size}" + (f" x PP {t.pipeline_parallel_size}" if t.pipeline_parallel_size > 1 else "")
+    return "\n".join([
+        f"{t.served_model_name}: {t.model_name} {t.precision} on {t.instance_type} ({t.gpus_per_node} x {t.accelerator})",
+        f"  {par} = {t.gpus_per_replica} GPU(s)/replica, {t.nodes_per_replica} node(s)/replica, "
+        f"{t.replicas_per_node} replica(s)/node; {t.replicas} replica(s) on {t.nodes} node(s), ${t.cost_per_hour:,.2f}/h",
+        f"  KV cache {t.kv_cache_tokens:,} tokens/replica ({t.kv_cache_dtype}), "
+        f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
+        f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
+        f"  est. TPOT {t.est_tpot_ms} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms} ms (SLA {t.sla_ttft_ms:g})",
+        f"  vllm serve {' '.join(t.vllm_args)}",
+        f"  why: {t.reason}",
+    ])
+
+
+def cmd_topology(a) -> int:
+    model = find_model(a.model)
+    if model is None:
+        return _fail(EXIT_BAD_INPUT, f"--model: unknown model {a.model!r}; allowed: {', '.join(MODELS)}")
+    if a.gpu and a.gpu not in ACCELERATORS:
+        return _fail(EXIT_BAD_INPUT, f"--gpu: unknown GPU {a.gpu!r}; allowed: {', '.join(ACCELERATORS)}")
+    precision = a.precision or model.precisions[0]
+    if precision not in model.precisions:
+        return _fail(EXIT_BAD_INPUT, f"--precision: {model.name} is offered at {', '.join(model.precisions)}")
+    mml = a.max_model_len or model.max_context
+    if mml > model.max_context:
+        return _fail(EXIT_BAD_INPUT, f"--max-model-len: {mml} is above {model.name}'s limit of {model.max_context}")
+    for flag, v in (("--tpot-ms", a.tpot_ms), ("--ttft-ms", a.ttft_ms), ("--concurrency", a.concurrency)):
+        if v <= 0:
+            return _fail(EXIT_BAD_INPUT, f"{flag}: must be > 0 (got {v:g})")
+    cands = tuple(instance_types(a.cloud, a.gpu))
+    if not cands:
+        where = sorted({i.cloud for i in instance_types("aws", a.gpu) + instance_types("gcp", a.gpu)})
+        return _fail(EXIT_BAD_INPUT, f"--gpu: no {a.cloud} instance type carries {a.gpu}; try --cloud {'/'.join(where)}")
+    req = PlanRequest(model=model, precision=precision, candidates=cands, max_model_len=mml,
+                      sla=Sla(ttft_ms=a.ttft_ms, tpot_ms=a.tpot_ms, concurrency=a.concurrency),
+                      max_replicas=a.max_replicas)
+    try:
+        t = plan_topology(req)
+    except NoFeasibleTopology as e:
+        return _fail(EXIT_NO_FIT, f"no topology fits: {e.message}")
+    print(json.dumps(t.to_dict(), indent=2) if a.json else summary(t))
+    return 0
+
+
+def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[list[str]]:
+    rows = []
+    for m in MODELS.values():
+        for acc in ACCELERATORS:
+            cands = tuple(instance_types(cloud, acc))
+            if not cands:
+                continue
+            req = PlanRequest(model=m, precision=m.precisions[0], candidates=cands,
+                              max_model_len=min(max_model_len, m.max_context))
+            try:
+                t = plan_topology(req)
+            except NoFeasibleTopology as e:
+                binding = sorted({r.constraint for r in e.refusals} & {"memory", "kv-cache", "tpot", "ttft", "fabric",
+                                                                       "max-replicas", "tp-fp8-block"})
+                rows.append([m.id, m.precisions[0], acc, "—", "—", "—", "—", "—", "—", "—",
+                             "refused: " + (", ".join(binding) or "no shape")])
+                continue
+            rows.append([m.id, t.precision, acc, t.instance_type, str(t.tensor_parallel_size),
+                         str(t.pipeline_parallel_size), str(t.nodes_per_replica), f"{t.kv_cache_tokens:,}",
+                         f"{t.est_tpot_ms:g}", f"{t.replicas}", f"${t.cost_per_hour:,.2f}"])
+    return rows
+
+
+TABLE_HEADER = ["model", "precision", "gpu", "instance", "TP", "PP", "nodes/replica", "KV tokens/replica",
+                "TPOT ms", "replicas", "$/h"]
+
+
+def render_table(cloud: str, markdown: bool) -> str:
+    rows = table_rows(cloud)
+    if markdown:
+        lines = ["| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines)
+    widths = [max(len(x) for x in col) for col in zip(TABLE_HEADER, *rows)]
+    fmt = "  ".join("{:<%d}" % w for w in widths)
+    return "\n".join(fmt.format(*r) for r in [TABLE_HEADER, *rows])
+
+
+def cmd_table(a) -> int:
+    print(f"# {a.cloud}: native precision, max_model_len min({TABLE_MAX_MODEL_LEN}, model limit), "
+          f"default SLA {Sla()}" if not a.markdown else "", end="\n" if not a.markdown else "")
+    print(render_table(a.cloud, a.markdown))
+    return 0
+
+
+def cmd_plan(a) -> int:
+    from .config import ConfigError
+    from .offline.render import write_plan
+    from .offline.runner import DEFAULT_STACK, ROOT, plan_stack_offline, stack_names
+
+    import pulumi
+
+    stack = a.stack or DEFAULT_STACK
+    started = time.perf_counter()
+    try:
+        result = plan_stack_offline(stack)
+    except FileNotFoundError as e:
+        return _fail(EXIT_BAD_INPUT, str(e))
+    except pulumi.RunError as e:
+        cause = e.__cause__
+        if isinstance(cause, ConfigError):
+            return _fail(EXIT_BAD_INPUT, f"stacks/Pulumi.{stack}.yaml: {cause}")
+        if isinstance(cause, NoFeasibleTopology):
+            return _fail(EXIT_NO_FIT, f"stacks/Pulumi.{stack}.yaml: no topology fits: {cause.message}")
+        raise
+    topology = result.exports.get("topology", {})
+    out = ROOT / "build" / stack
+    objs = write_plan(out, result.resources, topology)
+    for note in result.notes:
+        print(f"note: {note}")
+    for t in topology.values():
+        print(summary(Topology(**{k: v for k, v in t.items() if k != "multi_node"})))
+    counts = Counter(r.type for r in result.resources)
+    print(f"\n{len(result.resources)} resources:")
+    for typ, n in sorted(counts.items()):
+        print(f"  {n:3d}  {typ}")
+    print(f"\nwrote {out.relative_to(ROOT)}/resources.json, topology.json and {len(objs)} manifests "
+          f"in {time.perf_counter() - started:.2f} s")
+    verdicts = _policy_verdicts(result)
+    return EXIT_POLICY if verdicts else 0
+
+
+def _policy_verdicts(result) -> list:
+    """Policy pack verdicts (policies/); mandatory violations fail the plan."""
+    try:
+        from policies.rules import evaluate_plan
+    except ImportError:
+        return []
+    mandatory = []
+    for v in evaluate_plan(result):
+        print(f"policy {v.level}: {v.rule}: {v.resource}: {v.message}")
+        if v.level == "mandatory":
+            mandatory.append(v)
+    return mandatory
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m components", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("topology", help="plan one model on one GPU type")
+    t.add_argument("--model", required=True)
+    t.add_argument("--gpu")
+    t.add_argument("--precision", choices=["bf16", "fp8", "mxfp4"])
+    t.add_argument("--max-model-len", type=int)
+    t.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms)
+    t.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms)
+    t.add_argument("--concurrency", type=int, default=Sla.concurrency)
+    t.add_argument("--max-replicas", type=int, default=64)
+    t.add_argument("--cloud", choices=["aws", "gcp"], default="aws")
+    t.add_argument("--json", action="store_true")
+    t.set_defaults(fn=cmd_topology)
+    tb = sub.add_parser("table", help="the model-to-topology table over the catalog")
+    tb.add_argument("--cloud", choices=["aws", "gcp"], default="aws")
+    tb.add_argument("--markdown", action="store_true")
+    tb.set_defaults(fn=cmd_table)
+    pl = sub.add_parser("plan", help="evaluate __main__.py offline for stacks/Pulumi.STACK.yaml")
+    pl.add_argument("stack", nargs="?")
+    pl.set_defaults(fn=cmd_plan)
+    a = p.parse_args(argv)
+    return a.fn(a)

@@ -1,0 +1,51 @@
+"""Attach to a cluster someone already runs (on-prem, a lab, another team's EKS/GKE)."""
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..config.schema import StackConfig
+from ..planner import Topology
+from .facts import GPU_TAINT_KEY, ClusterFacts, GpuPool, Taint
+
+# NFS over a 25-100 GbE front-end network sustains roughly this much per reader (GB/s).
+DEFAULT_NFS_READ_GBPS = 0.5
+# Resource the NVIDIA Network Operator's RDMA shared device plugin advertises by default.
+RDMA_SHARED_RESOURCE = "rdma/rdma_shared_device_a"
+GFD_PRESENT_LABEL = "nvidia.com/gpu.present"  # set by GPU Feature Discovery on every GPU node
+
+
+def existing_pools(cfg: StackConfig, topologies: dict[str, Topology]) -> dict[str, GpuPool]:
+    nodes = cfg.existing.gpu_nodes
+    selector = dict(nodes.node_selector) or {GFD_PRESENT_LABEL: "true"}
+    fabric_resources = {RDMA_SHARED_RESOURCE: 1} if nodes.fabric in ("infiniband", "roce") else {}
+    pools = {}
+    for t in topologies.values():
+        pools[t.instance_type] = GpuPool(
+            name="gpu", instance_type=t.instance_type, accelerator=nodes.accelerator,
+            gpus_per_node=nodes.gpus_per_node, node_selector=selector,
+            taints=(Taint(GPU_TAINT_KEY, "present", "NoSchedule"),),
+            fabric=t.fabric, fabric_resources=fabric_resources)
+    return pools
+
+
+class ExistingCluster(pulumi.ComponentResource):
+    """A Kubernetes provider for a cluster we do not create, and the facts about its GPU nodes."""
+
+    facts: ClusterFacts
+
+    def __init__(self, name: str, cfg: StackConfig, topologies: dict[str, Topology], kubeconfig=None,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("vllm-platform:cluster:ExistingCluster", name, None, opts)
+        ex = cfg.existing
+        # No kubeconfig secret: the ambient one (KUBECONFIG / ~/.kube/config), optionally a context of it.
+        self.provider = k8s.Provider(
+            f"{name}-k8s", kubeconfig=kubeconfig, context=ex.context,
+            opts=pulumi.ResourceOptions(parent=self))
+        self.facts = ClusterFacts(
+            cloud="existing", name=cfg.cluster.name, provider=self.provider,
+            gpu_pools=existing_pools(cfg, topologies), system_node_selector={},
+            rwx_storage_class=cfg.model_cache.storage_class,
+            cache_read_gbps=cfg.model_cache.read_gbps or DEFAULT_NFS_READ_GBPS,
+            driver_preinstalled=True, kubeconfig=kubeconfig)
+        self.register_outputs({})

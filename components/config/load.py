@@ -1,0 +1,137 @@
+"""Read the stack's configuration once, at the edge, and report every problem at once.
+
+`parse` is pure (a dict in, a StackConfig or ConfigError out); `load_stack_config` is the only
+place that touches pulumi.Config, and it keeps the secrets as Pulumi secrets.
+"""
+from __future__ import annotations
+
+import json
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .schema import PROJECT, StackConfig
+
+SECRET_KEYS = {"hfToken": "the Hugging Face token", "kubeconfig": "the kubeconfig of an existing cluster"}
+REQUIRED_SECRETS = {"hfToken"}
+
+
+class ConfigError(Exception):
+    """Invalid stack configuration: one line per problem, `path.to.field: what is wrong`."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("invalid stack configuration:\n" + "\n".join(f"  {e}" for e in errors))
+
+
+def config_keys() -> list[str]:
+    """The non-secret keys a stack file may set under `vllm-platform:`."""
+    return [f.alias or n for n, f in StackConfig.model_fields.items()]
+
+
+def _path(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (("." if out else "") + str(part))
+    return out
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The pydantic model a location points into (to list the keys it allows)."""
+    model: Any = StackConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = next((f for n, f in model.model_fields.items() if part in (n, f.alias)), None)
+        if field is None:
+            return None
+        ann = field.annotation
+        candidates = [ann, *typing.get_args(ann)]
+        nested = [c for c in candidates for c in [c, *typing.get_args(c)]
+                  if isinstance(c, type) and issubclass(c, BaseModel)]
+        if not nested:
+            return None
+        model = nested[0]
+    return model
+
+
+def _allowed_keys(loc: tuple) -> str:
+    model = _model_at(loc)
+    if model is None:
+        return ""
+    return "; allowed: " + ", ".join(f.alias or n for n, f in model.model_fields.items())
+
+
+def format_errors(err: ValidationError) -> list[str]:
+    lines = []
+    for e in err.errors(include_url=False):
+        loc, msg, typ = tuple(e["loc"]), e["msg"], e["type"]
+        if typ == "extra_forbidden":
+            lines.append(f"{_path(loc)}: unknown key{_allowed_keys(loc[:-1])}")
+            continue
+        if typ == "missing":
+            msg = "missing (required)"
+        msg = msg.removeprefix("Value error, ")
+        m = re.match(r"@([\w.]+)@ (.*)", msg, re.S)
+        if m:
+            loc, msg = loc + (m.group(1),), m.group(2)
+        if typ.endswith("_type") or typ in ("literal_error", "string_pattern_mismatch"):
+            msg += f" (got {e['input']!r})" if not isinstance(e["input"], (dict, list)) else ""
+        lines.append(f"{_path(loc) or '(stack)'}: {msg}")
+    return lines
+
+
+def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] = frozenset()) -> StackConfig:
+    """Validate the stack's `vllm-platform:` keys (without the prefix).
+
+    `secrets` are the secret keys that are set as secrets, `plain` secret keys set in plain text.
+    """
+    errors = []
+    for key in sorted(plain):
+        errors.append(f"{key}: set in plain text; it must be a secret: "
+                      f"`pulumi config set --secret {key} ...` ({SECRET_KEYS[key]})")
+    for key in sorted(REQUIRED_SECRETS - secrets - plain):
+        errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} hf_...`")
+    values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
+    try:
+        cfg = StackConfig.model_validate(values)
+    except ValidationError as err:
+        errors += format_errors(err)
+        cfg = None
+    if errors:
+        raise ConfigError(errors)
+    return cfg
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+@dataclass
+class LoadedConfig:
+    config: StackConfig
+    hf_token: Any  # pulumi.Output[str], secret
+    kubeconfig: Any | None  # pulumi.Output[str], secret
+
+
+def load_stack_config() -> LoadedConfig:
+    """Read `vllm-platform:*` from the running Pulumi program."""
+    import pulumi
+    from pulumi.runtime import config as rc
+
+    prefix = PROJECT + ":"
+    all_keys = {**rc.get_config_env(), **rc.CONFIG.get()}
+    raw = {k[len(prefix):]: _decode(v) for k, v in all_keys.items() if k.startswith(prefix)}
+    secret = {k for k in SECRET_KEYS if k in raw and rc.is_config_secret(prefix + k)}
+    plain = {k for k in SECRET_KEYS if k in raw} - secret
+    cfg = parse(raw, secret, plain)
+    conf = pulumi.Config(PROJECT)
+    return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"))

@@ -1,0 +1,84 @@
+"""Write what an offline plan registered: resources.json, topology.json and one YAML per Kubernetes object."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pulumi.runtime import rpc
+
+from .mocks import Recorded
+
+SECRET = "[secret]"
+NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml", "kubernetes:kustomize")
+
+
+def sanitize(value: Any) -> Any:
+    """Plain data for files: secrets masked, unknowns marked, resource references as URNs."""
+    if rpc.is_rpc_secret(value):
+        return SECRET
+    if value is rpc.UNKNOWN or (isinstance(value, str) and value == rpc.UNKNOWN):
+        return "[unknown]"
+    if isinstance(value, dict):
+        return {k: sanitize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sanitize(v) for v in value]
+    if hasattr(value, "urn") and not isinstance(value, (str, bytes)):
+        return "[resource]"
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def is_manifest(r: Recorded) -> bool:
+    return r.custom and r.type.startswith("kubernetes:") and not r.type.startswith(NOT_MANIFESTS) \
+        and not r.type.startswith("pulumi:providers")
+
+
+def manifest(r: Recorded) -> dict:
+    body = sanitize(r.inputs)
+    head = {"apiVersion": body.pop("apiVersion", None), "kind": body.pop("kind", None),
+            "metadata": body.pop("metadata", {})}
+    return {**head, **body}
+
+
+def manifest_filename(m: dict) -> str:
+    meta = m.get("metadata") or {}
+    parts = [m.get("kind") or "object", meta.get("namespace") or "cluster", meta.get("name") or "unnamed"]
+    return re.sub(r"[^a-z0-9.-]+", "-", "_".join(parts).lower()) + ".yaml"
+
+
+def manifests(resources: list[Recorded]) -> dict[str, dict]:
+    out = {}
+    for r in resources:
+        if is_manifest(r):
+            m = manifest(r)
+            name = manifest_filename(m)
+            if name in out:
+                raise ValueError(f"two Kubernetes objects render to {name}: names must be unique per kind")
+            out[name] = m
+    return dict(sorted(out.items()))
+
+
+def resource_rows(resources: list[Recorded]) -> list[dict]:
+    return [{"type": r.type, "name": r.name, "parent": r.parent, "inputs": sanitize(r.inputs)} for r in resources]
+
+
+def write_plan(out_dir: Path, resources: list[Recorded], topology: dict) -> dict[str, dict]:
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    (out_dir / "manifests").mkdir(parents=True)
+    (out_dir / "resources.json").write_text(json.dumps(resource_rows(resources), indent=2, sort_keys=True) + "\n")
+    (out_dir / "topology.json").write_text(json.dumps(topology, indent=2, sort_keys=True) + "\n")
+    objs = manifests(resources)
+    for name, m in objs.items():
+        (out_dir / "manifests" / name).write_text(yaml.safe_dump(m, sort_keys=False, width=120))
+    releases = [r for r in resources if r.type.startswith("kubernetes:helm.sh/")]
+    if releases:
+        (out_dir / "helm").mkdir()
+        for r in releases:
+            (out_dir / "helm" / f"{r.name}.yaml").write_text(yaml.safe_dump(sanitize(r.inputs), sort_keys=True))
+    return objs

@@ -1,0 +1,100 @@
+"""Evaluate the real __main__.py in-process under Pulumi mocks (no CLI, no cloud).
+
+Like `cdk synth` or `helm template`: what comes out is exactly the inputs `pulumi up` would send.
+Runs in update mode (preview=False) by default so that every apply callback runs and no check is
+skipped; preview mode is there to prove the program registers the same resources either way.
+"""
+from __future__ import annotations
+
+import json
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import config as rc
+from pulumi.runtime import settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from ..config.schema import PROJECT
+from .mocks import Recorded, RecordingMocks, RecordingMonitor
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS = ROOT / "stacks"
+DEFAULT_STACK = "dev"
+# Stack files hold `secure:` ciphertext only the Pulumi CLI can decrypt; offline they become this,
+# still marked secret, so that a leak would show up as this text in a plan.
+OFFLINE_SECRET = "offline-placeholder-secret"
+
+
+@dataclass
+class PlanResult:
+    stack: str
+    resources: list[Recorded]
+    exports: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def stack_file(stack: str) -> Path:
+    return STACKS / f"Pulumi.{stack}.yaml"
+
+
+def stack_names() -> list[str]:
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
+
+
+def load_stack_yaml(path: Path) -> dict[str, Any]:
+    return (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+
+
+def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Stack-file values as the Pulumi engine hands them to a program: strings, objects as JSON."""
+    config, secret_keys = {}, []
+    for key, value in raw.items():
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            config[key], secret_keys = OFFLINE_SECRET, secret_keys + [key]
+        elif isinstance(value, str):
+            config[key] = value
+        else:
+            config[key] = json.dumps(value)
+    token = f"{PROJECT}:hfToken"
+    if token not in config:
+        notes.append("hfToken is not in the stack file (set it with `pulumi config set --secret hfToken`); "
+                     "the offline plan uses a placeholder secret")
+        config[token], secret_keys = OFFLINE_SECRET, secret_keys + [token]
+    return config, secret_keys
+
+
+def run_program(config: dict[str, str], secret_keys: list[str], stack: str, preview: bool = False,
+                program: Path = ROOT / "__main__.py") -> tuple[list[Recorded], dict[str, Any]]:
+    """Run `program` under fresh mocks with exactly this config; return what it registered and exported."""
+    settings.ROOT.set(None)
+    rc.set_all_config(config, secret_keys)
+    mocks = RecordingMocks()
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
+    root = settings.get_root_resource()
+
+    def body():
+        runpy.run_path(str(program), run_name="__main__")
+
+    _sync_await(run_pulumi_func(body))
+    exports = {}
+    for name, value in (getattr(root, "outputs", None) or {}).items():
+        exports[name] = _sync_await(pulumi.Output.from_input(value).future())
+    return list(monitor.recorded), exports
+
+
+def plan_stack_offline(stack: str = DEFAULT_STACK, preview: bool = False) -> PlanResult:
+    path = stack_file(stack)
+    if not path.exists():
+        raise FileNotFoundError(f"no stack file {path.relative_to(ROOT)}; stacks: {', '.join(stack_names())}")
+    notes: list[str] = []
+    config, secret_keys = pulumi_config(load_stack_yaml(path), notes)
+    resources, exports = run_program(config, secret_keys, stack, preview)
+    return PlanResult(stack, resources, exports, notes)

@@ -1,0 +1,42 @@
+"""What the planner is asked: one model deployment, already validated (no Pulumi, no pydantic)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..catalog import InstanceType, ModelSpec
+
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
+
+
+@dataclass(frozen=True)
+class Sla:
+    ttft_ms: float = 2000.0  # time to first token for an average prompt
+    tpot_ms: float = 100.0  # time per output token (inter-token latency)
+    concurrency: int = 16  # concurrent requests the fleet must hold within the SLA
+    prompt_tokens: int = 1024  # average prompt length
+    output_tokens: int = 256  # average completion length
+
+    @property
+    def tokens_per_request(self) -> int:
+        return self.prompt_tokens + self.output_tokens
+
+    @property
+    def decode_context(self) -> float:
+        """Average context a running request has while decoding."""
+        return self.prompt_tokens + self.output_tokens / 2
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    model: ModelSpec
+    precision: str
+    candidates: tuple[InstanceType, ...]  # instance types the fleet may use
+    max_model_len: int
+    sla: Sla = field(default_factory=Sla)
+    min_replicas: int = 1
+    max_replicas: int = 64
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    kv_cache_dtypes: tuple[str, ...] = ("auto", "fp8")  # the planner picks among these
+    tensor_parallel_size: int | None = None  # pin TP (otherwise searched)
+    served_model_name: str | None = None
+    max_pipeline_parallel: int = 8

@@ -1,0 +1,234 @@
+"""plan_topology: enumerate (instance type, TP, PP, KV-cache dtype), refuse what cannot serve,
+return the cheapest fleet that holds the target concurrency within the SLA."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..catalog import ACCELERATORS, Accelerator, InstanceType
+from . import memory as mem
+from .performance import tpot_s, ttft_s
+from .request import PlanRequest
+from .topology import NoFeasibleTopology, Refusal, Topology
+from .vllm_args import vllm_args
+
+_SHAPE_RULES = {"tp-heads", "tp-kv-heads", "tp-fp8-block"}
+HOST_RESERVED_CPU = 2  # kubelet, system daemons and the GPU/metrics DaemonSets on each node
+MIN_POD_MEMORY_GIB = 8
+
+
+@dataclass(frozen=True)
+class _Fit:
+    inst: InstanceType
+    acc: Accelerator
+    tp: int
+    pp: int
+    kv_dtype: str
+    weights_gib_per_gpu: float
+    kv_gib_per_gpu: float
+    kv_tokens: int
+    concurrency: int
+    bound: str
+    tpot_ms: float
+    ttft_ms: float
+    replicas: int
+    replicas_per_node: int
+    nodes: int
+    cost: float
+    pod_cpu: int
+    pod_memory_gib: int
+    shm_gib: int
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+    def rank(self):
+        # cheapest; then fewer GPUs in all and per replica; then the model's own KV dtype
+        return (round(self.cost, 4), self.nodes * self.inst.gpus, self.gpus_per_replica,
+                self.kv_dtype != "auto", self.inst.name)
+
+    def shape(self) -> str:
+        kv = "" if self.kv_dtype == "auto" else f", fp8 KV"
+        par = f"TP {self.tp}" + (f" x PP {self.pp}" if self.pp > 1 else "")
+        return f"{self.replicas} x {par} on {self.nodes} x {self.inst.name}{kv} at ${self.cost:,.2f}/h"
+
+
+def _candidates(req: PlanRequest):
+    for inst in req.candidates:
+        acc = ACCELERATORS[inst.accelerator]
+        tps = [req.tensor_parallel_size] if req.tensor_parallel_size else range(1, inst.gpus + 1)
+        for tp in tps:
+            pps = [1]
+            if tp == inst.gpus:
+                pps += range(2, req.max_pipeline_parallel + 1)
+            for pp in pps:
+                for kv in req.kv_cache_dtypes:
+                    if kv == "fp8" and not acc.supports_fp8:
+                        continue
+                    yield inst, acc, tp, pp, kv
+
+
+def _pod_share(inst: InstanceType, replicas_per_node: int) -> tuple[int, int, int]:
+    """CPU, memory and /dev/shm for one pod: its share of the node after system reservations."""
+    cpu = max(1, (inst.vcpu - HOST_RESERVED_CPU) // replicas_per_node)
+    memory = int((inst.ram_gib * 0.9 - 1) // replicas_per_node)
+    gpus = inst.gpus // replicas_per_node
+    shm = max(1, min(memory // 4, 2 + 2 * gpus))
+    return cpu, memory, shm
+
+
+def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, pp: int, kv: str):
+    m, sla = req.model, req.sla
+
+    def refuse(constraint: str, detail: str) -> Refusal:
+        return Refusal(constraint, inst.name, acc.id, tp, pp, kv, detail)
+
+    if tp > inst.gpus:
+        return refuse("tp-gpus-per-node", f"TP {tp} > {inst.gpus} GPUs per {inst.name} node")
+    if m.heads % tp:
+        return refuse("tp-heads", f"TP {tp} does not divide {m.heads} attention heads")
+    if not m.is_mla and m.kv_heads % tp and tp % m.kv_heads:
+        return refuse("tp-kv-heads", f"TP {tp} neither divides nor is a multiple of {m.kv_heads} KV heads")
+    if m.fp8_block_quantized and req.precision == "fp8" and (m.moe_intermediate // 128) % tp:
+        return refuse("tp-fp8-block", f"block-quantized FP8 needs TP to divide moe_intermediate_size/128 = "
+                                      f"{m.moe_intermediate // 128}")
+    if pp > 1 and not inst.fast_fabric:
+        fab = f"{inst.fabric} at {inst.network_gbps:g} Gbps" if inst.fabric else "no RDMA fabric"
+        return refuse("fabric", f"a replica across {pp} nodes needs a fast fabric; {inst.name} has {fab}")
+    if pp > m.layers:
+        return refuse("pp-layers", f"PP {pp} > {m.layers} layers")
+
+    budget = acc.visible_gib * req.gpu_memory_utilization
+    weights = mem.weight_bytes_per_gpu(m, req.precision, tp, pp) / mem.GiB
+    overhead = mem.activation_gib(m, acc, tp) + mem.non_torch_gib(tp, pp)
+    kv_gib = budget - weights - overhead
+    if kv_gib <= 0:
+        return refuse("memory", f"{weights:.1f} GiB of weights + {overhead:.1f} GiB activations per GPU "
+                                f"exceed {budget:.1f} GiB ({req.gpu_memory_utilization:.2f} x {acc.visible_gib:.1f} GiB)")
+    graphs = mem.cuda_graph_gib(m)
+    headroom = acc.visible_gib * (1 - req.gpu_memory_utilization)
+    if graphs > headroom:
+        return refuse("cuda-graph", f"CUDA graphs need ~{graphs:.1f} GiB but only {headroom:.1f} GiB is left "
+                                    f"outside gpu_memory_utilization {req.gpu_memory_utilization:.2f}")
+    kv_tokens = mem.kv_cache_tokens(kv_gib * mem.GiB, m, tp, pp, kv, req.max_model_len)
+    if kv_tokens < req.max_model_len:
+        return refuse("kv-cache", f"KV cache holds {kv_tokens:,} tokens ({kv_gib:.1f} GiB per GPU), "
+                                  f"less than one max_model_len {req.max_model_len:,} request")
+
+    def latency(batch: int) -> tuple[float, float]:
+        args = (m, req.precision, acc, inst, tp, pp, kv)
+        return (tpot_s(*args, batch, sla.decode_context) * 1e3,
+                ttft_s(*args, batch, sla.prompt_tokens, sla.decode_context) * 1e3)
+
+    def within(batch: int) -> bool:
+        t, f = latency(batch)
+        return t <= sla.tpot_ms and f <= sla.ttft_ms
+
+    t1, f1 = latency(1)
+    if t1 > sla.tpot_ms:
+        return refuse("tpot", f"decode needs ~{t1:.1f} ms/token even for one request > SLA {sla.tpot_ms:g} ms")
+    if f1 > sla.ttft_ms:
+        return refuse("ttft", f"prefill of {sla.prompt_tokens} tokens needs ~{f1:.0f} ms > SLA {sla.ttft_ms:g} ms")
+
+    per_request = min(sla.tokens_per_request, req.max_model_len)
+    caps = {"kv-cache": kv_tokens // per_request, "max-num-seqs": mem.default_max_num_seqs(acc)}
+    cap = min(caps.values())
+    lo, hi = 1, cap  # largest batch within the SLA (latency grows with the batch)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if within(mid) else (lo, mid - 1)
+    concurrency = lo
+    if concurrency < cap:
+        t, _ = latency(concurrency + 1)
+        bound = "tpot" if t > sla.tpot_ms else "ttft"
+    else:
+        bound = min(caps, key=caps.get)
+    tpot_ms, ttft_ms = latency(concurrency)
+
+    replicas = max(req.min_replicas, math.ceil(sla.concurrency / concurrency))
+    if replicas > req.max_replicas:
+        return refuse("max-replicas", f"{replicas} replicas of {concurrency} concurrent requests are needed for "
+                                      f"{sla.concurrency}; max_replicas is {req.max_replicas}")
+    rpn = inst.gpus // tp if pp == 1 else 1
+    nodes = math.ceil(replicas / rpn) if pp == 1 else replicas * pp
+    cpu, memory, shm = _pod_share(inst, rpn)
+    if memory < MIN_POD_MEMORY_GIB:
+        return refuse("host-memory", f"{memory} GiB of host memory per pod < {MIN_POD_MEMORY_GIB} GiB")
+    return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, tpot_ms, ttft_ms,
+                replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm)
+
+
+def evaluate(req: PlanRequest) -> tuple[list[_Fit], list[Refusal]]:
+    fits, refusals = [], []
+    for cand in _candidates(req):
+        r = _evaluate(req, *cand)
+        (refusals if isinstance(r, Refusal) else fits).append(r)
+    return fits, refusals
+
+
+def plan_topology(req: PlanRequest) -> Topology:
+    """The cheapest feasible topology, or NoFeasibleTopology naming why the closest candidates fail."""
+    if req.precision not in req.model.precisions:
+        raise NoFeasibleTopology(
+            f"{req.model.name} is served at {' or '.join(req.model.precisions)}, not {req.precision}", [])
+    fits, refusals = evaluate(req)
+    if not fits:
+        from .explain import explain_refusal
+        raise NoFeasibleTopology(explain_refusal(req, refusals), refusals)
+    fits.sort(key=_Fit.rank)
+    best = fits[0]
+    alt = next((f for f in fits[1:] if (f.inst.name, f.tp, f.pp) != (best.inst.name, best.tp, best.pp)), None)
+    return _topology(req, best, alt, refusals)
+
+
+def _smaller_refused(best: _Fit, refusals: list[Refusal]) -> list[Refusal]:
+    """Refusals of shapes with fewer GPUs per replica on the same instance type: why we went bigger."""
+    out = {}
+    for r in refusals:
+        if r.instance_type == best.inst.name and r.tp * r.pp < best.gpus_per_replica \
+                and r.kv_cache_dtype == best.kv_dtype:
+            out.setdefault((r.tp, r.pp), r)
+    # shapes vLLM cannot even start (TP not dividing the heads) say little about why we went bigger
+    ordered = sorted(out.values(), key=lambda r: (r.constraint in _SHAPE_RULES, -r.tp * r.pp))
+    return ordered
+
+
+def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Refusal]) -> Topology:
+    m, inst = req.model, best.inst
+    smaller = _smaller_refused(best, refusals)
+    bound_text = {
+        "tpot": f"TPOT SLA {req.sla.tpot_ms:g} ms", "ttft": f"TTFT SLA {req.sla.ttft_ms:g} ms",
+        "kv-cache": "KV-cache capacity", "max-num-seqs": "vLLM's max_num_seqs default",
+    }[best.bound]
+    why = [f"{best.shape()}"]
+    if smaller:
+        s = smaller[0]
+        why.append(f"TP {s.tp}" + (f" x PP {s.pp}" if s.pp > 1 else "") + f" refused ({s.constraint}: {s.detail})")
+    why.append(f"{best.concurrency} concurrent requests per replica, bound by {bound_text}")
+    why.append(f"next cheapest: {alt.shape()}" if alt else "no other feasible shape")
+    rpn = best.replicas_per_node
+    max_nodes = math.ceil(req.max_replicas / rpn) if best.pp == 1 else req.max_replicas * best.pp
+    served = req.served_model_name or m.id
+    return Topology(
+        model=m.id, model_name=m.name, model_repo=m.repo_for(req.precision), served_model_name=served,
+        precision=req.precision, cloud=inst.cloud, accelerator=best.acc.id, instance_type=inst.name,
+        fabric=inst.fabric, gpus_per_node=inst.gpus, tensor_parallel_size=best.tp,
+        pipeline_parallel_size=best.pp, gpus_per_replica=best.gpus_per_replica, nodes_per_replica=best.pp,
+        replicas_per_node=rpn, replicas=best.replicas, min_replicas=req.min_replicas,
+        max_replicas=req.max_replicas, nodes=best.nodes, max_nodes=max_nodes,
+        efa_interfaces=inst.efa_interfaces, kv_cache_dtype=best.kv_dtype, max_model_len=req.max_model_len,
+        gpu_memory_utilization=req.gpu_memory_utilization, max_num_seqs=best.concurrency,
+        kv_cache_tokens=best.kv_tokens, kv_cache_gib_per_gpu=round(best.kv_gib_per_gpu, 2),
+        weights_gib=round(m.weight_bytes(req.precision) / mem.GiB, 1),
+        weights_gib_per_gpu=round(best.weights_gib_per_gpu, 2),
+        concurrency_at_full_length=round(best.kv_tokens / req.max_model_len, 2),
+        concurrency_per_replica=best.concurrency, concurrency_bound=best.bound,
+        target_concurrency=req.sla.concurrency, est_tpot_ms=round(best.tpot_ms, 2),
+        est_ttft_ms=round(best.ttft_ms, 1), sla_tpot_ms=req.sla.tpot_ms, sla_ttft_ms=req.sla.ttft_ms,
+        price_per_node_hour=inst.price_hour, cost_per_hour=round(best.cost, 2), pod_cpu=best.pod_cpu,
+        pod_memory_gib=best.pod_memory_gib, shm_gib=best.shm_gib,
+        vllm_args=tuple(vllm_args(req, best.tp, best.pp, best.kv_dtype, best.concurrency, served)),
+        reason="; ".join(why), alternative=alt.shape() if alt else None,
+        refused_smaller=tuple(str(r) for r in smaller),
+    )

@@ -1,0 +1,94 @@
+"""The planner's answer: one serving topology, and the refusal when nothing fits."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why one candidate (instance type, TP, PP, KV dtype) cannot serve."""
+
+    constraint: str  # e.g. "memory", "kv-cache", "tp-heads", "fabric", "tpot", "ttft", "max-replicas"
+    instance_type: str
+    accelerator: str
+    tp: int
+    pp: int
+    kv_cache_dtype: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.instance_type} TP{self.tp}xPP{self.pp} kv={self.kv_cache_dtype}: {self.constraint}: {self.detail}"
+
+
+class NoFeasibleTopology(Exception):
+    """No candidate meets every constraint; the message explains the closest ones."""
+
+    def __init__(self, message: str, refusals: list[Refusal]):
+        super().__init__(message)
+        self.message = message
+        self.refusals = refusals
+
+    @property
+    def constraints(self) -> set[str]:
+        return {r.constraint for r in self.refusals}
+
+
+@dataclass(frozen=True)
+class Topology:
+    model: str  # catalog id
+    model_name: str
+    model_repo: str  # what vLLM loads
+    served_model_name: str
+    precision: str
+    cloud: str
+    accelerator: str
+    instance_type: str
+    fabric: str | None
+    gpus_per_node: int
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    gpus_per_replica: int
+    nodes_per_replica: int
+    replicas_per_node: int
+    replicas: int  # needed for the target concurrency (at least min_replicas)
+    min_replicas: int
+    max_replicas: int
+    nodes: int  # GPU nodes for `replicas`
+    max_nodes: int  # GPU nodes for `max_replicas`
+    efa_interfaces: int
+    kv_cache_dtype: str
+    max_model_len: int
+    gpu_memory_utilization: float
+    max_num_seqs: int
+    kv_cache_tokens: int  # per replica
+    kv_cache_gib_per_gpu: float
+    weights_gib: float  # whole model
+    weights_gib_per_gpu: float
+    concurrency_at_full_length: float  # kv_cache_tokens / max_model_len
+    concurrency_per_replica: int  # requests one replica holds within the SLA
+    concurrency_bound: str  # what limits concurrency_per_replica: "tpot", "ttft", "kv-cache", "max-num-seqs"
+    target_concurrency: int
+    est_tpot_ms: float  # at concurrency_per_replica
+    est_ttft_ms: float
+    sla_tpot_ms: float
+    sla_ttft_ms: float
+    price_per_node_hour: float
+    cost_per_hour: float
+    pod_cpu: int  # per pod (a replica's share of its node, or one node of a multi-node replica)
+    pod_memory_gib: int
+    shm_gib: int
+    vllm_args: tuple[str, ...]
+    reason: str
+    alternative: str | None = None
+    refused_smaller: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nodes_per_replica > 1
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["vllm_args"] = list(self.vllm_args)
+        d["refused_smaller"] = list(self.refused_smaller)
+        d["multi_node"] = self.multi_node
+        return d

@@ -1,0 +1,31 @@
+"""The exact `vllm serve` arguments for a planned replica (vLLM 0.31; full flag names only)."""
+from __future__ import annotations
+
+from .request import PlanRequest
+
+VLLM_PORT = 8000
+
+
+def vllm_args(req: PlanRequest, tp: int, pp: int, kv_cache_dtype: str, max_num_seqs: int,
+              served_model_name: str) -> list[str]:
+    """Container args for the vllm/vllm-openai image, whose entrypoint is `vllm serve`:
+    the model first (positional), then flags. Everything sizing depends on is explicit,
+    so a change of vLLM default cannot silently change the fleet."""
+    m = req.model
+    args = [
+        m.repo_for(req.precision),
+        "--served-model-name", served_model_name,
+        "--tensor-parallel-size", str(tp),
+        "--pipeline-parallel-size", str(pp),
+        "--max-model-len", str(req.max_model_len),
+        "--gpu-memory-utilization", f"{req.gpu_memory_utilization:.2f}",
+        "--max-num-seqs", str(max_num_seqs),
+        "--port", str(VLLM_PORT),
+    ]
+    if kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", kv_cache_dtype]
+    if m.needs_online_quantization(req.precision):
+        args += ["--quantization", "fp8"]
+    if pp > 1:
+        args += ["--distributed-executor-backend", "ray"]
+    return args
