@@ -45,6 +45,8 @@ class Platform(pulumi.ComponentResource):
             f"{name}-hf-token",
             metadata={"name": "hf-token", "namespace": cfg.namespace, "labels": labels},
             type="Opaque", string_data={"HF_TOKEN": loaded.hf_token}, opts=ns_opts)
+        # --- add-ons (issue 4): ClusterAddons -> self.addons: AddonsFacts ---
+        # --- model cache and serving (issue 3): ModelCache + one VllmService per topology ---
         self.kubeconfig = self.facts.kubeconfig
         self.topologies = topologies
         self.register_outputs({"namespace": cfg.namespace})

@@ -57,3 +57,23 @@ class ClusterFacts:
 
     def pool_for(self, instance_type: str) -> GpuPool:
         return self.gpu_pools[instance_type]
+
+
+@dataclass
+class AddonsFacts:
+    """What the add-ons hand to serving (filled by components/addons, issue 4).
+
+    `ready` maps a capability to the resources a custom resource of that kind must depend on
+    (the operator release that installs its CRDs), so that the first `pulumi up` on an empty
+    cluster succeeds: "keda" (ScaledObject), "kuberay" (RayService), "monitoring" (ServiceMonitor,
+    PodMonitor, PrometheusRule), "network" (NetworkAttachmentDefinition / RDMA resources).
+    An add-on switched off in config leaves its key with [] and the stack uses what the cluster has.
+    """
+    prometheus_url: str  # what KEDA's Prometheus triggers query
+    monitor_labels: dict[str, str]  # labels Prometheus selects ServiceMonitors/PodMonitors/PrometheusRules by
+    dashboard_label: tuple[str, str]  # (key, value) the Grafana dashboard sidecar picks ConfigMaps by
+    ready: dict[str, list[Any]] = field(default_factory=dict)
+    rdma_resource: str | None = None  # extended resource name serving pods request on InfiniBand/RoCE
+
+    def depends(self, capability: str) -> list[Any]:
+        return list(self.ready.get(capability, []))

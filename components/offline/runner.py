@@ -6,6 +6,8 @@ skipped; preview mode is there to prove the program registers the same resources
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import runpy
 from dataclasses import dataclass, field
@@ -21,6 +23,12 @@ from pulumi.runtime.sync_await import _sync_await
 
 from ..config.schema import PROJECT
 from .mocks import Recorded, RecordingMocks, RecordingMonitor
+
+# Modules that register the cloud's answers (CLOUD_OUTPUTS / INVOKES) for their provider's types.
+STUB_MODULES = ("components.offline.aws_stubs", "components.offline.gcp_stubs")
+for _mod in STUB_MODULES:
+    if importlib.util.find_spec(_mod) is not None:
+        importlib.import_module(_mod)
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"

@@ -1,0 +1,52 @@
+"""Shared fixtures: offline plans of shipped stacks (cached) and of in-memory configs."""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from components.offline.render import manifests, sanitize  # noqa: E402
+from components.offline.runner import OFFLINE_SECRET, plan_stack_offline, run_program  # noqa: E402
+
+
+@functools.lru_cache(maxsize=None)
+def planned(stack: str, preview: bool = False):
+    """Offline plan of stacks/Pulumi.<stack>.yaml (cached per session: plans are deterministic)."""
+    return plan_stack_offline(stack, preview=preview)
+
+
+def plan_config(values: dict, preview: bool = False, secrets: dict | None = None, stack: str = "test"):
+    """Offline plan of an in-memory config: {"cloud": "aws", "models": [...], ...} (keys without prefix).
+
+    Secrets default to a placeholder hfToken; pass secrets={} to leave it out.
+    """
+    secrets = {"hfToken": OFFLINE_SECRET} if secrets is None else secrets
+    config = {f"vllm-platform:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
+    config.update({f"vllm-platform:{k}": v for k, v in secrets.items()})
+    resources, exports = run_program(config, [f"vllm-platform:{k}" for k in secrets], stack, preview)
+    return resources, exports
+
+
+def by_type(resources, type_token: str):
+    return [r for r in resources if r.type == type_token]
+
+
+def one(resources, type_token: str, name: str | None = None):
+    found = [r for r in by_type(resources, type_token) if name is None or r.name == name]
+    assert len(found) == 1, f"expected one {type_token} {name or ''}, found {[r.name for r in found]}"
+    return found[0]
+
+
+@pytest.fixture
+def dev_plan():
+    return planned("dev")
+
+
+__all__ = ["planned", "plan_config", "by_type", "one", "manifests", "sanitize"]
