@@ -4,7 +4,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .cluster.facts import ClusterFacts
+from .cluster.facts import AddonsFacts, ClusterFacts
 from .config import LoadedConfig
 from .planner import Topology
 
@@ -46,6 +46,10 @@ class Platform(pulumi.ComponentResource):
             metadata={"name": "hf-token", "namespace": cfg.namespace, "labels": labels},
             type="Opaque", string_data={"HF_TOKEN": loaded.hf_token}, opts=ns_opts)
         # --- add-ons (issue 4): ClusterAddons -> self.addons: AddonsFacts ---
+        # Until ClusterAddons exists: the kube-prometheus-stack defaults of a cluster that runs it already.
+        self.addons = AddonsFacts(
+            prometheus_url="http://kube-prometheus-stack-prometheus.monitoring.svc:9090",
+            monitor_labels={"release": "kube-prometheus-stack"}, dashboard_label=("grafana_dashboard", "1"))
         # --- model cache and serving (issue 3): ModelCache + one VllmService per topology ---
         self.kubeconfig = self.facts.kubeconfig
         self.topologies = topologies

@@ -1,0 +1,72 @@
+"""GPU node pools from the plan: one pool per planned instance type. Pure and cloud-neutral, so that
+the AWS, GCP and existing paths size and label their pools the same way."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..catalog import INSTANCE_TYPES, InstanceType
+from ..planner import Topology
+from .facts import GPU_TAINT_KEY, POOL_LABEL, GpuPool, Taint
+
+ACCELERATOR_LABEL = "vllm-platform/accelerator"
+GPU_TAINT = Taint(GPU_TAINT_KEY, "present", "NoSchedule")
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    name: str  # DNS-safe, e.g. "gpu-p5-48xlarge"
+    instance: InstanceType
+    min_nodes: int  # nodes for every model's min_replicas
+    desired_nodes: int  # nodes for the planned replicas
+    max_nodes: int  # nodes for every model's max_replicas
+    multi_node: bool  # some replica spans nodes: placement group / compact placement, one zone, fabric
+    models: tuple[str, ...]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {POOL_LABEL: self.name, ACCELERATOR_LABEL: self.instance.accelerator}
+
+    @property
+    def taints(self) -> tuple[Taint, ...]:
+        return (GPU_TAINT,)
+
+    def gpu_pool(self, fabric_resources: dict[str, int] | None = None, nvme_path: str | None = None) -> GpuPool:
+        return GpuPool(name=self.name, instance_type=self.instance.name, accelerator=self.instance.accelerator,
+                       gpus_per_node=self.instance.gpus, node_selector={POOL_LABEL: self.name},
+                       taints=self.taints, fabric=self.instance.fabric,
+                       fabric_resources=dict(fabric_resources or {}), nvme_path=nvme_path)
+
+
+def pool_name(instance_type: str) -> str:
+    return "gpu-" + re.sub(r"[^a-z0-9]+", "-", instance_type.lower()).strip("-")
+
+
+def _nodes(t: Topology, replicas: int) -> int:
+    if t.nodes_per_replica > 1:
+        return replicas * t.nodes_per_replica
+    return -(-replicas // t.replicas_per_node)
+
+
+def gpu_pool_specs(topologies: dict[str, Topology]) -> list[PoolSpec]:
+    """Group the planned deployments by instance type; node counts add up across models
+    (replicas of different models never share a node: each pod asks for its whole share)."""
+    by_type: dict[str, list[Topology]] = {}
+    for t in topologies.values():
+        by_type.setdefault(t.instance_type, []).append(t)
+    specs = []
+    for itype, ts in sorted(by_type.items()):
+        inst = INSTANCE_TYPES.get(itype) or _existing(ts[0])
+        specs.append(PoolSpec(
+            name=pool_name(itype), instance=inst,
+            min_nodes=sum(_nodes(t, t.min_replicas) for t in ts),
+            desired_nodes=sum(_nodes(t, t.replicas) for t in ts),
+            max_nodes=sum(_nodes(t, t.max_replicas) for t in ts),
+            multi_node=any(t.nodes_per_replica > 1 for t in ts),
+            models=tuple(t.served_model_name for t in ts)))
+    return specs
+
+
+def _existing(t: Topology) -> InstanceType:
+    return InstanceType("existing", t.instance_type, t.accelerator, t.gpus_per_node, 0, 0, 0, 0, t.fabric,
+                        t.price_per_node_hour, "existing cluster")
