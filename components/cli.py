@@ -115,7 +115,7 @@ def cmd_table(a) -> int:
 def cmd_plan(a) -> int:
     from .config import ConfigError
     from .offline.render import write_plan
-    from .offline.runner import DEFAULT_STACK, ROOT, plan_stack_offline, stack_names
+    from .offline.runner import DEFAULT_STACK, ROOT, plan_stack_offline
 
     import pulumi
 
@@ -123,14 +123,15 @@ def cmd_plan(a) -> int:
     started = time.perf_counter()
     try:
         result = plan_stack_offline(stack)
+        stack = result.stack
     except FileNotFoundError as e:
         return _fail(EXIT_BAD_INPUT, str(e))
     except pulumi.RunError as e:
         cause = e.__cause__
         if isinstance(cause, ConfigError):
-            return _fail(EXIT_BAD_INPUT, f"stacks/Pulumi.{stack}.yaml: {cause}")
+            return _fail(EXIT_BAD_INPUT, f"{stack}: {cause}")
         if isinstance(cause, NoFeasibleTopology):
-            return _fail(EXIT_NO_FIT, f"stacks/Pulumi.{stack}.yaml: no topology fits: {cause.message}")
+            return _fail(EXIT_NO_FIT, f"{stack}: no topology fits: {cause.message}")
         raise
     topology = result.exports.get("topology", {})
     out = ROOT / "build" / stack
@@ -184,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     tb.add_argument("--markdown", action="store_true")
     tb.set_defaults(fn=cmd_table)
     pl = sub.add_parser("plan", help="evaluate __main__.py offline for stacks/Pulumi.STACK.yaml")
-    pl.add_argument("stack", nargs="?")
+    pl.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.STACK.yaml) or a stack file path; "
+                                           "default: dev")
     pl.set_defaults(fn=cmd_plan)
     a = p.parse_args(argv)
     return a.fn(a)

@@ -48,7 +48,7 @@ def manifest(r: Recorded) -> dict:
 def manifest_filename(m: dict) -> str:
     meta = m.get("metadata") or {}
     parts = [m.get("kind") or "object", meta.get("namespace") or "cluster", meta.get("name") or "unnamed"]
-    return re.sub(r"[^a-z0-9.-]+", "-", "_".join(parts).lower()) + ".yaml"
+    return "_".join(re.sub(r"[^a-z0-9.-]+", "-", str(p).lower()) for p in parts) + ".yaml"
 
 
 def manifests(resources: list[Recorded]) -> dict[str, dict]:

@@ -98,10 +98,18 @@ def run_program(config: dict[str, str], secret_keys: list[str], stack: str, prev
     return list(monitor.recorded), exports
 
 
+def resolve_stack(stack: str) -> tuple[str, Path]:
+    """A stack name (stacks/Pulumi.<name>.yaml) or a path to a stack file."""
+    if stack.endswith((".yaml", ".yml")):
+        path = Path(stack).resolve()
+        return path.name.removeprefix("Pulumi.").rsplit(".", 1)[0], path
+    return stack, stack_file(stack)
+
+
 def plan_stack_offline(stack: str = DEFAULT_STACK, preview: bool = False) -> PlanResult:
-    path = stack_file(stack)
+    stack, path = resolve_stack(stack)
     if not path.exists():
-        raise FileNotFoundError(f"no stack file {path.relative_to(ROOT)}; stacks: {', '.join(stack_names())}")
+        raise FileNotFoundError(f"no stack file {path}; stacks: {', '.join(stack_names())}")
     notes: list[str] = []
     config, secret_keys = pulumi_config(load_stack_yaml(path), notes)
     resources, exports = run_program(config, secret_keys, stack, preview)

@@ -1,0 +1,105 @@
+"""The command line: topology, table and plan, in the exact forms the README and CI use."""
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from components.cli import main
+from components.offline.runner import ROOT
+
+TOPOLOGY_KEYS = {"tensor_parallel_size", "pipeline_parallel_size", "gpus_per_replica", "nodes_per_replica",
+                 "instance_type", "kv_cache_tokens", "vllm_args"}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_topology_json(capsys):
+    code, out, _ = run(capsys, "topology", "--model", "llama-3.1-70b", "--gpu", "h100", "--tpot-ms", "15", "--json")
+    assert code == 0
+    t = json.loads(out)
+    assert TOPOLOGY_KEYS <= set(t)
+    assert (t["tensor_parallel_size"], t["pipeline_parallel_size"], t["instance_type"]) == (4, 1, "p5.48xlarge")
+    assert t["vllm_args"][:2] == ["meta-llama/Llama-3.1-70B-Instruct", "--served-model-name"]
+
+
+def test_topology_refusal_exits_3_with_the_reason(capsys):
+    code, _, err = run(capsys, "topology", "--model", "llama-3.1-405b", "--gpu", "a10g")
+    assert code == 3
+    assert "Llama-3.1-405B bf16 needs 754 GiB of weights; on a10g the most is 8 x 20.1 GiB per node" in err
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["--model", "nope", "--gpu", "h100"], "--model: unknown model 'nope'"),
+    (["--model", "llama-3.1-8b", "--gpu", "h900"], "--gpu: unknown GPU 'h900'"),
+    (["--model", "qwen2.5-7b", "--max-model-len", "65536"], "--max-model-len: 65536 is above"),
+    (["--model", "llama-3.1-8b", "--tpot-ms", "-1"], "--tpot-ms: must be > 0"),
+    (["--model", "llama-3.1-8b", "--gpu", "a10g", "--cloud", "gcp"], "--gpu: no gcp instance type carries a10g"),
+])
+def test_topology_bad_input_exits_2_naming_the_flag(capsys, argv, field):
+    code, _, err = run(capsys, "topology", *argv)
+    assert code == 2 and err.startswith(field)
+
+
+def test_table_covers_the_catalog(capsys):
+    code, out, _ = run(capsys, "table", "--cloud", "gcp", "--markdown")
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.startswith("| ") and "model" not in line]
+    models = {line.split(" | ")[0].strip("| ") for line in lines}
+    assert len(models) == 12
+    assert any(line.startswith("| llama-3.1-405b | bf16 | h100 | a3-") for line in lines)
+
+
+def test_plan_default_stack_writes_files(capsys):
+    code, out, _ = run(capsys, "plan")
+    assert code == 0
+    assert "llama-8b: Llama-3.1-8B bf16" in out and "resources:" in out
+    build = ROOT / "build" / "dev"
+    rows = json.loads((build / "resources.json").read_text())
+    assert {"type", "name", "parent", "inputs"} <= set(rows[0])
+    assert json.loads((build / "topology.json").read_text())["llama-8b"]["tensor_parallel_size"] == 1
+    secret = yaml.safe_load((build / "manifests" / "secret_vllm_hf-token.yaml").read_text())
+    assert secret["stringData"] == "[secret]"
+    text = (build / "resources.json").read_text() + "".join(
+        p.read_text() for p in (build / "manifests").iterdir())
+    assert "offline-placeholder-secret" not in text  # secrets never reach the files
+
+
+def test_plan_bad_config_exits_2_with_field_errors(tmp_path, capsys):
+    bad = tmp_path / "Pulumi.broken.yaml"
+    bad.write_text(yaml.safe_dump({"config": {
+        "vllm-platform:cloud": "existing",
+        "vllm-platform:existing": {"gpuNodes": {"accelerator": "l4", "gpusPerNode": 1, "vcpu": 8, "ramGib": 32}},
+        "vllm-platform:modelCache": {"storageClass": "nfs"},
+        "vllm-platform:models": [{"name": "x", "model": "llama-3.1-8b", "maxModelLen": 999999, "tpu": 1}],
+    }}))
+    code, _, err = run(capsys, "plan", str(bad))
+    assert code == 2
+    assert "models[0].maxModelLen: 999999 is above Llama-3.1-8B's limit of 131072" in err
+    assert "models[0].tpu: unknown key" in err
+    assert "Traceback" not in err
+
+
+def test_plan_infeasible_stack_exits_3(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.toobig.yaml"
+    stack.write_text(yaml.safe_dump({"config": {
+        "vllm-platform:cloud": "existing",
+        "vllm-platform:existing": {"gpuNodes": {"accelerator": "l4", "gpusPerNode": 1, "vcpu": 8, "ramGib": 32}},
+        "vllm-platform:modelCache": {"storageClass": "nfs"},
+        "vllm-platform:models": [{"name": "big", "model": "llama-3.1-405b"}],
+    }}))
+    code, _, err = run(capsys, "plan", str(stack))
+    assert code == 3 and "models[0] (big): Llama-3.1-405B bf16 needs" in err
+
+
+def test_python_dash_m_entrypoint():
+    proc = subprocess.run([sys.executable, "-m", "components", "topology", "--model", "llama-3.1-8b",
+                           "--gpu", "l4", "--max-model-len", "8192", "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["tensor_parallel_size"] == 1
