@@ -81,17 +81,18 @@ def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[lis
             except NoFeasibleTopology as e:
                 binding = sorted({r.constraint for r in e.refusals} & {"memory", "kv-cache", "tpot", "ttft", "fabric",
                                                                        "max-replicas", "tp-fp8-block"})
-                rows.append([m.id, m.precisions[0], acc, "—", "—", "—", "—", "—", "—", "—",
+                rows.append([m.id, m.precisions[0], acc, "—", "—", "—", "—", "—", "—", "—", "—", "—",
                              "refused: " + (", ".join(binding) or "no shape")])
                 continue
             rows.append([m.id, t.precision, acc, t.instance_type, str(t.tensor_parallel_size),
                          str(t.pipeline_parallel_size), str(t.nodes_per_replica), f"{t.kv_cache_tokens:,}",
-                         f"{t.est_tpot_ms:g}", f"{t.replicas}", f"${t.cost_per_hour:,.2f}"])
+                         t.kv_cache_dtype, str(t.concurrency_per_replica), f"{t.est_tpot_ms:g}", f"{t.replicas}",
+                         f"${t.cost_per_hour:,.2f}"])
     return rows
 
 
 TABLE_HEADER = ["model", "precision", "gpu", "instance", "TP", "PP", "nodes/replica", "KV tokens/replica",
-                "TPOT ms", "replicas", "$/h"]
+                "KV dtype", "max conc./replica", "TPOT ms at that load", "replicas", "$/h"]
 
 
 def render_table(cloud: str, markdown: bool) -> str:

@@ -1,0 +1,58 @@
+"""The catalog: every fact carries its source, and the tables hold together."""
+import pytest
+
+from components.catalog import ACCELERATORS, INSTANCE_TYPES, MODELS, find_model
+
+
+@pytest.mark.parametrize("table", [MODELS, ACCELERATORS, INSTANCE_TYPES], ids=["models", "accelerators", "instances"])
+def test_every_row_names_its_source(table):
+    for row in table.values():
+        assert row.source.strip(), row
+
+
+def test_the_catalog_holds_what_sizing_facts_lists():
+    assert len(MODELS) >= 12 and len(ACCELERATORS) == 8
+    assert {m.id for m in MODELS.values() if m.is_moe} >= {"qwen3-235b-a22b", "mixtral-8x7b", "deepseek-v3",
+                                                           "gpt-oss-120b"}
+    assert [m.id for m in MODELS.values() if m.is_mla] == ["deepseek-v3"]
+    assert MODELS["llama-3.1-405b"].kv_heads == 8  # not the 16 of old mirrors
+    assert MODELS["qwen3-32b"].head_dim == 128  # from the config, not hidden / heads
+
+
+def test_instance_types_reference_known_accelerators_and_carry_prices():
+    for i in INSTANCE_TYPES.values():
+        assert i.accelerator in ACCELERATORS
+        assert i.price_hour > 0 and i.gpus >= 1
+        assert (i.efa_interfaces > 0) == (i.fabric == "efa") or i.cloud == "gcp"
+
+
+@pytest.mark.parametrize("name,efa", [("p5.48xlarge", 32), ("p5e.48xlarge", 32), ("p5en.48xlarge", 16),
+                                      ("p6-b200.48xlarge", 8), ("p4d.24xlarge", 4), ("g6e.48xlarge", 4),
+                                      ("g6.xlarge", 0)])
+def test_efa_interface_counts(name, efa):
+    assert INSTANCE_TYPES[name].efa_interfaces == efa
+
+
+def test_fast_fabric_only_on_shapes_built_for_multi_node():
+    fast = {i.name for i in INSTANCE_TYPES.values() if i.fast_fabric}
+    assert {"p5.48xlarge", "p4d.24xlarge", "a3-highgpu-8g", "a3-ultragpu-8g", "g6e.48xlarge"} <= fast
+    assert not fast & {"g5.48xlarge", "g6.xlarge", "a2-ultragpu-8g", "g2-standard-96"}
+
+
+def test_visible_memory_is_what_torch_reports():
+    assert round(ACCELERATORS["a10g"].visible_gib, 2) == 22.30  # SIZING-FACTS: an A10G shows 22.30 GiB
+
+
+def test_find_model_by_id_or_repo():
+    assert find_model("Meta-Llama/Llama-3.1-8B-Instruct").id == "llama-3.1-8b"
+    assert find_model("meta-llama/Llama-3.1-405B-Instruct-FP8").id == "llama-3.1-405b"
+    assert find_model("nobody/nothing") is None
+
+
+def test_moe_split_reproduces_total_and_active_parameters():
+    for m in MODELS.values():
+        if m.is_moe:
+            dense, expert = m.expert_split()
+            assert dense > 0
+            assert abs(dense + m.experts * expert - m.params_b * 1e9) < 1e6
+            assert abs(dense + m.experts_per_token * expert - m.active_params_b * 1e9) < 1e6
