@@ -17,6 +17,19 @@ class Chart:
 VLLM_VERSION = "v0.31.0"
 VLLM_IMAGE = f"vllm/vllm-openai:{VLLM_VERSION}"
 
+# Multi-node replicas run Ray Serve LLM (KubeRay RayService). The image carries Ray, Serve LLM and its
+# own vLLM (ray-llm 2.58.0 bundles vLLM 0.26.0); the metric names the stack uses exist in both releases.
+# Tags: hub.docker.com/r/rayproject/ray-llm; the AWS one: aws/deep-learning-containers docker/ray_llm
+# (same Ray 2.58.0 / vLLM 0.26.0 plus the EFA installer 1.49: libfabric and the aws-ofi-nccl plugin).
+RAY_VERSION = "2.58.0"
+RAY_LLM_IMAGE = f"rayproject/ray-llm:{RAY_VERSION}-py312-cu130"
+RAY_LLM_EFA_IMAGE = "public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0"
+# The model-cache prefetch runs `hf download` from the vLLM image: the image is already on the GPU
+# nodes (pre-pull DaemonSet) and its huggingface_hub writes the cache layout vLLM reads.
+PREFETCH_IMAGE = VLLM_IMAGE
+# Keeps the image pre-pull DaemonSet's pods alive after their init containers pulled the images.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
 CHARTS = {
     "gpu-operator": Chart("https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v26.7.0"),
     "network-operator": Chart("https://helm.ngc.nvidia.com/nvidia", "network-operator", "26.10.0"),

@@ -1,0 +1,124 @@
+"""The one list of vLLM Prometheus metric names, pinned to the vLLM image version.
+
+Every KEDA query, alert rule and dashboard panel gets its metric names from `name()` here, so
+that a name vLLM removed (`vllm:gpu_cache_usage_perc` in v0.12, `vllm:time_per_output_token_seconds`)
+cannot slip back in. The list is read off the released vLLM 0.31.0 package (../shared/VLLM-0.31.md);
+bumping versions.VLLM_VERSION without adding the new release's list here fails at import.
+
+Ray Serve LLM exports the same engine metrics through Ray's metrics agent, where Ray prefixes
+every application metric with `ray_` (`ray_vllm:num_requests_waiting`, as in Ray's own Serve LLM
+Grafana dashboard), so the multi-node shape asks for `name(..., runtime="ray")`.
+"""
+from __future__ import annotations
+
+import re
+
+from .versions import VLLM_VERSION
+
+_V0_31 = """
+vllm:cache_config_info
+vllm:corrupted_requests
+vllm:diffusion_num_canvas_positions
+vllm:diffusion_num_committed_tokens
+vllm:diffusion_num_denoising_steps
+vllm:e2e_request_latency_seconds
+vllm:engine_sleep_state
+vllm:estimated_flops_per_gpu_total
+vllm:estimated_read_bytes_per_gpu_total
+vllm:estimated_write_bytes_per_gpu_total
+vllm:external_prefix_cache_hits
+vllm:external_prefix_cache_queries
+vllm:generation_tokens
+vllm:inter_token_latency_seconds
+vllm:iteration_tokens_total
+vllm:kv_block_idle_before_evict_seconds
+vllm:kv_block_lifetime_seconds
+vllm:kv_block_reuse_gap_seconds
+vllm:kv_cache_usage_perc
+vllm:lora_requests_info
+vllm:mm_cache_hits
+vllm:mm_cache_queries
+vllm:num_preemptions
+vllm:num_requests_running
+vllm:num_requests_waiting
+vllm:num_requests_waiting_by_reason
+vllm:prefix_cache_hits
+vllm:prefix_cache_queries
+vllm:prompt_tokens
+vllm:prompt_tokens_by_source
+vllm:prompt_tokens_cached
+vllm:request_decode_time_seconds
+vllm:request_generation_tokens
+vllm:request_inference_time_seconds
+vllm:request_max_num_generation_tokens
+vllm:request_num_preemptions
+vllm:request_params_max_tokens
+vllm:request_params_n
+vllm:request_prefill_kv_computed_tokens
+vllm:request_prefill_time_seconds
+vllm:request_prompt_tokens
+vllm:request_queue_time_seconds
+vllm:request_success
+vllm:request_time_per_output_token_seconds
+vllm:spec_decode_num_accepted_tokens
+vllm:spec_decode_num_accepted_tokens_per_pos
+vllm:spec_decode_num_draft_tokens
+vllm:spec_decode_num_drafts
+vllm:time_to_first_token_seconds
+"""
+
+# vLLM image tag -> the metric names that release exposes (source: ../shared/VLLM-0.31.md).
+METRICS_BY_VERSION: dict[str, frozenset[str]] = {
+    "v0.31.0": frozenset(_V0_31.split()),
+}
+if VLLM_VERSION not in METRICS_BY_VERSION:
+    raise RuntimeError(f"components/metrics.py has no metric list for vLLM {VLLM_VERSION}; read the new "
+                       f"release's metric names off its package and add them before bumping the image")
+VLLM_METRICS: frozenset[str] = METRICS_BY_VERSION[VLLM_VERSION]
+
+# Counters are exposed with `_total`, histograms as `_bucket`/`_sum`/`_count` (prometheus_client).
+SERIES_SUFFIXES = ("_total", "_bucket", "_sum", "_count")
+RUNTIME_PREFIX = {"vllm": "", "ray": "ray_"}
+# A metric name as it appears in PromQL, dashboards or rules: optional ray_ prefix, vllm: namespace.
+NAME_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_:])((?:ray_)?vllm:[A-Za-z0-9_:]+)")
+
+
+class UnknownMetric(ValueError):
+    pass
+
+
+def name(metric: str, runtime: str = "vllm", suffix: str = "") -> str:
+    """The series name for `metric` (e.g. "num_requests_waiting" or "vllm:num_requests_waiting").
+
+    runtime: "vllm" (the OpenAI server's /metrics) or "ray" (Ray Serve LLM through Ray's metrics agent);
+    suffix: "" or one of SERIES_SUFFIXES.
+    """
+    full = metric if metric.startswith("vllm:") else f"vllm:{metric}"
+    if full not in VLLM_METRICS:
+        raise UnknownMetric(f"{full} is not a metric of vLLM {VLLM_VERSION}; known: see components/metrics.py")
+    if suffix and suffix not in SERIES_SUFFIXES:
+        raise UnknownMetric(f"suffix {suffix!r}: allowed {', '.join(SERIES_SUFFIXES)}")
+    if runtime not in RUNTIME_PREFIX:
+        raise UnknownMetric(f"runtime {runtime!r}: allowed {', '.join(RUNTIME_PREFIX)}")
+    return RUNTIME_PREFIX[runtime] + full + suffix
+
+
+def base_name(series: str) -> str | None:
+    """The listed metric a series name belongs to, or None when the list has no such metric."""
+    bare = series.removeprefix("ray_")
+    if bare in VLLM_METRICS:
+        return bare
+    for suffix in SERIES_SUFFIXES:
+        if bare.endswith(suffix) and bare[: -len(suffix)] in VLLM_METRICS:
+            return bare[: -len(suffix)]
+    return None
+
+
+def names_in(text: str) -> set[str]:
+    """Every vLLM series name mentioned in a query, rule or dashboard."""
+    return set(NAME_IN_TEXT.findall(text))
+
+
+def unknown_names(text: str) -> set[str]:
+    """The vLLM series names in `text` that the pinned vLLM release does not expose."""
+    return {n for n in names_in(text) if base_name(n) is None}
