@@ -38,12 +38,14 @@ def summary(t: Topology) -> str:
 
 
 def cmd_topology(a) -> int:
+    a.gpu = a.gpu.lower() if a.gpu else None
     model = find_model(a.model)
     if model is None:
         return _fail(EXIT_BAD_INPUT, f"--model: unknown model {a.model!r}; allowed: {', '.join(MODELS)}")
     if a.gpu and a.gpu not in ACCELERATORS:
         return _fail(EXIT_BAD_INPUT, f"--gpu: unknown GPU {a.gpu!r}; allowed: {', '.join(ACCELERATORS)}")
-    precision = a.precision or model.precisions[0]
+    by_fp8_repo = model.fp8_repo and a.model.lower() == model.fp8_repo.lower()
+    precision = a.precision or ("fp8" if by_fp8_repo else model.precisions[0])
     if precision not in model.precisions:
         return _fail(EXIT_BAD_INPUT, f"--precision: {model.name} is offered at {', '.join(model.precisions)}")
     mml = a.max_model_len or model.max_context
