@@ -37,6 +37,10 @@ class GpuPool:
     # {"vpc.amazonaws.com/efa": 32} or {"rdma/rdma_shared_device_a": 1}.
     fabric_resources: dict[str, int] = field(default_factory=dict)
     nvme_path: str | None = None  # host path where local NVMe is mounted (model cache kind nvme)
+    # Annotations a pod on this pool carries to get its fabric interfaces where the cloud attaches
+    # them per pod rather than as an extended resource, e.g. GKE multi-networking's
+    # networking.gke.io/interfaces for GPUDirect-TCPX(O) and RDMA.
+    pod_annotations: dict[str, str] = field(default_factory=dict)
 
     def tolerations(self) -> list[dict]:
         return [t.toleration() for t in self.taints]

@@ -31,11 +31,13 @@ class PoolSpec:
     def taints(self) -> tuple[Taint, ...]:
         return (GPU_TAINT,)
 
-    def gpu_pool(self, fabric_resources: dict[str, int] | None = None, nvme_path: str | None = None) -> GpuPool:
+    def gpu_pool(self, fabric_resources: dict[str, int] | None = None, nvme_path: str | None = None,
+                 pod_annotations: dict[str, str] | None = None) -> GpuPool:
         return GpuPool(name=self.name, instance_type=self.instance.name, accelerator=self.instance.accelerator,
                        gpus_per_node=self.instance.gpus, node_selector={POOL_LABEL: self.name},
                        taints=self.taints, fabric=self.instance.fabric,
-                       fabric_resources=dict(fabric_resources or {}), nvme_path=nvme_path)
+                       fabric_resources=dict(fabric_resources or {}), nvme_path=nvme_path,
+                       pod_annotations=dict(pod_annotations or {}))
 
 
 def pool_name(instance_type: str) -> str:
