@@ -5,6 +5,7 @@ Cross-field rules are model validators so that every error names its field.
 """
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
@@ -182,7 +183,94 @@ class ModelCache(_Base):
 
 
 class AwsSettings(_Base):
+    """EKS in one region: private subnets across Availability Zones; GPU pools whose replicas span
+    nodes (EFA) go into the first zone's subnet (EFA does not cross zones)."""
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$",
+                               description="existing VPC (with subnetIds); default: create one with NAT")
+    subnet_ids: list[str] | None = Field(
+        None, min_length=2, description="private subnets of vpcId, one per zone, routed to a NAT; the first "
+                                        "hosts multi-node (EFA) GPU pools")
+    vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the VPC this stack creates")
+    availability_zones: list[str] | None = Field(
+        None, min_length=2, max_length=6, description="zones of the VPC this stack creates (default: the "
+                                                      "region's first three); the first hosts EFA pools")
+    endpoint_public_access_cidrs: list[str] = Field(
+        default_factory=list, description="CIDRs that may reach the public API endpoint; empty (default): "
+                                          "private endpoint only, run `pulumi up` from inside the VPC")
+    admin_role_arns: list[str] = Field(default_factory=list,
+                                       description="IAM roles/users given cluster-admin access entries")
+    capacity_type: Literal["onDemand", "spot", "reservation", "capacityBlock"] = Field(
+        "onDemand", description="how GPU nodes are bought; reservation / capacityBlock need capacityReservations")
+    capacity_reservations: dict[str, str] = Field(
+        default_factory=dict, description="planned instance type -> On-Demand Capacity Reservation or "
+                                          "Capacity Block id (cr-...), in the first zone")
+    system_instance_type: str = Field("m7i.2xlarge", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$",
+                                      description="on-demand nodes for operators, Prometheus and Ray heads")
+    system_nodes: int = Field(2, ge=1, le=10, description="system nodes (2+ keeps operators available)")
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _subnet_ids(cls, v):
+        bad = [s for s in v or [] if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", s)]
+        if bad:
+            raise ValueError(f"not a subnet id: {', '.join(bad)}; e.g. subnet-0123456789abcdef0")
+        return v
+
+    @field_validator("vpc_cidr", "endpoint_public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, v):
+        import ipaddress
+
+        bad = []
+        for cidr in [v] if isinstance(v, str) else v:
+            try:
+                ipaddress.IPv4Network(cidr, strict=True)
+            except ValueError:
+                bad.append(cidr)
+        if bad:
+            raise ValueError(f"not an IPv4 CIDR block: {', '.join(bad)}; e.g. 203.0.113.7/32")
+        return v
+
+    @field_validator("admin_role_arns")
+    @classmethod
+    def _arns(cls, v):
+        bad = [a for a in v if not re.fullmatch(r"arn:aws[-a-z]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+", a)]
+        if bad:
+            raise ValueError(f"not an IAM role or user ARN: {', '.join(bad)}; "
+                             f"e.g. arn:aws:iam::123456789012:role/platform-admin")
+        return v
+
+    @field_validator("capacity_reservations")
+    @classmethod
+    def _reservations(cls, v):
+        for itype, rid in v.items():
+            if itype not in INSTANCE_TYPES or INSTANCE_TYPES[itype].cloud != "aws":
+                raise ValueError(f"{itype!r} is not an AWS instance type of the catalog")
+            if not re.fullmatch(r"cr-[0-9a-f]{8,17}", rid):
+                raise ValueError(f"{itype}: {rid!r} is not a capacity reservation id; e.g. cr-0123456789abcdef0")
+        return v
+
+    @model_validator(mode="after")
+    def _vpc_and_capacity(self):
+        if bool(self.vpc_id) != bool(self.subnet_ids):
+            missing = "subnetIds" if self.vpc_id else "vpcId"
+            raise field_error(missing, "missing: an existing VPC needs both vpcId and subnetIds")
+        if self.vpc_id and self.availability_zones:
+            raise field_error("availabilityZones", "given with vpcId; the zones are those of subnetIds, remove it")
+        bad = [z for z in self.availability_zones or [] if not re.fullmatch(re.escape(self.region) + r"[a-z]", z)]
+        if bad:
+            raise field_error("availabilityZones", f"{', '.join(bad)} not in region {self.region}")
+        if not 16 <= int(self.vpc_cidr.split("/")[1]) <= 20:
+            raise field_error("vpcCidr", f"{self.vpc_cidr}: use a /16 to /20 (pods take VPC addresses)")
+        reserved = self.capacity_type in ("reservation", "capacityBlock")
+        if reserved and not self.capacity_reservations:
+            raise field_error("capacityReservations", f"missing: capacityType {self.capacity_type} needs the "
+                                                      f"reservation id per planned instance type")
+        if self.capacity_reservations and not reserved:
+            raise field_error("capacityType", f"is {self.capacity_type} but capacityReservations is set; use "
+                                              f"reservation or capacityBlock, or remove capacityReservations")
+        return self
 
 
 class GcpSettings(_Base):

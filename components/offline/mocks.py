@@ -71,7 +71,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def call(self, args: MockCallArgs) -> tuple[dict, list | None]:
         self.invokes.append((args.token, args.args))
         fn = INVOKES.get(args.token)
-        return (fn(args.args) if fn else {}), None
+        return (fn(args.args) if fn else {}), []  # MockMonitor.Invoke iterates the failures
 
 
 class RecordingMonitor(MockMonitor):

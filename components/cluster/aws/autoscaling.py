@@ -1,0 +1,73 @@
+"""Node autoscaling with Cluster Autoscaler on the managed node groups.
+
+Why Cluster Autoscaler and not Karpenter: the GPU capacity here is already shaped per planned
+instance type by managed node groups (launch template with EFA interfaces, placement group, zone,
+capacity reservation or Capacity Block, min/max from the plan). Cluster Autoscaler resizes exactly
+those groups inside the plan's bounds, so one place says what a GPU node is and the plan's max caps
+the bill. Karpenter would launch its own instances from NodePools/EC2NodeClasses, a second
+description of the same nodes, plus an interruption queue and its own controller role to run.
+"""
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from ...versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE, CLUSTER_AUTOSCALER_TAGS
+from .iam import POD_IDENTITY_PRINCIPAL, cluster_autoscaler_policy, trust_policy
+from .nodegroups import SYSTEM_LABELS
+
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "cluster-autoscaler"
+
+
+def autoscaler_values(cluster: str, region: str, kubernetes_version: str) -> dict:
+    """Helm values for the cluster-autoscaler chart (charts/cluster-autoscaler/values.yaml)."""
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": region,
+        # Managed node groups tag their Auto Scaling groups with both keys.
+        "autoDiscovery": {"clusterName": cluster},
+        "fullnameOverride": "cluster-autoscaler",
+        "image": {"repository": CLUSTER_AUTOSCALER_IMAGE, "tag": CLUSTER_AUTOSCALER_TAGS[kubernetes_version]},
+        "rbac": {"serviceAccount": {"create": True, "name": SERVICE_ACCOUNT}},
+        "nodeSelector": dict(SYSTEM_LABELS),
+        "resources": {"requests": {"cpu": "100m", "memory": "600Mi"}, "limits": {"memory": "600Mi"}},
+        "extraArgs": {
+            # Among groups that fit a pending pod, the one that leaves the least idle CPU/memory.
+            "expander": "least-waste",
+            # GPU pools are deliberately different shapes; never spread a scale-up across them.
+            "balance-similar-node-groups": False,
+            # vLLM pods mount an emptyDir /dev/shm; counting that as local data would pin idle GPU nodes.
+            "skip-nodes-with-local-storage": False,
+            # A p5 node: instance launch, NVMe RAID, driver and a 10-20 GB image before it is Ready.
+            "max-node-provision-time": "25m",
+            "scale-down-unneeded-time": "10m",
+            "scale-down-delay-after-add": "10m",
+        },
+    }
+
+
+class ClusterAutoscaler(pulumi.ComponentResource):
+    def __init__(self, name: str, cluster: aws.eks.Cluster, cluster_name: str, region: str, kubernetes_version: str,
+                 partition: str, account: str, provider: k8s.Provider, depends_on: list,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("vllm-platform:aws:ClusterAutoscaler", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.role = aws.iam.Role(f"{name}-role", assume_role_policy=trust_policy(POD_IDENTITY_PRINCIPAL),
+                                 description=f"cluster-autoscaler of {cluster_name} (Pod Identity)", opts=child)
+        policy = aws.iam.RolePolicy(
+            f"{name}-role-scaling", role=self.role.id,
+            policy=json.dumps(cluster_autoscaler_policy(partition, region, account, cluster_name)), opts=child)
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-identity", cluster_name=cluster.name, namespace=NAMESPACE, service_account=SERVICE_ACCOUNT,
+            role_arn=self.role.arn, opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *depends_on]))
+        chart = CHARTS["cluster-autoscaler"]
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release", name="cluster-autoscaler", chart=chart.chart, version=chart.version,
+            repository_opts={"repo": chart.repo}, namespace=NAMESPACE,
+            values=autoscaler_values(cluster_name, region, kubernetes_version),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[association, *depends_on]))
+        self.register_outputs({"role": self.role.arn})

@@ -1,0 +1,94 @@
+"""The VPC: private subnets across Availability Zones behind one NAT gateway per zone, or the
+subnets of a VPC the stack is given."""
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from ...config.schema import AwsSettings
+
+DEFAULT_ZONES = 3
+# Tags the AWS Load Balancer Controller and EKS use to find subnets for load balancers.
+PUBLIC_ELB_TAG = {"kubernetes.io/role/elb": "1"}
+INTERNAL_ELB_TAG = {"kubernetes.io/role/internal-elb": "1"}
+
+
+@dataclass
+class NetworkFacts:
+    vpc_id: Any  # Input[str]
+    private_subnet_ids: list[Any]  # Input[str], one per zone; [0] hosts the zonal (EFA / reserved) GPU pools
+    zones: list[str] | None  # None for a given VPC (the zones are its subnets')
+    # What nodes need before they boot: a route out (image pulls) from every private subnet.
+    egress: list[Any] = field(default_factory=list)
+
+
+def subnet_layout(vpc_cidr: str, zones: int) -> list[tuple[str, str]]:
+    """(private, public) CIDR per zone. Private subnets get the big blocks: the VPC CNI gives every pod
+    a VPC address. The public ones (NAT gateways, internet-facing load balancers) share the last block."""
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    blocks = list(vpc.subnets(prefixlen_diff=math.ceil(math.log2(zones + 1))))
+    public = list(blocks[-1].subnets(prefixlen_diff=max(1, math.ceil(math.log2(zones)))))
+    return [(str(blocks[i]), str(public[i])) for i in range(zones)]
+
+
+def pick_zones(settings: AwsSettings, available: list[str]) -> list[str]:
+    """The configured zones, or the region's first DEFAULT_ZONES (in name order, so that a rerun
+    picks the same ones)."""
+    return list(settings.availability_zones or sorted(available)[:DEFAULT_ZONES])
+
+
+class AwsNetwork(pulumi.ComponentResource):
+    """Private subnets for the cluster. Nothing is created for a given VPC: its subnets are used as they are."""
+
+    facts: NetworkFacts
+
+    def __init__(self, name: str, settings: AwsSettings, cluster_name: str,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("vllm-platform:aws:Network", name, None, opts)
+        if settings.vpc_id:
+            self.facts = NetworkFacts(settings.vpc_id, list(settings.subnet_ids), None)
+            self.register_outputs({"vpcId": settings.vpc_id})
+            return
+        child = pulumi.ResourceOptions(parent=self)
+        available = aws.get_availability_zones(
+            state="available", region=settings.region,
+            filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}],
+            opts=pulumi.InvokeOptions(parent=self)).names
+        zones = pick_zones(settings, available)
+        layout = subnet_layout(settings.vpc_cidr, len(zones))
+        cluster_tag = {f"kubernetes.io/cluster/{cluster_name}": "shared"}
+        self.vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=settings.vpc_cidr, enable_dns_hostnames=True,
+                               enable_dns_support=True, tags={"Name": cluster_name}, opts=child)
+        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=self.vpc.id, tags={"Name": cluster_name}, opts=child)
+        public_rt = aws.ec2.RouteTable(f"{name}-public", vpc_id=self.vpc.id,
+                                       routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": igw.id}],
+                                       tags={"Name": f"{cluster_name}-public"}, opts=child)
+        private_ids, egress = [], []
+        for zone, (private_cidr, public_cidr) in zip(zones, layout):
+            public = aws.ec2.Subnet(f"{name}-public-{zone}", vpc_id=self.vpc.id, cidr_block=public_cidr,
+                                    availability_zone=zone, tags={"Name": f"{cluster_name}-public-{zone}",
+                                                                  **PUBLIC_ELB_TAG, **cluster_tag}, opts=child)
+            aws.ec2.RouteTableAssociation(f"{name}-public-{zone}", subnet_id=public.id,
+                                          route_table_id=public_rt.id, opts=child)
+            # One NAT per zone: a zone outage or a NAT failure must not cut the other zones off image pulls.
+            eip = aws.ec2.Eip(f"{name}-nat-{zone}", domain="vpc", tags={"Name": f"{cluster_name}-nat-{zone}"},
+                              opts=child)
+            nat = aws.ec2.NatGateway(f"{name}-nat-{zone}", allocation_id=eip.id, subnet_id=public.id,
+                                     tags={"Name": f"{cluster_name}-{zone}"},
+                                     opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]))
+            private = aws.ec2.Subnet(f"{name}-private-{zone}", vpc_id=self.vpc.id, cidr_block=private_cidr,
+                                     availability_zone=zone, tags={"Name": f"{cluster_name}-private-{zone}",
+                                                                   **INTERNAL_ELB_TAG, **cluster_tag}, opts=child)
+            rt = aws.ec2.RouteTable(f"{name}-private-{zone}", vpc_id=self.vpc.id,
+                                    routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
+                                    tags={"Name": f"{cluster_name}-private-{zone}"}, opts=child)
+            egress.append(aws.ec2.RouteTableAssociation(f"{name}-private-{zone}", subnet_id=private.id,
+                                                        route_table_id=rt.id, opts=child))
+            private_ids.append(private.id)
+        self.facts = NetworkFacts(self.vpc.id, private_ids, zones, egress)
+        self.register_outputs({"vpcId": self.vpc.id, "zones": zones})

@@ -1,0 +1,213 @@
+"""Managed node groups: a small on-demand system group, and one GPU group per planned instance type.
+
+A GPU group whose replicas span nodes gets the instance type's full EFA device count, a cluster
+placement group, one zone's subnet and a security group open to itself (EFA traffic does not cross
+zones and is dropped by security groups that do not admit it). Every GPU node assembles its local
+NVMe instance store as one RAID0 array (nodeadm `localStorage`) that holds kubelet, containerd and
+the node-local model cache.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+
+import pulumi
+import pulumi_aws as aws
+import yaml
+
+from ...config.schema import AwsSettings
+from ..facts import GpuPool
+from ..pools import PoolSpec
+from .iam import NODE_POLICIES, service_role
+from .network import NetworkFacts
+
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"  # EKS-optimised AL2023 with the NVIDIA driver, toolkit and EFA host software
+SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
+# nodeadm's local-storage defaults (awslabs/amazon-eks-ami nodeadm/api/v1alpha1/nodeconfig_types.go and
+# templates/shared/runtime/bin/setup-local-disks): the RAID0 array is mounted at <mountPath>/0.
+NVME_MOUNT_PATH = "/mnt/k8s-disks"
+NVME_CACHE_PATH = f"{NVME_MOUNT_PATH}/0/model-cache"
+ROOT_DEVICE = "/dev/xvda"  # AL2023 AMIs' root device
+# Images live on the NVMe array, but a node whose array is still assembling pulls to the root volume:
+# room for the vLLM / Ray images (10-20 GB each) and their unpacked layers.
+GPU_ROOT_GIB = 200
+SYSTEM_ROOT_GIB = 100
+# Cluster Autoscaler's GPU label on AWS: it marks a node as a GPU node before the device plugin
+# reports nvidia.com/gpu, so that a scale-up is not repeated while the driver comes up.
+AWS_GPU_LABEL = "k8s.amazonaws.com/accelerator"
+SYSTEM_LABELS = {"vllm-platform/node-role": "system"}
+CA_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+CAPACITY_TYPES = {"onDemand": "ON_DEMAND", "spot": "SPOT", "reservation": "ON_DEMAND", "capacityBlock": "CAPACITY_BLOCK"}
+TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+def uses_efa(spec: PoolSpec) -> bool:
+    """EFA, a placement group and one zone only where a replica spans nodes: a single-node replica
+    talks over NVLink, and a placement group would only narrow where EC2 can find capacity."""
+    return spec.multi_node and spec.instance.efa_interfaces > 0
+
+
+def efa_network_interfaces(count: int, node_groups: list, efa_group) -> list[dict]:
+    """`count` EFA devices, one per network card (EC2 User Guide, "Maximize network bandwidth on
+    instances with multiple network cards"): the primary ENA interface on card 0 carries IP traffic
+    (pods, the API server); EFA-only interfaces (RDMA, no IP address to take from the subnet) take
+    card 0 device 1 and device 0 of every other card. Every interface carries the EFA group."""
+    primary = {"network_card_index": 0, "device_index": 0, "interface_type": "interface",
+               "security_groups": [*node_groups, efa_group]}
+    efa = [{"network_card_index": card, "device_index": 1 if card == 0 else 0, "interface_type": "efa-only",
+            "security_groups": [efa_group]} for card in range(count)]
+    return [{**nic, "delete_on_termination": "true"} for nic in [primary, *efa]]
+
+
+def nodeadm_user_data() -> str:
+    """MIME multi-part user data with a nodeadm NodeConfig; EKS merges in the cluster details."""
+    node_config = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig",
+                   "spec": {"instance": {"localStorage": {"strategy": "RAID0", "mountPath": NVME_MOUNT_PATH}}}}
+    return ("MIME-Version: 1.0\n"
+            'Content-Type: multipart/mixed; boundary="BOUNDARY"\n\n'
+            "--BOUNDARY\n"
+            "Content-Type: application/node.eks.aws\n\n"
+            f"---\n{yaml.safe_dump(node_config, sort_keys=False)}\n"
+            "--BOUNDARY--\n")
+
+
+def gpu_labels(spec: PoolSpec) -> dict[str, str]:
+    return {**spec.labels, AWS_GPU_LABEL: spec.instance.accelerator}
+
+
+def gpu_taints(spec: PoolSpec) -> list[dict]:
+    return [{"key": t.key, "value": t.value, "effect": TAINT_EFFECTS[t.effect]} for t in spec.taints]
+
+
+def scaling(spec: PoolSpec) -> dict[str, int]:
+    """The plan's node counts: min keeps every model's min replicas, max caps the bill."""
+    return {"min_size": spec.min_nodes, "desired_size": spec.desired_nodes, "max_size": max(1, spec.max_nodes)}
+
+
+def capacity(spec: PoolSpec, settings: AwsSettings) -> tuple[str, dict]:
+    """(node group capacityType, launch-template purchase options) for one pool.
+    A reservation / Capacity Block is targeted by id; the stack config guarantees ids exist."""
+    kind = settings.capacity_type
+    lt: dict = {}
+    if kind in ("reservation", "capacityBlock"):
+        lt["capacity_reservation_specification"] = {
+            "capacity_reservation_target": {"capacity_reservation_id": settings.capacity_reservations[spec.instance.name]}}
+    if kind == "capacityBlock":
+        lt["instance_market_options"] = {"market_type": "capacity-block"}
+    return CAPACITY_TYPES[kind], lt
+
+
+def zonal(spec: PoolSpec, settings: AwsSettings) -> bool:
+    """EFA pools and reserved capacity live in one zone: the first subnet's."""
+    return uses_efa(spec) or settings.capacity_type in ("reservation", "capacityBlock")
+
+
+def gpu_pool_facts(spec: PoolSpec) -> GpuPool:
+    """What serving needs to know about a pool: an EFA pool's pods ask for every EFA device of the node."""
+    nvme = NVME_CACHE_PATH if spec.instance.nvme_gb > 0 else None
+    if uses_efa(spec):
+        return spec.gpu_pool(fabric_resources={EFA_RESOURCE: spec.instance.efa_interfaces}, nvme_path=nvme)
+    # No EFA attached: the pool has no fabric, whatever the instance type could carry.
+    return dataclasses.replace(spec.gpu_pool(nvme_path=nvme), fabric=None)
+
+
+def _metadata(hop_limit: int) -> dict:
+    # IMDSv2 only. GPU nodes allow one hop: pods there (model servers) cannot reach the node role's
+    # credentials; controllers on system nodes that read instance metadata get the two hops they need.
+    return {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": hop_limit}
+
+
+def _root(gib: int) -> list[dict]:
+    return [{"device_name": ROOT_DEVICE, "ebs": {"volume_size": gib, "volume_type": "gp3", "encrypted": "true",
+                                                 "delete_on_termination": "true"}}]
+
+
+class AwsNodeGroups(pulumi.ComponentResource):
+    """The node role, the system node group and the GPU node groups of the plan."""
+
+    def __init__(self, name: str, settings: AwsSettings, cluster_name: str, specs: list[PoolSpec],
+                 cluster: aws.eks.Cluster, network: NetworkFacts, partition: str,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("vllm-platform:aws:NodeGroups", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.role, attachments = service_role(f"{name}-role", "ec2.amazonaws.com", partition, NODE_POLICIES, self,
+                                              f"EKS nodes of {cluster_name}", tag_session=False)
+        # Cluster Autoscaler owns the desired size once the group exists.
+        self._group_opts = pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress],
+                                                  ignore_changes=["scalingConfig.desiredSize"])
+        # Every node carries it; the model cache's NFS rule admits exactly this group.
+        self.node_security_group = aws.ec2.SecurityGroup(
+            f"{name}-nodes", vpc_id=network.vpc_id, description=f"EKS nodes of {cluster_name}",
+            tags={"Name": f"{cluster_name}-nodes"}, opts=child)
+        cluster_sg = cluster.vpc_config.apply(lambda v: v.cluster_security_group_id)
+        self._base_groups = [cluster_sg, self.node_security_group.id]
+        self.system = self._system(name, settings, cluster, network, cluster_name)
+        self.gpu_groups: dict[str, aws.eks.NodeGroup] = {}
+        self.pools: dict[str, GpuPool] = {}
+        for spec in specs:
+            self.gpu_groups[spec.instance.name] = self._gpu(f"{name}-{spec.name}", spec, settings, cluster,
+                                                            network, cluster_name)
+            self.pools[spec.instance.name] = gpu_pool_facts(spec)
+        self.register_outputs({"role": self.role.arn, "pools": list(self.pools)})
+
+    def _system(self, name, settings, cluster, network, cluster_name) -> aws.eks.NodeGroup:
+        lt = aws.ec2.LaunchTemplate(
+            f"{name}-system", description=f"{cluster_name} system nodes", update_default_version=True,
+            metadata_options=_metadata(2), block_device_mappings=_root(SYSTEM_ROOT_GIB),
+            vpc_security_group_ids=self._base_groups,
+            tag_specifications=[{"resource_type": "instance", "tags": {"Name": f"{cluster_name}-system"}}],
+            opts=pulumi.ResourceOptions(parent=self))
+        n = settings.system_nodes
+        return aws.eks.NodeGroup(
+            f"{name}-system", cluster_name=cluster.name, node_role_arn=self.role.arn,
+            subnet_ids=network.private_subnet_ids, ami_type=SYSTEM_AMI_TYPE, capacity_type="ON_DEMAND",
+            instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
+            launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+            scaling_config={"min_size": n, "desired_size": n, "max_size": n + 2},
+            update_config={"max_unavailable": 1}, opts=self._group_opts)
+
+    def _gpu(self, name, spec: PoolSpec, settings, cluster, network, cluster_name) -> aws.eks.NodeGroup:
+        child = pulumi.ResourceOptions(parent=self)
+        capacity_type, purchase = capacity(spec, settings)
+        lt_args: dict = dict(purchase)
+        if uses_efa(spec):
+            efa_sg = aws.ec2.SecurityGroup(f"{name}-efa", vpc_id=network.vpc_id,
+                                           description=f"EFA between {spec.name} nodes (all traffic within the group)",
+                                           tags={"Name": f"{cluster_name}-{spec.name}-efa"}, opts=child)
+            aws.vpc.SecurityGroupIngressRule(f"{name}-efa-in", security_group_id=efa_sg.id, ip_protocol="-1",
+                                             referenced_security_group_id=efa_sg.id, description="EFA from itself",
+                                             opts=child)
+            aws.vpc.SecurityGroupEgressRule(f"{name}-efa-out", security_group_id=efa_sg.id, ip_protocol="-1",
+                                            referenced_security_group_id=efa_sg.id, description="EFA to itself",
+                                            opts=child)
+            placement = aws.ec2.PlacementGroup(f"{name}-placement", strategy="cluster",
+                                               tags={"Name": f"{cluster_name}-{spec.name}"}, opts=child)
+            # Security groups go on each interface: a template may not also set instance-level groups.
+            lt_args["network_interfaces"] = efa_network_interfaces(spec.instance.efa_interfaces, self._base_groups,
+                                                                   efa_sg.id)
+            lt_args["placement"] = {"group_name": placement.name}
+        else:
+            lt_args["vpc_security_group_ids"] = self._base_groups
+        node_name = f"{cluster_name}-{spec.name}"
+        lt = aws.ec2.LaunchTemplate(
+            f"{name}-lt", description=f"{node_name}: {spec.instance.name} for {', '.join(spec.models)}",
+            instance_type=spec.instance.name, update_default_version=True, metadata_options=_metadata(1),
+            block_device_mappings=_root(GPU_ROOT_GIB),
+            user_data=base64.b64encode(nodeadm_user_data().encode()).decode(),
+            tag_specifications=[{"resource_type": kind, "tags": {"Name": node_name}} for kind in ("instance", "volume")],
+            opts=child, **lt_args)
+        subnets = network.private_subnet_ids[:1] if zonal(spec, settings) else network.private_subnet_ids
+        group = aws.eks.NodeGroup(
+            name, cluster_name=cluster.name, node_role_arn=self.role.arn, subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
+            capacity_type=capacity_type, launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+            labels=gpu_labels(spec), taints=gpu_taints(spec), scaling_config=scaling(spec),
+            update_config={"max_unavailable": 1}, node_repair_config={"enabled": True}, opts=self._group_opts)
+        if uses_efa(spec):
+            # Cluster Autoscaler builds a node from the group's template when none is running: tell it
+            # the EFA devices a node brings, or pods that ask for them never trigger a scale-up.
+            asg = group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
+            aws.autoscaling.Tag(f"{name}-ca-efa", autoscaling_group_name=asg,
+                                tag={"key": CA_RESOURCE_TAG + EFA_RESOURCE, "value": str(spec.instance.efa_interfaces),
+                                     "propagate_at_launch": False}, opts=child)
+        return group

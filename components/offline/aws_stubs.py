@@ -1,0 +1,198 @@
+"""What AWS would answer for the AWS resources the stack creates (offline plan only).
+
+Outputs shaped like the real provider's (ids with their prefixes, ARNs, the EKS endpoint and CA,
+names the engine would auto-generate); never our logic. The region is the provider's, as the real
+provider would apply it; the account is a documentation account id.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from .mocks import _FAKE_CA, cloud_outputs, invoke
+
+ACCOUNT = "123456789012"
+_provider = {"region": "us-east-1"}
+
+
+def _hex(name: str, n: int = 17) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:n]
+
+
+def _region(inputs: dict) -> str:
+    return inputs.get("region") or _provider["region"]
+
+
+def _arn(inputs: dict, service: str, resource: str, regional: bool = True) -> str:
+    return f"arn:aws:{service}:{_region(inputs) if regional else ''}:{ACCOUNT}:{resource}"
+
+
+def _auto(name: str, inputs: dict, key: str = "name") -> str:
+    """The physical name Pulumi auto-names a resource with when the program gives none."""
+    return inputs.get(key) or f"{name}-{_hex(name, 7)}"
+
+
+@cloud_outputs("pulumi:providers:aws")
+def _aws_provider(name, inputs):
+    if inputs.get("region"):
+        _provider["region"] = inputs["region"]
+    return {}
+
+
+@invoke("aws:index/getPartition:getPartition")
+def _partition(args):
+    return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
+
+
+@invoke("aws:index/getCallerIdentity:getCallerIdentity")
+def _caller(args):
+    return {"id": ACCOUNT, "accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/offline-plan",
+            "userId": "AIDAOFFLINEPLAN000000"}
+
+
+@invoke("aws:index/getAvailabilityZones:getAvailabilityZones")
+def _zones(args):
+    region = _region(args)
+    names = [f"{region}{z}" for z in "abcdef"]
+    return {"id": region, "names": names, "zoneIds": [f"use1-az{i + 1}" for i in range(len(names))],
+            "groupNames": [region] * len(names), "state": args.get("state")}
+
+
+def _ec2(prefix: str, kind: str):
+    def outputs(name, inputs):
+        rid = f"{prefix}-{_hex(name)}"
+        return {"id": rid, "arn": _arn(inputs, "ec2", f"{kind}/{rid}"), "ownerId": ACCOUNT}
+    return outputs
+
+
+for _token, _prefix, _kind in [
+    ("aws:ec2/vpc:Vpc", "vpc", "vpc"), ("aws:ec2/internetGateway:InternetGateway", "igw", "internet-gateway"),
+    ("aws:ec2/routeTable:RouteTable", "rtb", "route-table"), ("aws:ec2/natGateway:NatGateway", "nat", "natgateway"),
+    ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "sgr", "security-group-rule"),
+    ("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule", "sgr", "security-group-rule"),
+]:
+    cloud_outputs(_token)(_ec2(_prefix, _kind))
+
+
+@cloud_outputs("aws:ec2/subnet:Subnet")
+def _subnet(name, inputs):
+    rid = f"subnet-{_hex(name)}"
+    return {"id": rid, "arn": _arn(inputs, "ec2", f"subnet/{rid}"), "ownerId": ACCOUNT,
+            "availabilityZoneId": f"use1-az{'abcdef'.index(inputs['availabilityZone'][-1]) + 1}"}
+
+
+@cloud_outputs("aws:ec2/eip:Eip")
+def _eip(name, inputs):
+    n = int(_hex(name, 4), 16)
+    return {"id": f"eipalloc-{_hex(name)}", "allocationId": f"eipalloc-{_hex(name)}",
+            "publicIp": f"203.0.113.{n % 254 + 1}", "domain": inputs.get("domain", "vpc")}
+
+
+@cloud_outputs("aws:ec2/securityGroup:SecurityGroup")
+def _security_group(name, inputs):
+    rid = f"sg-{_hex(name)}"
+    return {"id": rid, "arn": _arn(inputs, "ec2", f"security-group/{rid}"), "ownerId": ACCOUNT,
+            "name": _auto(name, inputs)}
+
+
+@cloud_outputs("aws:ec2/placementGroup:PlacementGroup")
+def _placement_group(name, inputs):
+    pg = _auto(name, inputs)
+    pid = f"pg-{_hex(name)}"
+    return {"id": pg, "name": pg, "placementGroupId": pid, "arn": _arn(inputs, "ec2", f"placement-group/{pg}")}
+
+
+@cloud_outputs("aws:ec2/launchTemplate:LaunchTemplate")
+def _launch_template(name, inputs):
+    rid = f"lt-{_hex(name)}"
+    return {"id": rid, "arn": _arn(inputs, "ec2", f"launch-template/{rid}"), "name": _auto(name, inputs),
+            "latestVersion": 1, "defaultVersion": 1}
+
+
+@cloud_outputs("aws:kms/key:Key")
+def _kms_key(name, inputs):
+    h = _hex(name, 32)
+    key_id = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    return {"id": key_id, "keyId": key_id, "arn": _arn(inputs, "kms", f"key/{key_id}")}
+
+
+@cloud_outputs("aws:kms/alias:Alias")
+def _kms_alias(name, inputs):
+    return {"id": inputs["name"], "arn": _arn(inputs, "kms", inputs["name"]), "targetKeyArn": ""}
+
+
+@cloud_outputs("aws:cloudwatch/logGroup:LogGroup")
+def _log_group(name, inputs):
+    return {"id": inputs["name"], "arn": _arn(inputs, "logs", f"log-group:{inputs['name']}")}
+
+
+@cloud_outputs("aws:iam/role:Role")
+def _role(name, inputs):
+    role = _auto(name, inputs)
+    return {"id": role, "name": role, "arn": f"arn:aws:iam::{ACCOUNT}:role/{role}",
+            "uniqueId": f"AROA{_hex(name, 17).upper()}"}
+
+
+@cloud_outputs("aws:iam/rolePolicy:RolePolicy")
+def _role_policy(name, inputs):
+    policy = _auto(name, inputs)
+    return {"id": f"{inputs['role']}:{policy}", "name": policy}
+
+
+@cloud_outputs("aws:eks/cluster:Cluster")
+def _cluster(name, inputs):
+    cluster = _auto(name, inputs)
+    region = _region(inputs)
+    endpoint_id = _hex(name, 32).upper()
+    return {
+        "id": cluster, "name": cluster, "arn": _arn(inputs, "eks", f"cluster/{cluster}"),
+        "endpoint": f"https://{endpoint_id}.gr7.{region}.eks.amazonaws.com",
+        "certificateAuthority": {"data": _FAKE_CA}, "status": "ACTIVE", "platformVersion": "eks.12",
+        "clusterId": _hex(cluster, 32),
+        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.{region}.amazonaws.com/id/{endpoint_id}"}]}],
+        "vpcConfig": {**(inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": f"sg-{_hex(name + 'cluster')}",
+                      "vpcId": f"vpc-{_hex(name + 'vpc')}"},
+    }
+
+
+@cloud_outputs("aws:eks/nodeGroup:NodeGroup")
+def _node_group(name, inputs):
+    group = _auto(name, inputs, "nodeGroupName")
+    uid = _hex(group, 32)
+    uid = f"{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:20]}-{uid[20:]}"
+    return {"id": f"{inputs['clusterName']}:{group}", "nodeGroupName": group, "status": "ACTIVE",
+            "arn": _arn(inputs, "eks", f"nodegroup/{inputs['clusterName']}/{group}/{uid}"),
+            "resources": [{"autoscalingGroups": [{"name": f"eks-{group}-{uid}"}]}]}
+
+
+@cloud_outputs("aws:eks/addon:Addon")
+def _addon(name, inputs):
+    return {"id": f"{inputs['clusterName']}:{inputs['addonName']}",
+            "arn": _arn(inputs, "eks", f"addon/{inputs['clusterName']}/{inputs['addonName']}/{_hex(name, 8)}")}
+
+
+@cloud_outputs("aws:eks/accessEntry:AccessEntry")
+def _access_entry(name, inputs):
+    return {"id": f"{inputs['clusterName']}:{inputs['principalArn']}",
+            "accessEntryArn": _arn(inputs, "eks", f"access-entry/{inputs['clusterName']}/{_hex(name, 8)}")}
+
+
+@cloud_outputs("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+def _pod_identity(name, inputs):
+    aid = f"a-{_hex(name)}"
+    return {"id": aid, "associationId": aid,
+            "associationArn": _arn(inputs, "eks", f"podidentityassociation/{inputs['clusterName']}/{aid}")}
+
+
+@cloud_outputs("aws:efs/fileSystem:FileSystem")
+def _file_system(name, inputs):
+    fid = f"fs-{_hex(name)}"
+    return {"id": fid, "arn": _arn(inputs, "elasticfilesystem", f"file-system/{fid}"),
+            "dnsName": f"{fid}.efs.{_region(inputs)}.amazonaws.com", "ownerId": ACCOUNT,
+            "creationToken": _auto(name, inputs, "creationToken")}
+
+
+@cloud_outputs("aws:efs/mountTarget:MountTarget")
+def _mount_target(name, inputs):
+    n = int(_hex(name, 4), 16)
+    return {"id": f"fsmt-{_hex(name)}", "ipAddress": f"10.0.{n % 192}.{n % 250 + 4}",
+            "networkInterfaceId": f"eni-{_hex(name + 'eni')}"}
