@@ -1,0 +1,81 @@
+"""Production-only rules: they need the stack's environment, which the policy pack cannot read from
+stack config. Platform labels the namespace it creates with `vllm-platform/environment`
+(components/platform.py), so a workload's environment is its namespace's label; a workload or
+namespace the stack does not create can carry the label itself."""
+from __future__ import annotations
+
+from .core import MANDATORY, StackResource, as_dict, as_list, get, stack_rule
+from .podspec import LWS, RAY_TYPES, PodTemplate, is_serving_workload, pod_templates
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+ENVIRONMENT_LABEL = "vllm-platform/environment"
+PRODUCTION = "prod"  # components/config/schema.py: environment is dev | staging | prod
+
+
+def metadata(r: StackResource) -> dict:
+    return as_dict(r.props.get("metadata"))
+
+
+def namespace_of(r: StackResource) -> str:
+    return str(metadata(r).get("namespace") or "default")
+
+
+def environments(resources: list[StackResource]) -> dict[str, str]:
+    """namespace name -> environment label, from the Namespace objects of the stack."""
+    out = {}
+    for r in resources:
+        if r.type == NAMESPACE:
+            env = get(metadata(r), "labels", ENVIRONMENT_LABEL)
+            if isinstance(env, str) and metadata(r).get("name"):
+                out[metadata(r)["name"]] = env
+    return out
+
+
+def environment_of(r: StackResource, by_namespace: dict[str, str]) -> str | None:
+    return by_namespace.get(namespace_of(r)) or get(metadata(r), "labels", ENVIRONMENT_LABEL)
+
+
+def pod_labels(r: StackResource, tpl: PodTemplate) -> dict:
+    """The labels the workload's pods will carry: the template's, plus what the operator adds."""
+    labels = dict(tpl.labels)
+    if r.type in RAY_TYPES:  # KubeRay's pod labels (ray-operator/controllers/ray/common/pod.go)
+        labels["ray.io/node-type"] = "head" if tpl.where == "head" else "worker"
+        labels["ray.io/is-ray-node"] = "yes"
+    elif r.type == LWS:  # LeaderWorkerSet labels every pod with its set's name
+        labels["leaderworkerset.sigs.k8s.io/name"] = str(metadata(r).get("name"))
+    return labels
+
+
+def selects(selector, labels: dict) -> bool:
+    """metav1.LabelSelector semantics; an empty selector selects every pod, a missing one none."""
+    if not isinstance(selector, dict):
+        return False
+    if any(labels.get(k) != v for k, v in as_dict(selector.get("matchLabels")).items()):
+        return False
+    for expr in as_list(selector.get("matchExpressions")):
+        key, op, values = get(expr, "key"), get(expr, "operator"), as_list(get(expr, "values"))
+        present = key in labels
+        if ((op == "In" and labels.get(key) not in values) or (op == "NotIn" and present and labels[key] in values)
+                or (op == "Exists" and not present) or (op == "DoesNotExist" and present)):
+            return False
+    return True
+
+
+@stack_rule("pdb-in-production", MANDATORY,
+            "In a production stack every serving workload has a PodDisruptionBudget, so that a node drain "
+            "or upgrade never takes the last replica of a model down.",
+            "add a policy/v1 PodDisruptionBudget in the workload's namespace whose selector matches its pods "
+            "(maxUnavailable: 1)")
+def pdb_in_production(resources: list[StackResource]):
+    by_namespace = environments(resources)
+    pdbs = [r for r in resources if r.type == PDB]
+    for r in resources:
+        if environment_of(r, by_namespace) != PRODUCTION or not is_serving_workload(r.type, r.props):
+            continue
+        ns = namespace_of(r)
+        covered = any(namespace_of(p) == ns and selects(get(p.props, "spec", "selector"), pod_labels(r, tpl))
+                      for p in pdbs for tpl in pod_templates(r.type, r.props))
+        if not covered:
+            kind = r.type.rsplit(":", 1)[-1]
+            yield r, f"{kind} {metadata(r).get('name') or r.name} in namespace {ns} has no PodDisruptionBudget"

@@ -1,0 +1,86 @@
+"""Rules on the parallel layout the workloads give vLLM: read from the container args or the Ray
+Serve engine_kwargs, checked against the instance-type facts of components/catalog, so that
+`pulumi preview` checks the same plan the planner made."""
+from __future__ import annotations
+
+from components.catalog import MIN_FABRIC_GBPS
+
+from .core import MANDATORY, rule
+from .podspec import LWS, RAY_TYPES, SERVING_TYPES, PodTemplate, engines, has_fabric, instance_types, pod_templates
+
+# Outside this band vLLM either wastes KV-cache memory (below) or leaves no headroom for CUDA
+# graphs, NCCL buffers and fragmentation, which are not in its memory profile (above).
+GPU_MEMORY_UTILIZATION_RANGE = (0.80, 0.95)
+MULTI_POD_TYPES = RAY_TYPES | {LWS}  # an engine here spans pods, one per node
+
+
+def _gpu_templates(resource_type: str, props: dict) -> list[PodTemplate]:
+    return [t for t in pod_templates(resource_type, props) if t.gpus() > 0]
+
+
+def gpus_per_node(templates: list[PodTemplate]) -> tuple[int, str] | None:
+    """GPUs one node gives a replica, and why we think so: the catalog for the instance types the pods
+    are pinned to; otherwise the largest GPU pod (a pod never spans nodes)."""
+    types = {i.name: i for t in templates for i in instance_types(t)}
+    if types:
+        smallest = min(types.values(), key=lambda i: i.gpus)
+        return smallest.gpus, f"{smallest.name} has {smallest.gpus} GPUs per node"
+    if templates:
+        biggest = max(templates, key=lambda t: t.gpus())
+        return biggest.gpus(), f"its largest GPU pod ({biggest.where}) holds {biggest.gpus()} GPUs"
+    return None
+
+
+@rule("tp-within-node", MANDATORY, SERVING_TYPES,
+      "Tensor parallelism stays inside one node (TP <= GPUs per node of the target instance type): "
+      "TP all-reduces every layer and needs NVLink, not the network.",
+      "lower tensor-parallel-size to the GPUs per node and span nodes with pipeline-parallel-size")
+def tp_within_node(resource_type, props):
+    per_node = gpus_per_node(_gpu_templates(resource_type, props))
+    if per_node is None:
+        return
+    gpus, basis = per_node
+    for e in engines(resource_type, props):
+        tp = e.get("tensor_parallel_size")
+        if tp is not None and tp > gpus:
+            yield f"{e.where}: tensor-parallel-size {tp:g} > {gpus} GPUs per node ({basis})"
+
+
+@rule("pp-needs-fast-fabric", MANDATORY, SERVING_TYPES,
+      "A replica split across nodes (pipeline-parallel-size > 1) runs only on an RDMA-class fabric "
+      f"(>= {MIN_FABRIC_GBPS} Gbps EFA / GPUDirect / InfiniBand / RoCE) that its pods are attached to.",
+      "use an instance type with a fast fabric and request it in the pods (EFA devices, RDMA resource or "
+      "GKE multi-network interfaces), or pick a bigger GPU so that one node holds the replica")
+def pp_needs_fast_fabric(resource_type, props):
+    templates = _gpu_templates(resource_type, props)
+    if not templates:
+        return
+    for e in engines(resource_type, props):
+        pp = e.get("pipeline_parallel_size")
+        if pp is None or pp <= 1:
+            continue
+        tp = e.get("tensor_parallel_size", 1)
+        if resource_type not in MULTI_POD_TYPES and max(t.gpus() for t in templates) >= tp * pp:
+            continue  # the whole engine sits in one pod, so on one node
+        slow = sorted({i.name: i for t in templates for i in instance_types(t) if not i.fast_fabric}.values(),
+                      key=lambda i: i.name)
+        if slow:
+            i = slow[0]
+            fabric = f"{i.fabric} at {i.network_gbps:g} Gbps" if i.fabric else "no RDMA fabric"
+            yield f"{e.where}: pipeline-parallel-size {pp:g} spans nodes, but {i.name} has {fabric}"
+        elif not any(has_fabric(t) for t in templates):
+            yield (f"{e.where}: pipeline-parallel-size {pp:g} spans nodes, but the GPU pods attach no fabric "
+                   f"(no EFA/RDMA device, no extra network); NCCL would fall back to TCP")
+
+
+@rule("gpu-memory-utilization-range", MANDATORY, SERVING_TYPES,
+      f"vLLM's gpu_memory_utilization is within {GPU_MEMORY_UTILIZATION_RANGE[0]:.2f}-"
+      f"{GPU_MEMORY_UTILIZATION_RANGE[1]:.2f}.",
+      "set gpuMemoryUtilization in the stack file between 0.80 and 0.95 (0.90 is the planner's default)")
+def gpu_memory_utilization_range(resource_type, props):
+    low, high = GPU_MEMORY_UTILIZATION_RANGE
+    for e in engines(resource_type, props):
+        value = e.get("gpu_memory_utilization")
+        if value is not None and not low <= value <= high:
+            side = "wastes KV-cache memory" if value < low else "leaves no headroom for CUDA graphs and NCCL"
+            yield f"{e.where}: gpu-memory-utilization {value:g} is outside {low:.2f}-{high:.2f} ({side})"

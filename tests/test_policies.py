@@ -1,0 +1,291 @@
+"""Policy pack, Kubernetes workload rules: each rule reports a violating resource and passes a
+compliant one, through both callers (the Pulumi policy, as `pulumi preview` runs it, and the
+offline plan's evaluate_resources), which must agree word for word."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+from pulumi_policy import PolicyCustomTimeouts, PolicyResourceOptions, ResourceValidationArgs
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
+
+from policies.pack import policies
+from policies.rules import MANDATORY, RULES, RULES_BY_NAME, STACK_RULES, StackResource, evaluate_resources
+
+POLICIES = {p.name: p for p in policies()}
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+RAYSERVICE = "kubernetes:ray.io/v1:RayService"
+SCALEDOBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+CONFIGMAP = "kubernetes:core/v1:ConfigMap"
+_OPTS = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+
+
+def pack_messages(rule: str, resource_type: str, props: dict) -> list[str]:
+    """What the policy reports when the Pulumi engine hands it these inputs (wrapped like the SDK does)."""
+    got: list[str] = []
+    args = ResourceValidationArgs(resource_type, unknown_checking_proxy(copy.deepcopy(props)),
+                                  f"urn:pulumi:test::vllm-platform::{resource_type}::r", "r", _OPTS, None)
+    POLICIES[rule].validate(args, lambda message, urn=None: got.append(message))
+    return got
+
+
+def violations(rule: str, resource_type: str, props: dict) -> list[str]:
+    """Messages of one rule for one resource; asserts that the pack and the offline plan agree."""
+    from_pack = pack_messages(rule, resource_type, props)
+    from_plan = [v.message for v in evaluate_resources([StackResource(resource_type, "r", props)]) if v.rule == rule]
+    assert from_pack == from_plan
+    return from_pack
+
+
+def vllm_container(**overrides) -> dict:
+    c = {
+        "name": "vllm", "image": "vllm/vllm-openai:v0.31.0",
+        "args": ["meta-llama/Llama-3.1-70B-Instruct", "--tensor-parallel-size", "4", "--pipeline-parallel-size", "1",
+                 "--gpu-memory-utilization", "0.90", "--port", "8000"],
+        "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}}],
+        "resources": {"requests": {"cpu": "90", "nvidia.com/gpu": "4"}, "limits": {"cpu": "90", "nvidia.com/gpu": "4"}},
+        "securityContext": {"privileged": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+        "startupProbe": {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 10, "failureThreshold": 90},
+    }
+    c.update(overrides)
+    return c
+
+
+def deployment(container: dict | None = None, pool: str = "gpu-p5-48xlarge", **spec) -> dict:
+    pod = {"containers": [container or vllm_container()],
+           "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "10Gi"}}],
+           "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+               {"matchExpressions": [{"key": "vllm-platform/gpu-pool", "operator": "In", "values": [pool]}]}]}}}}
+    pod.update(spec)
+    labels = {"vllm-platform/model": "llama-70b", "vllm-platform/role": "server"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "llama-70b", "namespace": "llm", "labels": labels},
+            "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": pod}}}
+
+
+def with_container(**overrides) -> dict:
+    return deployment(vllm_container(**overrides))
+
+
+def test_compliant_deployment_passes_every_rule():
+    assert evaluate_resources([StackResource(DEPLOYMENT, "r", deployment())]) == []
+
+
+def test_pack_has_at_least_15_rules_each_with_level_and_one_line_remedy():
+    assert len(RULES) + len(STACK_RULES) >= 15
+    assert len(POLICIES) == len(RULES_BY_NAME) == len(RULES) + len(STACK_RULES)
+    for r in [*RULES, *STACK_RULES]:
+        assert r.level in ("mandatory", "advisory"), r.name
+        assert r.remedy and "\n" not in r.remedy and r.description, r.name
+        assert POLICIES[r.name].enforcement_level.value == r.level
+        assert POLICIES[r.name].remediation_steps == r.remedy
+
+
+def test_violation_message_carries_the_remedy_and_the_level():
+    [v] = evaluate_resources([StackResource(DEPLOYMENT, "llama", with_container(image="vllm/vllm-openai:latest"))])
+    assert (v.level, v.rule, v.resource) == (MANDATORY, "image-tag-pinned", f"llama ({DEPLOYMENT})")
+    assert v.message == ("template container vllm: image vllm/vllm-openai:latest uses the latest tag; "
+                         "fix: " + RULES_BY_NAME["image-tag-pinned"].remedy)
+
+
+def test_gpu_requests_equal_limits():
+    res = lambda req, lim: {"requests": {"nvidia.com/gpu": req}, "limits": {"nvidia.com/gpu": lim}}  # noqa: E731
+    assert violations("gpu-requests-equal-limits", DEPLOYMENT, with_container(resources=res("4", 4))) == []
+    [m] = violations("gpu-requests-equal-limits", DEPLOYMENT, with_container(resources=res("4", "8")))
+    assert m.startswith("template container vllm: nvidia.com/gpu request 4 differs from limit 8;")
+    [m] = violations("gpu-requests-equal-limits", DEPLOYMENT,
+                     with_container(resources={"requests": {"nvidia.com/gpu": "4"}}))
+    assert "requests 4 nvidia.com/gpu but sets no limit" in m
+    only_limit = with_container(resources={"limits": {"nvidia.com/gpu": "4"}})  # request defaults to the limit
+    assert violations("gpu-requests-equal-limits", DEPLOYMENT, only_limit) == []
+
+
+def test_shm_memory_backed():
+    [m] = violations("shm-memory-backed", DEPLOYMENT, with_container(volumeMounts=[]))
+    assert "container vllm: nothing is mounted at /dev/shm" in m
+    on_disk = deployment(volumes=[{"name": "dshm", "emptyDir": {}}])
+    [m] = violations("shm-memory-backed", DEPLOYMENT, on_disk)
+    assert "/dev/shm is volume 'dshm', not an emptyDir with medium Memory" in m
+    # A container that does not run vLLM (a sidecar) needs no shm.
+    sidecar = {"name": "exporter", "image": "prom/node-exporter:v1.9.1"}
+    assert violations("shm-memory-backed", DEPLOYMENT, deployment(containers=[vllm_container(), sidecar])) == []
+
+
+def ray_service(worker: dict | None = None, engine_kwargs: str = "{tensor_parallel_size: 8, pipeline_parallel_size: 2, "
+                "gpu_memory_utilization: 0.9}", pool: str = "gpu-p5-48xlarge", head: dict | None = None,
+                runtime_env: str = "") -> dict:
+    worker = worker or {"name": "ray-worker", "image": "rayproject/ray-llm:2.58.0-py312-cu130",
+                        "resources": {"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"},
+                                      "requests": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}}}
+    selector = {"nodeSelector": {"vllm-platform/gpu-pool": pool}}
+    serve = ("applications:\n- name: llm\n  import_path: ray.serve.llm:build_openai_app\n  args:\n    llm_configs:\n"
+             f"    - model_loading_config: {{model_id: llama-405b}}\n      engine_kwargs: {engine_kwargs}\n{runtime_env}")
+    return {"apiVersion": "ray.io/v1", "kind": "RayService",
+            "metadata": {"name": "llama-405b", "namespace": "llm"},
+            "spec": {"serveConfigV2": serve, "rayClusterConfig": {
+                "headGroupSpec": {"template": {"metadata": {"labels": {"vllm-platform/model": "llama-405b"}},
+                                               "spec": {"containers": [head or {"name": "ray-head",
+                                                        "image": "rayproject/ray-llm:2.58.0-py312-cu130"}]}}},
+                "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": {
+                    "metadata": {"labels": {"vllm-platform/model": "llama-405b", "vllm-platform/role": "ray-worker"}},
+                    "spec": {"containers": [worker], **selector}}}]}}}
+
+
+def test_shm_ray_container_is_left_to_kuberay_but_extra_gpu_containers_are_not():
+    # KubeRay mounts a Memory emptyDir at /dev/shm in the Ray container (index 0) itself.
+    assert violations("shm-memory-backed", RAYSERVICE, ray_service()) == []
+    svc = ray_service()
+    extra = {"name": "engine-2", "image": "rayproject/ray-llm:2.58.0-py312-cu130",
+             "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]["containers"].append(extra)
+    [m] = violations("shm-memory-backed", RAYSERVICE, svc)
+    assert "worker[0] container engine-2: nothing is mounted at /dev/shm" in m
+
+
+def test_no_privileged_containers():
+    [m] = violations("no-privileged-containers", DEPLOYMENT,
+                     with_container(securityContext={"privileged": True}))
+    assert "container vllm: securityContext.privileged is true" in m
+    [m] = violations("no-privileged-containers", DEPLOYMENT, deployment(hostIPC=True))
+    assert m.startswith("template: hostIPC is true;")
+    init = {"name": "setup", "image": "busybox:1.37", "securityContext": {"privileged": True}}
+    [m] = violations("no-privileged-containers", "kubernetes:batch/v1:Job",
+                     {"spec": {"template": {"spec": {"containers": [], "initContainers": [init]}}}})
+    assert "container setup: securityContext.privileged is true" in m
+
+
+def node_agent(namespace: str, image: str, kind: str = "DaemonSet") -> dict:
+    installer = {"name": "install", "image": image, "securityContext": {"privileged": True}}
+    return {"metadata": {"name": "nccl-tcpx-installer", "namespace": namespace}, "spec": {"template": {"spec": {
+        "hostPID": True, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}],
+        "initContainers": [installer]}}}}
+
+
+TCPX_INSTALLER = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
+
+
+def test_gke_gpudirect_node_agents_may_run_privileged_only_as_kube_system_daemonsets():
+    daemonset = "kubernetes:apps/v1:DaemonSet"
+    assert violations("no-privileged-containers", daemonset, node_agent("kube-system", TCPX_INSTALLER)) == []
+    assert len(violations("no-privileged-containers", daemonset, node_agent("llm", TCPX_INSTALLER))) == 2
+    assert len(violations("no-privileged-containers", DEPLOYMENT, node_agent("kube-system", TCPX_INSTALLER))) == 2
+    [_, m] = violations("no-privileged-containers", daemonset, node_agent("kube-system", "busybox:1.37"))
+    assert "container install: securityContext.privileged is true" in m
+
+
+def test_no_added_capabilities_allows_ipc_lock_only_beside_an_rdma_device():
+    ptrace = {"privileged": False, "capabilities": {"add": ["SYS_PTRACE"], "drop": ["ALL"]}}
+    [m] = violations("no-added-capabilities", DEPLOYMENT, with_container(securityContext=ptrace))
+    assert "container vllm: adds capability SYS_PTRACE" in m
+    ipc_lock = {"capabilities": {"add": ["IPC_LOCK"]}}
+    [m] = violations("no-added-capabilities", DEPLOYMENT, with_container(securityContext=ipc_lock))
+    assert "adds capability IPC_LOCK" in m
+    rdma = {"limits": {"nvidia.com/gpu": "8", "rdma/rdma_shared_device_a": "1"}}
+    assert violations("no-added-capabilities", DEPLOYMENT,
+                      with_container(securityContext=ipc_lock, resources=rdma)) == []
+
+
+@pytest.mark.parametrize("image, expected", [
+    ("vllm/vllm-openai", "image vllm/vllm-openai has no tag (pulls latest)"),
+    ("vllm/vllm-openai:latest", "image vllm/vllm-openai:latest uses the latest tag"),
+    ("registry.local:5000/vllm-openai", "image registry.local:5000/vllm-openai has no tag (pulls latest)"),
+    ("registry.local:5000/vllm-openai:v0.31.0", None),
+    ("vllm/vllm-openai@sha256:" + "0" * 64, None),
+])
+def test_image_tag_pinned(image, expected):
+    got = violations("image-tag-pinned", DEPLOYMENT, with_container(image=image))
+    assert [m.split("; fix:")[0] for m in got] == ([f"template container vllm: {expected}"] if expected else [])
+
+
+def test_vllm_startup_probe():
+    [m] = violations("vllm-startup-probe", DEPLOYMENT, with_container(startupProbe=None))
+    assert "container vllm: no startupProbe" in m
+    short = {"httpGet": {"path": "/health", "port": 8000}}  # defaults: 3 x 10 s
+    [m] = violations("vllm-startup-probe", DEPLOYMENT, with_container(startupProbe=short))
+    assert "startupProbe gives up after 30 s (< 300 s)" in m
+    # `vllm serve` in a shell script counts; a helper that only uses the image does not.
+    shell = with_container(image="python:3.12.8", command=["/bin/sh", "-c"], args=["exec vllm serve m --port 8000"],
+                           startupProbe=None)
+    assert len(violations("vllm-startup-probe", DEPLOYMENT, shell)) == 1
+    helper = with_container(command=["/bin/sh", "-c", "until [ -f /models/.ready ]; do sleep 5; done"],
+                            startupProbe=None)
+    assert violations("vllm-startup-probe", DEPLOYMENT, helper) == []
+
+
+def test_hf_token_from_secret_never_echoes_the_token():
+    token = "hf_" + "A1b2C3d4" * 5
+    [m] = violations("hf-token-from-secret", DEPLOYMENT, with_container(env=[{"name": "HF_TOKEN", "value": token}]))
+    assert "container vllm: HF_TOKEN is set from a literal value" in m and token not in m
+    from_cm = [{"name": "HUGGING_FACE_HUB_TOKEN", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "t"}}}]
+    [m] = violations("hf-token-from-secret", DEPLOYMENT, with_container(env=from_cm))
+    assert "HUGGING_FACE_HUB_TOKEN is read from a ConfigMap" in m
+    [m] = violations("hf-token-from-secret", DEPLOYMENT, with_container(env=[{"name": "HFT", "value": token}]))
+    assert "HFT holds what looks like a Hugging Face token" in m and token not in m
+    args = vllm_container()["args"] + ["--hf-token", token]
+    [m] = violations("hf-token-from-secret", DEPLOYMENT, with_container(args=args))
+    assert "passes --hf-token on the command line" in m and token not in m
+    [m] = violations("hf-token-from-secret", CONFIGMAP, {"data": {"HF_TOKEN": token}})
+    assert m.startswith("ConfigMap data key HF_TOKEN holds the token in clear text")
+    [m] = violations("hf-token-from-secret", CONFIGMAP, {"data": {"env.sh": f"export T={token}"}})
+    assert m.startswith("ConfigMap data key env.sh holds what looks like a Hugging Face token") and token not in m
+    assert violations("hf-token-from-secret", CONFIGMAP, {"data": {"HF_HOME": "/models/hf"}}) == []
+
+
+def test_hf_token_in_a_ray_runtime_env():
+    literal = "      runtime_env: {env_vars: {HF_TOKEN: hf_secretsecretsecretsecretsecret00}}\n"
+    [m] = violations("hf-token-from-secret", RAYSERVICE, ray_service(runtime_env=literal))
+    assert "serveConfigV2 applications[0].args.llm_configs[0].runtime_env.env_vars.HF_TOKEN is a literal" in m
+    assert "hf_secret" not in m
+    reference = "      runtime_env: {env_vars: {HF_TOKEN: '${HF_TOKEN}'}}\n"
+    assert violations("hf-token-from-secret", RAYSERVICE, ray_service(runtime_env=reference)) == []
+
+
+@pytest.mark.parametrize("ref, expected", [
+    ({"name": "llama-70b"}, None),  # KEDA's default kind is apps/v1 Deployment
+    ({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "l"}, None),
+    ({"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "r"},
+     "scaleTargetRef ray.io/v1 RayCluster r has no scale subresource"),
+    ({"apiVersion": "ray.io/v1", "kind": "RayService", "name": "r"},
+     "scaleTargetRef ray.io/v1 RayService r has no scale subresource"),
+    ({"apiVersion": "ray.io/v1", "kind": "Deployment", "name": "d"},
+     "scaleTargetRef ray.io/v1 Deployment: Deployment is served by apps/v1"),
+])
+def test_keda_target_scalable(ref, expected):
+    got = violations("keda-target-scalable", SCALEDOBJECT, {"spec": {"scaleTargetRef": ref}})
+    assert [m.split("; fix:")[0] for m in got] == ([expected] if expected else [])
+
+
+def test_vllm_current_cli():
+    args = vllm_container()["args"] + ["--speculative-model", "m-small", "--config=/etc/vllm.yaml"]
+    got = violations("vllm-current-cli", DEPLOYMENT, with_container(args=args))
+    assert [m.split("; fix:")[0] for m in got] == [
+        "template container vllm: --speculative-model is removed; use --speculative-config with JSON",
+        "template container vllm: --config=/etc/vllm.yaml is not read by vLLM 0.31; write --config FILE"]
+    old = with_container(command=["python3", "-m", "vllm.entrypoints.openai.api_server"], args=["m"])
+    [m] = violations("vllm-current-cli", DEPLOYMENT, old)
+    assert "runs the deprecated vllm.entrypoints.openai.api_server" in m
+    ok = vllm_container()["args"] + ["--config", "/etc/vllm.yaml", "--speculative-config", '{"method": "eagle3"}']
+    assert violations("vllm-current-cli", DEPLOYMENT, with_container(args=ok)) == []
+
+
+def test_nccl_debug_is_advisory():
+    noisy = vllm_container()["env"] + [{"name": "NCCL_DEBUG", "value": "INFO"}]
+    [v] = evaluate_resources([StackResource(DEPLOYMENT, "r", with_container(env=noisy))])
+    assert (v.rule, v.level) == ("nccl-debug-quiet", "advisory")
+    quiet = vllm_container()["env"] + [{"name": "NCCL_DEBUG", "value": "WARN"}]
+    assert violations("nccl-debug-quiet", DEPLOYMENT, with_container(env=quiet)) == []
+
+
+def test_unknown_values_during_preview_are_not_reported():
+    # The engine marks values it cannot know yet; a rule neither reports nor crashes on them.
+    props = with_container(image=UNKNOWN_STRING_VALUE)
+    assert pack_messages("image-tag-pinned", DEPLOYMENT, props) == []
+    assert violations("image-tag-pinned", DEPLOYMENT, with_container(image="[unknown]")) == []
+    eks = {"vpcConfig": {"subnetIds": ["s"], "publicAccessCidrs": UNKNOWN_STRING_VALUE}}
+    assert pack_messages("cluster-endpoint-restricted", "aws:eks/cluster:Cluster", eks) == []
+
+
+def test_a_rule_ignores_types_it_does_not_target():
+    assert pack_messages("keda-target-scalable", DEPLOYMENT, {"spec": {"scaleTargetRef": {"kind": "RayCluster"}}}) == []
