@@ -45,6 +45,13 @@ CHARTS = {
 KARPENTER_VERSION = "1.14.1"
 LWS_VERSION = "0.9.0"
 
+# GKE (components/cluster/gcp). The control plane follows cluster.kubernetesVersion ("1.33" = the
+# channel's newest 1.33 patch) inside this release channel; node pools follow the control plane.
+GKE_RELEASE_CHANNEL = "REGULAR"
+# GKE-managed NVIDIA driver on COS (gpu_driver_installation_config): LATEST, not DEFAULT, because
+# the vLLM image's CUDA needs a recent driver branch; GKE picks the build per node version.
+GKE_GPU_DRIVER_VERSION = "LATEST"
+
 # EKS (components/cluster/aws), per Kubernetes minor (cluster.kubernetesVersion). Add-on versions as
 # `aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>` listed them mid-2026
 # (1.34: a describe-addon-versions report of 2026-07-15; 1.33 / 1.35: kube-proxy and coredns from

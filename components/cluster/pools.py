@@ -2,6 +2,7 @@
 the AWS, GCP and existing paths size and label their pools the same way."""
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -38,6 +39,19 @@ class PoolSpec:
                        taints=self.taints, fabric=self.instance.fabric,
                        fabric_resources=dict(fabric_resources or {}), nvme_path=nvme_path,
                        pod_annotations=dict(pod_annotations or {}))
+
+
+# The model cache holds every distinct checkpoint once, with room for a second revision's download.
+CACHE_HEADROOM = 1.5
+
+
+def model_cache_gib(size_gib: int | None, topologies: dict[str, Topology]) -> int:
+    """Size of the model cache: modelCache.sizeGib, else the weights it holds x 1.5 in 10 GiB steps.
+    One function for the volume a cloud provisions and the claim that binds to it."""
+    if size_gib:
+        return size_gib
+    weights = {t.model_repo: t.weights_gib for t in topologies.values()}
+    return max(10, math.ceil(sum(weights.values()) * CACHE_HEADROOM / 10) * 10)
 
 
 def pool_name(instance_type: str) -> str:

@@ -274,14 +274,59 @@ class AwsSettings(_Base):
 
 
 class GcpSettings(_Base):
+    """GKE Standard in one project: a regional control plane, GPU nodes in one zone (GPUDirect / RDMA
+    networks and compact placement are zonal)."""
     project: str = Field(pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
     region: str = Field(pattern=r"^[a-z]+-[a-z]+\d$")
     zone: str = Field(pattern=r"^[a-z]+-[a-z]+\d-[a-z]$")
+    network: str | None = Field(None, description="existing VPC name; default: create one (with Cloud NAT)")
+    subnetwork: str | None = Field(None, description="existing subnet in `region` of `network`")
+    pods_range: str | None = Field(None, description="secondary range name of `subnetwork` for pods")
+    services_range: str | None = Field(None, description="secondary range name of `subnetwork` for services")
+    master_authorized_networks: list[str] = Field(
+        default_factory=list, description="CIDRs that may reach the control plane (where `pulumi up` runs); "
+                                          "empty (default): private endpoint only, as privateEndpoint")
+    private_endpoint: bool = Field(False, description="control plane on an internal IP only (reach it over "
+                                                      "VPN / Interconnect / a bastion in the VPC)")
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] | None = Field(
+        None, description="default: components/versions.py GKE_RELEASE_CHANNEL")
+    system_machine_type: str = Field("e2-standard-8", pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
+                                     description="nodes for operators, Prometheus and the Ray heads")
+    filestore_tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] = Field(
+        "BASIC_SSD", description="RWX model cache tier; read throughput per tier in "
+                                 "components/cluster/gcp/filestore.py")
+    spot: bool = Field(False, description="GPU nodes as Spot VMs (preemptible at 30 s notice)")
+    reservation: str | None = Field(
+        None, pattern=r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="consume this specific reservation for the GPU nodes (NAME or "
+                    "projects/PROJECT/reservations/NAME for a shared one)")
+
+    @field_validator("master_authorized_networks")
+    @classmethod
+    def _cidrs(cls, v):
+        import ipaddress
+
+        bad = []
+        for cidr in v:
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError:
+                bad.append(cidr)
+        if bad:
+            raise ValueError(f"not a CIDR block: {', '.join(bad)}; e.g. 203.0.113.7/32")
+        return v
 
     @model_validator(mode="after")
     def _zone_in_region(self):
         if not self.zone.startswith(self.region + "-"):
             raise field_error("zone", f"{self.zone} is not in region {self.region}")
+        if self.subnetwork and not self.network:
+            raise field_error("network", "missing: `subnetwork` is set, so name its VPC in `network`")
+        if self.network and not (self.subnetwork and self.pods_range and self.services_range):
+            raise field_error("subnetwork", "an existing `network` needs `subnetwork`, `podsRange` and "
+                                            "`servicesRange` (the subnet and its secondary range names)")
+        if self.spot and self.reservation:
+            raise field_error("spot", "Spot VMs cannot consume a reservation; set `spot` or `reservation`")
         return self
 
 
