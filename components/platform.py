@@ -46,11 +46,22 @@ class Platform(pulumi.ComponentResource):
             metadata={"name": "hf-token", "namespace": cfg.namespace, "labels": labels},
             type="Opaque", string_data={"HF_TOKEN": loaded.hf_token}, opts=ns_opts)
         # --- add-ons (issue 4): ClusterAddons -> self.addons: AddonsFacts ---
-        # Until ClusterAddons exists: the kube-prometheus-stack defaults of a cluster that runs it already.
-        self.addons = AddonsFacts(
-            prometheus_url="http://kube-prometheus-stack-prometheus.monitoring.svc:9090",
-            monitor_labels={"release": "kube-prometheus-stack"}, dashboard_label=("grafana_dashboard", "1"))
+        from .addons import ClusterAddons
+        self.addons: AddonsFacts = ClusterAddons(f"{name}-addons", self.facts, cfg.addons, opts=child).facts
         # --- model cache and serving (issue 3): ModelCache + one VllmService per topology ---
+        from .cache import ModelCache
+        from .serving.service import VllmService, serving_images
+        images: dict[str, list[str]] = {}
+        for t in topologies.values():
+            images.setdefault(t.instance_type, []).extend(serving_images(cfg, t))
+        pods_need = [*self.facts.depends_on, self.namespace, self.hf_secret]
+        self.cache = ModelCache(f"{name}-cache", cfg, topologies, self.facts, images, labels,
+                                depends_on=pods_need, opts=child)
+        self.services = {
+            model: VllmService(f"{name}-{model}", cfg, t, self.facts, self.addons, self.cache.facts, labels,
+                               depends_on=[*pods_need, self.cache], opts=child)
+            for model, t in topologies.items()}
+        self.endpoints = {model: s.endpoint for model, s in self.services.items()}
         self.kubeconfig = self.facts.kubeconfig
         self.topologies = topologies
         self.register_outputs({"namespace": cfg.namespace})

@@ -1,0 +1,78 @@
+"""KEDA autoscaling of single-node replicas, from vLLM's own queue and KV-cache gauges.
+
+The ScaledObject targets the Deployment (it has a scale subresource; a RayCluster or RayService has
+none, so multi-node replicas scale through Ray Serve instead, see rayservice.py). Both triggers are
+AverageValue: the HPA divides the summed metric by the replica count, so thresholds are per replica.
+"""
+from __future__ import annotations
+
+import math
+
+from ..config.schema import Serving
+from ..planner import Topology
+from .. import metrics
+
+POLLING_S = 15
+COOLDOWN_S = 300
+# Waiting requests per replica before adding one: a tenth of the batch the plan sized a replica for,
+# i.e. the newest queued request waits about a tenth of a request's duration for a slot.
+WAITING_FRACTION = 0.1
+KV_USAGE_KV_BOUND = 0.75  # the batch fills KV before max_num_seqs: act before preemptions start
+KV_USAGE_DEFAULT = 0.9
+
+
+def waiting_threshold(t: Topology, serving: Serving) -> float:
+    if serving.waiting_per_replica is not None:
+        return serving.waiting_per_replica
+    return float(max(1, math.ceil(t.concurrency_per_replica * WAITING_FRACTION)))
+
+
+def kv_threshold(t: Topology, serving: Serving) -> float:
+    if serving.kv_cache_usage is not None:
+        return serving.kv_cache_usage
+    return KV_USAGE_KV_BOUND if t.concurrency_bound == "kv-cache" else KV_USAGE_DEFAULT
+
+
+def series_selector(namespace: str, t: Topology) -> str:
+    return f'{{namespace="{namespace}",model_name="{t.served_model_name}"}}'
+
+
+def queries(namespace: str, t: Topology) -> dict[str, str]:
+    sel = series_selector(namespace, t)
+    return {
+        "waiting": f"sum({metrics.name('num_requests_waiting')}{sel})",
+        "kv": f"sum({metrics.name('kv_cache_usage_perc')}{sel})",
+    }
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_url: str,
+                       serving: Serving) -> dict:
+    q = queries(namespace, t)
+    trigger = lambda name, query, threshold: {  # noqa: E731
+        "type": "prometheus", "name": name, "metricType": "AverageValue",
+        "metadata": {"serverAddress": prometheus_url, "query": query, "threshold": _fmt(threshold),
+                     # no samples (e.g. Prometheus restarting) means no load, not an error
+                     "ignoreNullValues": "true"},
+    }
+    return {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
+        "pollingInterval": POLLING_S,
+        "cooldownPeriod": COOLDOWN_S,
+        "minReplicaCount": t.min_replicas,
+        "maxReplicaCount": t.max_replicas,
+        "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
+            # up fast: a queue grows while a new replica spends minutes loading weights
+            "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60},
+                                     {"type": "Pods", "value": 2, "periodSeconds": 60}]},
+            # down slowly: one replica at a time, after the load stayed low for the whole window
+            "scaleDown": {"stabilizationWindowSeconds": serving.scale_down_window_s, "selectPolicy": "Min",
+                          "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]},
+        }}},
+        "triggers": [trigger("waiting-requests", q["waiting"], waiting_threshold(t, serving)),
+                     trigger("kv-cache-usage", q["kv"], kv_threshold(t, serving))],
+    }

@@ -1,0 +1,67 @@
+"""How a model is reached: its ClusterIP Service, who may call it (NetworkPolicy), and how many of
+its pods a voluntary disruption may take (PodDisruptionBudget)."""
+from __future__ import annotations
+
+from ..planner import Topology
+from ..planner.vllm_args import VLLM_PORT
+from .pods import MODEL_LABEL, ROLE_LABEL, selector
+from .rayservice import METRICS_PORT
+
+# kube-prometheus-stack's Prometheus pods carry this label in whatever namespace the add-on uses.
+PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
+# The KubeRay operator polls the head's dashboard (Serve status) and Serve's health endpoint.
+KUBERAY_OPERATOR_POD = {"app.kubernetes.io/name": "kuberay-operator"}
+RAY_DASHBOARD_PORT = 8265
+RAY_ROLES = ["ray-head", "ray-worker"]
+
+
+def service_spec(model: str) -> dict:
+    return {"type": "ClusterIP", "selector": selector(model, "server"),
+            "ports": [{"name": "http", "port": VLLM_PORT, "targetPort": "http", "protocol": "TCP"}]}
+
+
+def _ports(*ports: int) -> list[dict]:
+    return [{"port": p, "protocol": "TCP"} for p in ports]
+
+
+def _clients(allowed_namespaces: list[str]) -> list[dict]:
+    """The serving namespace itself plus the namespaces named in serving.allowedNamespaces."""
+    peers = [{"podSelector": {}}]
+    peers += [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}
+              for ns in sorted(set(allowed_namespaces))]
+    return peers
+
+
+def _prometheus() -> list[dict]:
+    return [{"namespaceSelector": {}, "podSelector": {"matchLabels": dict(PROMETHEUS_POD)}}]
+
+
+def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[str]) -> dict:
+    """Ingress only; egress stays open (the prefetch reaches the Hub, engines reach each other)."""
+    if not multi_node:
+        # vLLM serves /metrics on the API port
+        return {"podSelector": {"matchLabels": selector(model, "server")}, "policyTypes": ["Ingress"],
+                "ingress": [{"from": _clients(allowed_namespaces), "ports": _ports(VLLM_PORT)},
+                            {"from": _prometheus(), "ports": _ports(VLLM_PORT)}]}
+    ray_pods = {"matchLabels": {MODEL_LABEL: model},
+                "matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": RAY_ROLES}]}
+    return {"podSelector": ray_pods, "policyTypes": ["Ingress"],
+            "ingress": [
+                # GCS, raylets, object transfer and NCCL's bootstrap between the model's own Ray pods
+                {"from": [{"podSelector": ray_pods}]},
+                {"from": _clients(allowed_namespaces), "ports": _ports(VLLM_PORT)},
+                {"from": _prometheus(), "ports": _ports(METRICS_PORT)},
+                {"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": dict(KUBERAY_OPERATOR_POD)}}],
+                 "ports": _ports(RAY_DASHBOARD_PORT, VLLM_PORT)},
+            ]}
+
+
+def pdb_spec(model: str, t: Topology, production: bool) -> dict:
+    """In prod, drains and node consolidation never take the model below its minimum replicas (for a
+    multi-node replica every one of its nodes counts). Elsewhere a drain may take one pod at a time,
+    so that a one-replica dev stack does not block node maintenance."""
+    role, per_replica = ("ray-worker", t.nodes_per_replica) if t.multi_node else ("server", 1)
+    sel = {"matchLabels": selector(model, role)}
+    if production:
+        return {"minAvailable": per_replica * t.min_replicas, "selector": sel}
+    return {"maxUnavailable": per_replica, "selector": sel}

@@ -1,0 +1,66 @@
+"""Pieces every pod of the stack shares: labels, the locked-down security context, the HF token."""
+from __future__ import annotations
+
+from ..cluster.facts import GPU_RESOURCE, GpuPool
+
+HF_SECRET_NAME = "hf-token"  # made by Platform from the hfToken Pulumi secret
+HF_SECRET_KEY = "HF_TOKEN"
+MODEL_LABEL = "vllm-platform/model"
+ROLE_LABEL = "vllm-platform/role"
+
+
+def model_labels(model: str, role: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """Labels of one model's objects; `MODEL_LABEL` + `ROLE_LABEL` select its pods."""
+    return {**(base or {}), "app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": model,
+            MODEL_LABEL: model, ROLE_LABEL: role}
+
+
+def selector(model: str, role: str) -> dict[str, str]:
+    return {MODEL_LABEL: model, ROLE_LABEL: role}
+
+
+def hf_token_env() -> dict:
+    """HF_TOKEN read from the Kubernetes Secret by reference: the token never sits in a pod spec."""
+    return {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_SECRET_NAME, "key": HF_SECRET_KEY}}}
+
+
+# No privileged mode, no added capabilities (the seeds' SYS_PTRACE is not needed for CUDA IPC).
+CONTAINER_SECURITY = {
+    "privileged": False,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}
+POD_SECURITY = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def gpu_placement(pool: GpuPool) -> dict:
+    """Tolerations and required node affinity for the pool's GPU nodes (pod spec fields)."""
+    terms = [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(pool.node_selector.items())]
+    out: dict = {"tolerations": pool.tolerations()}
+    if terms:
+        out["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": terms}]}}}
+    return out
+
+
+def pod_metadata(labels: dict[str, str], pool: GpuPool) -> dict:
+    """Template metadata; the pool's annotations attach fabric interfaces per pod (GKE multi-networking)."""
+    meta: dict = {"labels": labels}
+    if pool.pod_annotations:
+        meta["annotations"] = dict(pool.pod_annotations)
+    return meta
+
+
+def gpu_resources(gpus: int, cpu: int, memory_gib: int, extra: dict[str, int] | None = None) -> dict:
+    """Requests = limits: the pod gets exactly its share (Guaranteed QoS, no GPU over-commit)."""
+    amounts = {"cpu": str(cpu), "memory": f"{memory_gib}Gi", GPU_RESOURCE: str(gpus),
+               **{k: str(v) for k, v in (extra or {}).items()}}
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def shm_volume(size_gib: int) -> dict:
+    """/dev/shm as memory: NCCL and the engine's shared-memory queues outgrow the runtime's 64 MiB."""
+    return {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{size_gib}Gi"}}
+
+
+SHM_MOUNT = {"name": "dshm", "mountPath": "/dev/shm"}

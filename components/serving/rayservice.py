@@ -1,0 +1,168 @@
+"""A replica that spans nodes: a KubeRay RayService running Ray Serve LLM with the vLLM engine.
+
+One Ray worker pod per GPU node, so the worker group has nodes_per_replica x replicas pods. Replicas
+autoscale through Ray Serve (its autoscaling_config); KubeRay's in-tree autoscaler turns the Serve
+replicas' placement groups into worker pods, and the node autoscaler turns those into nodes. KEDA is
+not used here: a RayService has no scale subresource.
+
+Field names: KubeRay v1.7.0 CRD (../shared/crds/kuberay/ray.io_rayservices.yaml); Serve LLM config:
+docs.ray.io serve/llm configuration reference (LLMConfig: model_loading_config, engine_kwargs,
+accelerator_type, deployment_config.autoscaling_config) and the `ray.serve.llm:build_openai_app` builder.
+"""
+from __future__ import annotations
+
+import yaml
+
+from ..cache import CacheFacts, cache_env
+from ..cluster.facts import GpuPool
+from ..planner import Topology
+from ..planner.vllm_args import VLLM_PORT
+from ..versions import RAY_VERSION
+from .fabric import fabric_env, fabric_resources
+from .pods import (CONTAINER_SECURITY, POD_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env,
+                   model_labels, pod_metadata, shm_volume)
+
+# Ray's names for the catalog's GPUs (ray.util.accelerators; LLMConfig.accelerator_type).
+RAY_ACCELERATOR = {"a10g": "A10G", "l4": "L4", "l40s": "L40S", "a100-40gb": "A100-40G", "a100-80gb": "A100-80G",
+                   "h100": "H100", "h200": "H200", "b200": "B200"}
+# Serve owns HTTP (the proxy on every node); the model is named by model_loading_config.
+NOT_ENGINE_ARGS = {"port", "served_model_name"}
+METRICS_PORT = 8080  # KubeRay's default --metrics-export-port
+HEAD_PORTS = [("gcs-server", 6379), ("dashboard", 8265), ("client", 10001), ("serve", VLLM_PORT),
+              ("metrics", METRICS_PORT)]
+HEAD_RESOURCES = {"cpu": "4", "memory": "16Gi"}  # GCS, Serve controller, proxy and the OpenAI ingress
+UPSCALE_DELAY_S = 30
+DOWNSCALE_DELAY_S = 600  # a multi-node replica takes many minutes to come back: give load time to return
+WORKER_GROUP = "gpu"
+
+
+def _value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def engine_kwargs(vllm_args: tuple[str, ...] | list[str]) -> tuple[str, str, dict]:
+    """(model_source, model_id, engine_kwargs) from the planner's `vllm serve` arguments, so that the
+    engine runs with exactly the flags a single-node replica would get."""
+    args = list(vllm_args)
+    source, rest = args[0], args[1:]
+    model_id, kwargs, i = source, {}, 0
+    while i < len(rest):
+        flag = rest[i]
+        if not flag.startswith("--"):
+            raise ValueError(f"unexpected positional vLLM argument {flag!r}")
+        key = flag[2:].replace("-", "_")
+        if i + 1 < len(rest) and not rest[i + 1].startswith("--"):
+            value, i = _value(rest[i + 1]), i + 2
+        else:
+            value, i = True, i + 1
+        if key == "served_model_name":
+            model_id = value
+        elif key not in NOT_ENGINE_ARGS:
+            kwargs[key] = value
+    return source, model_id, kwargs
+
+
+def target_ongoing_requests(t: Topology) -> int:
+    """Ray Serve adds replicas when ongoing requests per replica exceed this: the planner's
+    concurrency per replica is what one replica holds within the SLA."""
+    return max(1, t.concurrency_per_replica)
+
+
+def llm_config(t: Topology) -> dict:
+    source, model_id, kwargs = engine_kwargs(t.vllm_args)
+    target = target_ongoing_requests(t)
+    return {
+        "model_loading_config": {"model_id": model_id, "model_source": source},
+        "accelerator_type": RAY_ACCELERATOR[t.accelerator],
+        "engine_kwargs": kwargs,
+        "deployment_config": {
+            "autoscaling_config": {
+                "min_replicas": t.min_replicas, "max_replicas": t.max_replicas, "initial_replicas": t.replicas,
+                "target_ongoing_requests": target,
+                "upscale_delay_s": UPSCALE_DELAY_S, "downscale_delay_s": DOWNSCALE_DELAY_S,
+            },
+            # room for a short queue in front of the engine's batch before Serve routes elsewhere
+            "max_ongoing_requests": 2 * target,
+        },
+    }
+
+
+def serve_config(t: Topology) -> str:
+    app = {"name": "llm", "route_prefix": "/", "import_path": "ray.serve.llm:build_openai_app",
+           "args": {"llm_configs": [llm_config(t)]}}
+    return yaml.safe_dump({"applications": [app]}, sort_keys=False)
+
+
+def _ray_env(t: Topology) -> list[dict]:
+    return [hf_token_env(), *cache_env(), {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
+
+
+def head_group(t: Topology, image: str, labels: dict, system_node_selector: dict[str, str]) -> dict:
+    pod = {
+        "enableServiceLinks": False, "securityContext": POD_SECURITY,
+        "containers": [{
+            "name": "ray-head", "image": image, "env": _ray_env(t),
+            "ports": [{"name": n, "containerPort": p, "protocol": "TCP"} for n, p in HEAD_PORTS],
+            "resources": {"requests": dict(HEAD_RESOURCES), "limits": dict(HEAD_RESOURCES)},
+            "volumeMounts": [SHM_MOUNT], "securityContext": CONTAINER_SECURITY,
+        }],
+        "volumes": [shm_volume(4)],
+    }
+    if system_node_selector:
+        pod["nodeSelector"] = dict(system_node_selector)
+    # no GPUs on the head: it schedules, routes and autoscales; engines run on the workers
+    return {"rayStartParams": {"dashboard-host": "0.0.0.0", "num-gpus": "0"},
+            "template": {"metadata": {"labels": labels}, "spec": pod}}
+
+
+def worker_group(t: Topology, pool: GpuPool, cache: CacheFacts, image: str, labels: dict) -> dict:
+    npr = t.nodes_per_replica
+    gpus = t.gpus_per_replica // npr
+    pod = {
+        "enableServiceLinks": False, "securityContext": POD_SECURITY,
+        "terminationGracePeriodSeconds": 120,
+        "initContainers": [cache.init_container(t.model_repo, image)],
+        "containers": [{
+            "name": "ray-worker", "image": image,
+            "env": [*_ray_env(t), *fabric_env(t)],
+            "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+            "resources": gpu_resources(gpus, t.pod_cpu, t.pod_memory_gib, fabric_resources(t, pool)),
+            "volumeMounts": [SHM_MOUNT, cache.mount], "securityContext": CONTAINER_SECURITY,
+        }],
+        "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type)],
+        **gpu_placement(pool),
+    }
+    return {
+        "groupName": WORKER_GROUP,
+        "replicas": npr * t.replicas, "minReplicas": npr * t.min_replicas, "maxReplicas": npr * t.max_replicas,
+        "rayStartParams": {},
+        "template": {"metadata": pod_metadata(labels, pool), "spec": pod},
+    }
+
+
+def rayservice_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, image: str,
+                    system_node_selector: dict[str, str], base_labels: dict[str, str]) -> dict:
+    return {
+        "serveConfigV2": serve_config(t),
+        # the OpenAI endpoint under the model's name, as for a single-node replica
+        "serveService": {"metadata": {"name": model, "labels": model_labels(model, "server", base_labels)},
+                         "spec": {"type": "ClusterIP",
+                                  "ports": [{"name": "serve", "port": VLLM_PORT, "protocol": "TCP"}]}},
+        "rayClusterConfig": {
+            "rayVersion": RAY_VERSION,
+            "enableInTreeAutoscaling": True,
+            "autoscalerOptions": {
+                "upscalingMode": "Default", "idleTimeoutSeconds": DOWNSCALE_DELAY_S,
+                "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},
+                              "limits": {"cpu": "500m", "memory": "512Mi"}},
+                "securityContext": CONTAINER_SECURITY,
+            },
+            "headGroupSpec": head_group(t, image, model_labels(model, "ray-head", base_labels), system_node_selector),
+            "workerGroupSpecs": [worker_group(t, pool, cache, image, model_labels(model, "ray-worker", base_labels))],
+        },
+    }

@@ -1,0 +1,104 @@
+"""VllmService: one model deployment, shaped entirely by its Topology.
+
+single-node replica -> Deployment + KEDA ScaledObject + ServiceMonitor
+multi-node replica  -> KubeRay RayService (Ray Serve LLM; Serve + KubeRay autoscaling) + PodMonitor
+both                -> ClusterIP endpoint named after the model, NetworkPolicy, PodDisruptionBudget,
+                       PrometheusRule with the SLA alerts, Grafana dashboard ConfigMap
+"""
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..cache import CacheFacts
+from ..cluster.facts import AddonsFacts, ClusterFacts
+from ..config.schema import StackConfig
+from ..planner import Topology
+from ..planner.vllm_args import VLLM_PORT
+from ..versions import VLLM_IMAGE
+from .autoscaling import scaled_object_spec, waiting_threshold
+from .deployment import deployment_spec, rollout_timeouts
+from .fabric import ray_image
+from .network import network_policy_spec, pdb_spec, service_spec
+from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
+from .pods import model_labels
+from .rayservice import rayservice_spec
+
+
+def serving_images(cfg: StackConfig, t: Topology) -> list[str]:
+    """The images a model's GPU pods run (for the pre-pull DaemonSet)."""
+    return [ray_image(t, cfg.serving.ray_image)] if t.multi_node else [VLLM_IMAGE]
+
+
+def endpoint(model: str, namespace: str) -> str:
+    return f"http://{model}.{namespace}.svc.cluster.local:{VLLM_PORT}/v1"
+
+
+class VllmService(pulumi.ComponentResource):
+    def __init__(self, name: str, cfg: StackConfig, t: Topology, facts: ClusterFacts, addons: AddonsFacts,
+                 cache: CacheFacts, labels: dict[str, str], depends_on: list | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
+        """depends_on: what the pods need to exist first (namespace, HF token Secret, model cache)."""
+        super().__init__("vllm-platform:serving:VllmService", name, None, opts)
+        model, ns = t.served_model_name, cfg.namespace
+        pool = facts.pool_for(t.instance_type)
+        child = pulumi.ResourceOptions(parent=self, provider=facts.provider, depends_on=list(depends_on or []))
+
+        def meta(obj_name: str, role: str, extra: dict | None = None, annotations: dict | None = None) -> dict:
+            out = {"name": obj_name, "namespace": ns, "labels": {**model_labels(model, role, labels), **(extra or {})}}
+            if annotations:
+                out["annotations"] = annotations
+            return out
+
+        def needs(capability: str) -> pulumi.ResourceOptions:
+            # a custom resource waits for the operator release that installs its CRD
+            return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=addons.depends(capability)))
+
+        runtime = "ray" if t.multi_node else "vllm"
+        if t.multi_node:
+            image = ray_image(t, cfg.serving.ray_image)
+            self.workload = k8s.apiextensions.CustomResource(
+                f"{name}-rayservice", api_version="ray.io/v1", kind="RayService", metadata=meta(model, "ray"),
+                spec=rayservice_spec(model, t, pool, cache, image, facts.system_node_selector, labels),
+                opts=needs("kuberay"))
+            self.monitor = k8s.apiextensions.CustomResource(
+                f"{name}-podmonitor", api_version="monitoring.coreos.com/v1", kind="PodMonitor",
+                metadata=meta(model, "ray", addons.monitor_labels), spec=pod_monitor_spec(model),
+                opts=needs("monitoring"))
+        else:
+            create_s, update_s = rollout_timeouts(t, cache)
+            self.workload = k8s.apps.v1.Deployment(
+                f"{name}-deployment", metadata=meta(model, "server"),
+                spec=deployment_spec(model, t, pool, cache, model_labels(model, "server", labels)),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                    # KEDA owns the replica count once the Deployment exists
+                    ignore_changes=["spec.replicas"],
+                    custom_timeouts=pulumi.CustomTimeouts(create=f"{create_s}s", update=f"{update_s}s"))))
+            self.service = k8s.core.v1.Service(f"{name}-service", metadata=meta(model, "server"),
+                                               spec=service_spec(model), opts=child)
+            self.scaler = k8s.apiextensions.CustomResource(
+                f"{name}-scaledobject", api_version="keda.sh/v1alpha1", kind="ScaledObject",
+                metadata=meta(model, "server"),
+                spec=scaled_object_spec(model, ns, t, addons.prometheus_url, cfg.serving),
+                opts=pulumi.ResourceOptions.merge(needs("keda"), pulumi.ResourceOptions(depends_on=[self.workload])))
+            self.monitor = k8s.apiextensions.CustomResource(
+                f"{name}-servicemonitor", api_version="monitoring.coreos.com/v1", kind="ServiceMonitor",
+                metadata=meta(model, "server", addons.monitor_labels), spec=service_monitor_spec(model),
+                opts=needs("monitoring"))
+
+        self.network_policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-netpol", metadata=meta(model, runtime),
+            spec=network_policy_spec(model, t.multi_node, cfg.serving.allowed_namespaces), opts=child)
+        self.pdb = k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb", metadata=meta(model, runtime), spec=pdb_spec(model, t, cfg.production), opts=child)
+        severity = "critical" if cfg.production else "warning"
+        self.rules = k8s.apiextensions.CustomResource(
+            f"{name}-rules", api_version="monitoring.coreos.com/v1", kind="PrometheusRule",
+            metadata=meta(f"{model}-sla", runtime, addons.monitor_labels),
+            spec=rules_spec(t, ns, runtime, waiting_threshold(t, cfg.serving), severity), opts=needs("monitoring"))
+        key, value = addons.dashboard_label
+        self.dashboard = k8s.core.v1.ConfigMap(
+            f"{name}-dashboard", metadata=meta(f"{model}-dashboard", runtime, {key: value}),
+            data={f"vllm-{model}.json": dashboard_json(t, ns, runtime)}, opts=child)
+        self.endpoint = endpoint(model, ns)
+        self.register_outputs({"endpoint": self.endpoint, "shape": "multi-node" if t.multi_node else "single-node"})
