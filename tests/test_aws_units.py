@@ -9,8 +9,8 @@ from components.cluster.aws.eks import endpoint_access, kubeconfig_yaml
 from components.cluster.aws.iam import cluster_autoscaler_policy
 from components.cluster.aws.network import pick_zones, subnet_layout
 from components.cluster.aws.nodegroups import (EFA_RESOURCE, NVME_CACHE_PATH, NVME_MOUNT_PATH, capacity,
-                                               efa_network_interfaces, gpu_pool_facts, nodeadm_user_data, scaling,
-                                               uses_efa, zonal)
+                                               efa_network_interfaces, gpu_pool_facts, nodeadm_user_data,
+                                               placement_group, scaling, uses_efa, zonal)
 from components.cluster.pools import PoolSpec
 from components.config import parse
 from components.versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
@@ -100,6 +100,11 @@ def test_capacity_types():
     assert kind == "CAPACITY_BLOCK" and lt["instance_market_options"] == {"market_type": "capacity-block"}
     # a reservation lives in one zone, so even a single-node pool is zonal then
     assert zonal(p5, block) and not zonal(p5, settings().aws)
+    # reserved capacity brings its own placement; a new placement group is only ours to make on demand / spot
+    efa_pool = spec("p5.48xlarge", multi_node=True)
+    assert placement_group(efa_pool, settings().aws) and placement_group(efa_pool, settings(capacityType="spot").aws)
+    assert not placement_group(efa_pool, block) and not placement_group(efa_pool, odcr)
+    assert not placement_group(p5, settings().aws)
 
 
 def test_endpoint_is_private_unless_cidrs_are_listed():

@@ -16,7 +16,7 @@ from .autoscaling import ClusterAutoscaler
 from .efs import EFS_CLIENT_READ_GBPS, STORAGE_CLASS, EfsModelCache
 from .eks import EFS_CSI_ADDON, EksAddons, EksControlPlane
 from .network import AwsNetwork
-from .nodegroups import SYSTEM_LABELS, AwsNodeGroups
+from .nodegroups import SYSTEM_LABELS, AwsNodeGroups, reserved
 
 # Model cache on the nodes' NVMe RAID0: the first start downloads from the Hub, later ones read the
 # local array. A conservative figure for one instance-store SSD; set modelCache.readGbps to what you measure.
@@ -30,7 +30,7 @@ def check(cfg: StackConfig, specs: list[PoolSpec]) -> list[str]:
     if minor not in EKS_ADDON_VERSIONS or minor not in CLUSTER_AUTOSCALER_TAGS:
         problems.append(f"cluster.kubernetesVersion: {minor} has no pinned EKS add-on versions; "
                         f"allowed: {', '.join(sorted(EKS_ADDON_VERSIONS))} (components/versions.py)")
-    if cfg.aws.capacity_type in ("reservation", "capacityBlock"):
+    if reserved(cfg.aws):
         for spec in specs:
             if spec.instance.name not in cfg.aws.capacity_reservations:
                 problems.append(f"aws.capacityReservations: no reservation for planned instance type "

@@ -1,8 +1,9 @@
 """Managed node groups: a small on-demand system group, and one GPU group per planned instance type.
 
 A GPU group whose replicas span nodes gets the instance type's full EFA device count, a cluster
-placement group, one zone's subnet and a security group open to itself (EFA traffic does not cross
-zones and is dropped by security groups that do not admit it). Every GPU node assembles its local
+placement group (unless reserved capacity brings its own placement), one zone's subnet and a security
+group open to itself (EFA traffic does not cross zones and is dropped by security groups that do not
+admit it). Every GPU node assembles its local
 NVMe instance store as one RAID0 array (nodeadm `localStorage`) that holds kubelet, containerd and
 the node-local model cache.
 """
@@ -28,8 +29,9 @@ SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 NVME_MOUNT_PATH = "/mnt/k8s-disks"
 NVME_CACHE_PATH = f"{NVME_MOUNT_PATH}/0/model-cache"
 ROOT_DEVICE = "/dev/xvda"  # AL2023 AMIs' root device
-# Images live on the NVMe array, but a node whose array is still assembling pulls to the root volume:
-# room for the vLLM / Ray images (10-20 GB each) and their unpacked layers.
+# containerd moves onto the NVMe array where the instance has one; the root volume keeps the AMI's
+# cached images and must still hold the vLLM / Ray images (10-20 GB each, two versions during a
+# rollout) on a node whose instance store is missing or failed to assemble.
 GPU_ROOT_GIB = 200
 SYSTEM_ROOT_GIB = 100
 # Cluster Autoscaler's GPU label on AWS: it marks a node as a GPU node before the device plugin
@@ -98,9 +100,20 @@ def capacity(spec: PoolSpec, settings: AwsSettings) -> tuple[str, dict]:
     return CAPACITY_TYPES[kind], lt
 
 
+def reserved(settings: AwsSettings) -> bool:
+    return settings.capacity_type in ("reservation", "capacityBlock")
+
+
 def zonal(spec: PoolSpec, settings: AwsSettings) -> bool:
     """EFA pools and reserved capacity live in one zone: the first subnet's."""
-    return uses_efa(spec) or settings.capacity_type in ("reservation", "capacityBlock")
+    return uses_efa(spec) or reserved(settings)
+
+
+def placement_group(spec: PoolSpec, settings: AwsSettings) -> bool:
+    """A cluster placement group of our own for EFA pools on on-demand or spot capacity. Reserved capacity
+    is placed by its reservation: Capacity Blocks run co-located in an EC2 UltraCluster, and an On-Demand
+    Capacity Reservation belongs to the placement group it was created in (or none), never to a new one."""
+    return uses_efa(spec) and not reserved(settings)
 
 
 def gpu_pool_facts(spec: PoolSpec) -> GpuPool:
@@ -181,14 +194,15 @@ class AwsNodeGroups(pulumi.ComponentResource):
             aws.vpc.SecurityGroupEgressRule(f"{name}-efa-out", security_group_id=efa_sg.id, ip_protocol="-1",
                                             referenced_security_group_id=efa_sg.id, description="EFA to itself",
                                             opts=child)
-            placement = aws.ec2.PlacementGroup(f"{name}-placement", strategy="cluster",
-                                               tags={"Name": f"{cluster_name}-{spec.name}"}, opts=child)
             # Security groups go on each interface: a template may not also set instance-level groups.
             lt_args["network_interfaces"] = efa_network_interfaces(spec.instance.efa_interfaces, self._base_groups,
                                                                    efa_sg.id)
-            lt_args["placement"] = {"group_name": placement.name}
         else:
             lt_args["vpc_security_group_ids"] = self._base_groups
+        if placement_group(spec, settings):
+            placement = aws.ec2.PlacementGroup(f"{name}-placement", strategy="cluster",
+                                               tags={"Name": f"{cluster_name}-{spec.name}"}, opts=child)
+            lt_args["placement"] = {"group_name": placement.name}
         node_name = f"{cluster_name}-{spec.name}"
         lt = aws.ec2.LaunchTemplate(
             f"{name}-lt", description=f"{node_name}: {spec.instance.name} for {', '.join(spec.models)}",
