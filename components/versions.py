@@ -72,3 +72,21 @@ EKS_ADDON_VERSIONS: dict[str, dict[str, str]] = {
 # "Releases"); patch releases as promoted in kubernetes/k8s.io#8815 (1.33.3, 1.34.2) and chart 9.54.0 (1.35.0).
 CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
 CLUSTER_AUTOSCALER_TAGS = {"1.33": "v1.33.3", "1.34": "v1.34.2", "1.35": "v1.35.0"}
+
+# Cluster fabrics (components/addons/fabrics.py, gke_nccl.py).
+# NVIDIA Network Operator: the NicClusterPolicy's component images ship with each chart release under
+# one tag (Mellanox/network-operator example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-ipoib.yaml;
+# released images live in nvcr.io/nvidia/mellanox). Bump together with CHARTS["network-operator"].
+NETWORK_OPERATOR_REGISTRY = "nvcr.io/nvidia/mellanox"
+NETWORK_OPERATOR_COMPONENTS_TAG = "network-operator-v26.10.0"
+# GKE GPUDirect NCCL plugin installers and NRI device injector (GoogleCloudPlatform/
+# container-engine-accelerators: gpudirect-tcpx/, gpudirect-tcpxo/ and nri_device_injector/ manifests
+# as NVIDIA AI Cluster Runtime pins them; gpudirect-rdma/README.md release notes for the RDMA one).
+GKE_NCCL_TCPX_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
+GKE_NCCL_TCPXO_INSTALLER_IMAGE = \
+    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
+GKE_NCCL_RDMA_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0"
+GKE_NRI_DEVICE_INJECTOR_IMAGE = \
+    "gcr.io/gke-release/nri-device-injector@sha256:7704e2bd74b8edbb76b6913c7904cc2362f1fa887c4d4aba7b19778ea353537c"
+# A shell on the GPU nodes for the installers' host set-up steps (nsenter, sysctls).
+HOST_SHELL_IMAGE = "ubuntu:24.04@sha256:c4a8d5503dfb2a3eb8ab5f807da5bc69a85730fb49b5cfca2330194ebcc41c7b"

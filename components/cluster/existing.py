@@ -6,25 +6,26 @@ import pulumi_kubernetes as k8s
 
 from ..config.schema import StackConfig
 from ..planner import Topology
-from .facts import GPU_TAINT_KEY, ClusterFacts, GpuPool, Taint
+from .facts import ClusterFacts, GpuPool, Taint
 
 # NFS over a 25-100 GbE front-end network sustains roughly this much per reader (GB/s).
 DEFAULT_NFS_READ_GBPS = 0.5
-# Resource the NVIDIA Network Operator's RDMA shared device plugin advertises by default.
-RDMA_SHARED_RESOURCE = "rdma/rdma_shared_device_a"
 GFD_PRESENT_LABEL = "nvidia.com/gpu.present"  # set by GPU Feature Discovery on every GPU node
 
 
 def existing_pools(cfg: StackConfig, topologies: dict[str, Topology]) -> dict[str, GpuPool]:
+    """The user's GPU nodes as one pool: picked by the labels they give (GPU Feature Discovery's
+    nvidia.com/gpu.present by default), with the taints they carry; on InfiniBand / RoCE every pod
+    asks for the RDMA shared device (one per pod: the plugin shares each HCA between pods)."""
     nodes = cfg.existing.gpu_nodes
     selector = dict(nodes.node_selector) or {GFD_PRESENT_LABEL: "true"}
-    fabric_resources = {RDMA_SHARED_RESOURCE: 1} if nodes.fabric in ("infiniband", "roce") else {}
+    fabric_resources = {nodes.rdma_resource: 1} if nodes.fabric in ("infiniband", "roce") else {}
+    taints = tuple(Taint(t.key, t.value, t.effect) for t in nodes.taints)
     pools = {}
     for t in topologies.values():
         pools[t.instance_type] = GpuPool(
             name="gpu", instance_type=t.instance_type, accelerator=nodes.accelerator,
-            gpus_per_node=nodes.gpus_per_node, node_selector=selector,
-            taints=(Taint(GPU_TAINT_KEY, "present", "NoSchedule"),),
+            gpus_per_node=nodes.gpus_per_node, node_selector=selector, taints=taints,
             fabric=t.fabric, fabric_resources=fabric_resources)
     return pools
 

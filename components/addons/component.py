@@ -1,0 +1,145 @@
+"""ClusterAddons: the operators and node software the fleet needs, installed in an order that lets the first
+`pulumi up` on an empty cluster succeed. Thin: values and manifests come from the pure modules beside it;
+what it reads is ClusterFacts and the `addons` config block, never a cloud's config.
+
+Ordering (explicit depends_on): namespace -> Helm release; kube-prometheus-stack (the ServiceMonitor CRD)
+-> the releases that ship ServiceMonitors (GPU Operator, KubeRay); Network Operator (the NicClusterPolicy
+CRD) -> NicClusterPolicy. Serving waits on AddonsFacts.ready. helm.v3.Release runs the charts' hook Jobs
+(the GPU Operator upgrades its CRDs in one) and waits for the release's workloads, so a custom resource that
+depends on it finds its CRD and a running controller.
+"""
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..cluster.facts import AddonsFacts, ClusterFacts
+from ..config.schema import Addons
+from ..versions import CHARTS
+from . import fabrics, gke_nccl, gpu_operator, keda, kuberay, prometheus
+from .placement import gpu_tolerations
+
+# Enough for the GPU Operator's CRD-upgrade hook and Prometheus' volume to be provisioned (seconds).
+RELEASE_TIMEOUT_S = 900
+# Operands with host access (driver, toolkit, node-exporter, RDMA plugin) need the privileged Pod Security level.
+PRIVILEGED_NAMESPACE = {"pod-security.kubernetes.io/enforce": "privileged"}
+LABELS = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
+
+
+def release_args(chart_key: str, namespace: str, values: dict) -> dict:
+    """Arguments of the helm.v3.Release for one pinned chart (components/versions.py CHARTS)."""
+    chart = CHARTS[chart_key]
+    return {
+        "name": chart.chart,  # a fixed release name: Service names (Prometheus URL) derive from it
+        "chart": chart.chart,
+        "version": chart.version,
+        "repository_opts": {"repo": chart.repo},
+        "namespace": namespace,
+        "create_namespace": False,  # made below, with its labels, before the release
+        "values": values,
+        "timeout": RELEASE_TIMEOUT_S,
+        "atomic": True,  # a release that does not come up is rolled back, not left half-installed
+    }
+
+
+class ClusterAddons(pulumi.ComponentResource):
+    """GPU Operator, KubeRay, KEDA, kube-prometheus-stack and the fabric's node software, each switchable."""
+
+    facts: AddonsFacts
+
+    def __init__(self, name: str, cluster: ClusterFacts, settings: Addons,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("vllm-platform:addons:ClusterAddons", name, None, opts)
+        self._name = name
+        self._cluster = cluster
+        system = cluster.system_node_selector
+        ready: dict[str, list] = {"gpu": [], "monitoring": [], "kuberay": [], "keda": [], "network": []}
+
+        prom = settings.prometheus
+        if prom.enabled:
+            monitor_labels, prometheus_url = dict(prometheus.MONITOR_LABELS), prometheus.prometheus_url()
+            ready["monitoring"].append(self._release(
+                "kube-prometheus-stack", prometheus.NAMESPACE,
+                prometheus.prometheus_values(prom, cluster.cloud, system), privileged=True))
+        else:
+            monitor_labels, prometheus_url = dict(prom.monitor_labels or {}), prom.url
+        monitors = ready["monitoring"]  # releases that ship ServiceMonitors wait for the CRD
+
+        if settings.gpu_operator.enabled:
+            stack = gpu_operator.GPU_STACKS[cluster.cloud]
+            ns = self._namespace(gpu_operator.NAMESPACE, privileged=True)
+            before = [ns]
+            if stack.priority_quota:
+                before.append(k8s.core.v1.ResourceQuota(
+                    f"{name}-gpu-operator-quota", **gpu_operator.priority_quota(),
+                    opts=self._opts([ns])))
+            values = gpu_operator.gpu_operator_values(cluster, settings.gpu_operator, monitor_labels,
+                                                      gpu_tolerations(cluster.gpu_pools.values()))
+            ready["gpu"].append(self._chart("gpu-operator", gpu_operator.NAMESPACE, values, before + monitors))
+
+        if settings.kuberay.enabled:
+            ready["kuberay"].append(self._release(
+                "kuberay-operator", kuberay.NAMESPACE, kuberay.kuberay_values(system, monitor_labels),
+                after=monitors))
+        if settings.keda.enabled:
+            ready["keda"].append(self._release("keda", keda.NAMESPACE, keda.keda_values(system)))
+
+        pools = fabrics.fabric_pools(cluster)
+        rdma = fabrics.rdma_resource(pools.get(fabrics.NETWORK_OPERATOR, []))
+        if settings.fabric.enabled:
+            ready["network"] = self._fabrics(pools, rdma, settings.fabric.rdma_interfaces)
+
+        self.facts = AddonsFacts(prometheus_url=prometheus_url, monitor_labels=monitor_labels,
+                                 dashboard_label=prometheus.DASHBOARD_LABEL, ready=ready, rdma_resource=rdma)
+        self.register_outputs({"prometheusUrl": prometheus_url})
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def _opts(self, depends_on: list | None = None) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, provider=self._cluster.provider,
+                                      depends_on=[*self._cluster.depends_on, *(depends_on or [])])
+
+    def _namespace(self, namespace: str, privileged: bool = False) -> k8s.core.v1.Namespace:
+        labels = {**LABELS, **(PRIVILEGED_NAMESPACE if privileged else {})}
+        return k8s.core.v1.Namespace(f"{self._name}-ns-{namespace}", metadata={"name": namespace, "labels": labels},
+                                     opts=self._opts())
+
+    def _chart(self, chart_key: str, namespace: str, values: dict, after: list) -> k8s.helm.v3.Release:
+        return k8s.helm.v3.Release(f"{self._name}-{chart_key}", **release_args(chart_key, namespace, values),
+                                   opts=self._opts(after))
+
+    def _release(self, chart_key: str, namespace: str, values: dict, after: list | None = None,
+                 privileged: bool = False) -> k8s.helm.v3.Release:
+        ns = self._namespace(namespace, privileged)
+        return self._chart(chart_key, namespace, values, [ns, *(after or [])])
+
+    def _fabrics(self, pools: dict, rdma: str | None, rdma_interfaces: list[str]) -> list:
+        """The fabric add-ons of the cluster's GPU pools; returns what a pod using the fabric waits for."""
+        ready: list = []
+        tolerations = gpu_tolerations(p for ps in pools.values() for p in ps)
+        if fabrics.EFA in pools:
+            # kube-system exists on every cluster: no namespace of our own.
+            ready.append(self._chart("aws-efa-k8s-device-plugin", fabrics.EFA_NAMESPACE,
+                                     fabrics.efa_values(tolerations), []))
+        gke_daemonsets = []
+        if fabrics.TCPX in pools:
+            gke_daemonsets.append(gke_nccl.tcpx_installer(pools[fabrics.TCPX], tolerations))
+        if fabrics.TCPXO in pools:
+            gke_daemonsets.append(gke_nccl.tcpxo_installer(pools[fabrics.TCPXO], tolerations))
+        if fabrics.TCPX in pools or fabrics.TCPXO in pools:
+            tcp = pools.get(fabrics.TCPX, []) + pools.get(fabrics.TCPXO, [])
+            gke_daemonsets.append(gke_nccl.device_injector(tcp, tolerations))
+        if fabrics.GKE_RDMA in pools:
+            gke_daemonsets.append(gke_nccl.rdma_installer(pools[fabrics.GKE_RDMA], tolerations))
+        for ds in gke_daemonsets:
+            ready.append(k8s.apps.v1.DaemonSet(f"{self._name}-{ds['metadata']['name']}", metadata=ds["metadata"],
+                                               spec=ds["spec"], opts=self._opts()))
+        if fabrics.NETWORK_OPERATOR in pools:
+            operator = self._release("network-operator", fabrics.NETWORK_OPERATOR_NAMESPACE,
+                                     fabrics.network_operator_values(self._cluster.system_node_selector),
+                                     privileged=True)
+            policy = fabrics.nic_cluster_policy(pools[fabrics.NETWORK_OPERATOR], rdma, tolerations, rdma_interfaces)
+            ready.append(k8s.apiextensions.CustomResource(
+                f"{self._name}-nic-cluster-policy", api_version=policy["apiVersion"], kind=policy["kind"],
+                metadata=policy["metadata"], spec=policy["spec"], opts=self._opts([operator])))
+        return ready

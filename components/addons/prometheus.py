@@ -1,0 +1,79 @@
+"""kube-prometheus-stack: Prometheus (retention and storage from config), Alertmanager, Grafana with the
+dashboard sidecar. Pure values; the release is made in component.py.
+
+Values keys: prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml.
+"""
+from __future__ import annotations
+
+from ..config.schema import PrometheusAddon
+
+RELEASE = "kube-prometheus-stack"
+NAMESPACE = "monitoring"
+PORT = 9090
+# The chart labels its own ServiceMonitors and PrometheusRules `release: <release name>`; selecting by the
+# same label picks those up together with DCGM's, KubeRay's and serving's (AddonsFacts.monitor_labels).
+MONITOR_LABELS = {"release": RELEASE}
+# The Grafana sidecar loads every ConfigMap carrying this label, in any namespace (chart default label).
+DASHBOARD_LABEL = ("grafana_dashboard", "1")
+# Size-based retention below the volume size: Prometheus crash-loops on a full disk, and the WAL and
+# compaction need headroom above the blocks that retention counts.
+RETENTION_SIZE_FRACTION = 0.85
+EVERY_TAINT = {"operator": "Exists"}
+
+# Managed control planes hide etcd, the scheduler and the controller manager, and kube-proxy binds its
+# metrics to localhost (EKS) or is absent (GKE Dataplane V2): scraping them only raises TargetDown alerts.
+# Sources: docs.aws.amazon.com/eks/latest/userguide/prometheus.html; cloud.google.com/kubernetes-engine/
+# docs/how-to/configure-metrics (control-plane metrics are Google-managed).
+HIDDEN_CONTROL_PLANE = {
+    "aws": ("kubeEtcd", "kubeScheduler", "kubeControllerManager", "kubeProxy"),
+    "gcp": ("kubeEtcd", "kubeScheduler", "kubeControllerManager", "kubeProxy"),
+    "existing": (),
+}
+
+
+def prometheus_url() -> str:
+    """The in-cluster address of the stack's Prometheus (Service `<fullname>-prometheus`)."""
+    return f"http://{RELEASE}-prometheus.{NAMESPACE}.svc:{PORT}"
+
+
+def storage_spec(settings: PrometheusAddon) -> dict:
+    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{settings.storage_gib}Gi"}}}
+    if settings.storage_class:
+        spec["storageClassName"] = settings.storage_class
+    return {"volumeClaimTemplate": {"spec": spec}}
+
+
+def prometheus_values(settings: PrometheusAddon, cloud: str, system_selector: dict[str, str]) -> dict:
+    selector = {"matchLabels": dict(MONITOR_LABELS)}
+    every_namespace: dict = {}  # serving's monitors live in the serving namespace, DCGM's in gpu-operator
+    values = {
+        # Fixed names: the Prometheus Service name (and so KEDA's address) must not depend on the release name.
+        "fullnameOverride": RELEASE,
+        "prometheus": {"prometheusSpec": {
+            "retention": settings.retention,
+            "retentionSize": f"{int(settings.storage_gib * RETENTION_SIZE_FRACTION)}GB",
+            "storageSpec": storage_spec(settings),
+            "serviceMonitorSelector": selector,
+            "serviceMonitorNamespaceSelector": every_namespace,
+            "podMonitorSelector": selector,
+            "podMonitorNamespaceSelector": every_namespace,
+            "ruleSelector": selector,
+            "ruleNamespaceSelector": every_namespace,
+            "nodeSelector": system_selector,
+        }},
+        "alertmanager": {"enabled": True, "alertmanagerSpec": {"nodeSelector": system_selector}},
+        "grafana": {
+            "enabled": True,
+            "nodeSelector": system_selector,
+            "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL[0], "labelValue": DASHBOARD_LABEL[1],
+                                       "searchNamespace": "ALL"}},
+        },
+        "prometheusOperator": {"nodeSelector": system_selector,
+                               "admissionWebhooks": {"patch": {"nodeSelector": system_selector}}},
+        "kube-state-metrics": {"nodeSelector": system_selector},
+        # node-exporter is the one DaemonSet here: it belongs on every node, the tainted GPU nodes included.
+        "prometheus-node-exporter": {"tolerations": [EVERY_TAINT]},
+    }
+    for component in HIDDEN_CONTROL_PLANE[cloud]:
+        values[component] = {"enabled": False}
+    return values

@@ -1,0 +1,293 @@
+"""Add-on values per cluster kind (issue 4): the pure functions the ClusterAddons component hands to Helm."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from components.addons import fabrics, gke_nccl, gpu_operator, keda, kuberay, prometheus
+from components.addons.placement import gpu_tolerations
+from components.cluster.facts import ClusterFacts, GpuPool, Taint
+from components.config.schema import Addons, GpuOperatorAddon, PrometheusAddon
+from components import versions
+
+CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
+SYSTEM = {"vllm-platform/node-role": "system"}
+GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
+
+
+# --- cluster facts as each cluster component hands them over -------------------------------------------
+
+def pool(name: str, fabric: str | None = None, taints=(GPU_TAINT,), resources=None, selector=None) -> GpuPool:
+    return GpuPool(name=name, instance_type=name, accelerator="h100", gpus_per_node=8,
+                   node_selector=selector or {"vllm-platform/gpu-pool": name}, taints=tuple(taints),
+                   fabric=fabric, fabric_resources=dict(resources or {}))
+
+
+def facts(cloud: str, pools: list[GpuPool], driver_preinstalled: bool = True, provider=None,
+          system: dict | None = None) -> ClusterFacts:
+    return ClusterFacts(cloud=cloud, name="test", provider=provider, gpu_pools={p.instance_type: p for p in pools},
+                        system_node_selector=SYSTEM if system is None else system, rwx_storage_class=None,
+                        cache_read_gbps=1.0, driver_preinstalled=driver_preinstalled)
+
+
+def aws_pools():
+    return [pool("gpu-p5-48xlarge", "efa", resources={"vpc.amazonaws.com/efa": 32}), pool("gpu-g6-xlarge")]
+
+
+def gcp_pools():
+    return [pool("gpu-a3-highgpu-8g", "gpudirect-tcpx"), pool("gpu-a3-megagpu-8g", "gpudirect-tcpxo"),
+            pool("gpu-a3-ultragpu-8g", "rdma"), pool("gpu-g2-standard-8")]
+
+
+IB_TAINT = Taint("dedicated", "llm", "NoExecute")  # an on-prem admin's own taint
+
+
+def existing_pools(fabric="infiniband"):
+    return [pool("gpu", fabric, taints=(GPU_TAINT, IB_TAINT), resources={"rdma/rdma_shared_device_a": 1},
+                 selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})]
+
+
+KINDS = {"aws": aws_pools, "gcp": gcp_pools, "existing": existing_pools}
+
+
+def tolerates(tolerations: list[dict], taint: Taint) -> bool:
+    """Kubernetes' rule: a toleration matches a taint by key (or empty key with Exists), value, effect."""
+    for t in tolerations:
+        if t.get("effect") not in (None, "", taint.effect):
+            continue
+        if t.get("operator", "Equal") == "Exists":
+            if not t.get("key") or t["key"] == taint.key:
+                return True
+        elif t.get("key") == taint.key and t.get("value", "") == taint.value:
+            return True
+    return False
+
+
+def all_taints(f: ClusterFacts) -> set[Taint]:
+    return {t for p in f.gpu_pools.values() for t in p.taints}
+
+
+# --- GPU Operator --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cloud, driver, toolkit, device_plugin", [
+    ("aws", False, False, True),  # EKS NVIDIA AMI: driver + toolkit on the image
+    ("gcp", False, True, False),  # GKE-managed driver and device plugin
+    ("existing", False, True, True),  # driver preinstalled (the default facts of an existing cluster)
+])
+def test_gpu_operator_owns_what_the_node_image_lacks(cloud, driver, toolkit, device_plugin):
+    v = gpu_operator.gpu_operator_values(facts(cloud, KINDS[cloud]()), GpuOperatorAddon(), {"release": "x"}, [])
+    assert v["driver"]["enabled"] is driver
+    assert v["toolkit"]["enabled"] is toolkit
+    assert v["devicePlugin"]["enabled"] is device_plugin
+
+
+def test_gpu_operator_on_gke_uses_the_gke_driver_paths_cdi_and_a_priority_quota():
+    v = gpu_operator.gpu_operator_values(facts("gcp", gcp_pools()), GpuOperatorAddon(), {}, [])
+    assert v["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
+    assert v["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
+    assert {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"} in v["toolkit"]["env"]
+    assert v["cdi"] == {"enabled": True, "default": True}
+    assert gpu_operator.GPU_STACKS["gcp"].priority_quota and not gpu_operator.GPU_STACKS["aws"].priority_quota
+    quota = gpu_operator.priority_quota()
+    assert quota["metadata"]["namespace"] == gpu_operator.NAMESPACE
+    assert quota["spec"]["scopeSelector"]["matchExpressions"][0]["values"] == [
+        "system-node-critical", "system-cluster-critical"]
+
+
+def test_existing_cluster_driver_follows_the_nodes_unless_overridden():
+    bare = facts("existing", existing_pools(), driver_preinstalled=False)
+    assert gpu_operator.gpu_operator_values(bare, GpuOperatorAddon(), {}, [])["driver"]["enabled"] is True
+    preinstalled = facts("existing", existing_pools(), driver_preinstalled=True)
+    forced = gpu_operator.gpu_operator_values(preinstalled, GpuOperatorAddon(install_driver=True), {}, [])
+    # the operator builds the driver on an InfiniBand cluster: GPUDirect RDMA over the host's HCA drivers
+    assert forced["driver"] == {"enabled": True, "rdma": {"enabled": True, "useHostMofed": True}}
+    kept = gpu_operator.gpu_operator_values(bare, GpuOperatorAddon(install_driver=False), {}, [])
+    assert kept["driver"] == {"enabled": False}
+
+
+def test_dcgm_exporter_is_scraped_by_the_stacks_prometheus():
+    f = facts("aws", aws_pools())
+    v = gpu_operator.gpu_operator_values(f, GpuOperatorAddon(), prometheus.MONITOR_LABELS, [])
+    sm = v["dcgmExporter"]["serviceMonitor"]
+    assert v["dcgmExporter"]["enabled"] and sm["enabled"]
+    selector = prometheus.prometheus_values(PrometheusAddon(), "aws", SYSTEM)["prometheus"]["prometheusSpec"][
+        "serviceMonitorSelector"]["matchLabels"]
+    assert selector.items() <= sm["additionalLabels"].items()
+
+
+# --- kube-prometheus-stack ------------------------------------------------------------------------------
+
+def test_prometheus_retention_storage_and_size_cap_from_config():
+    settings = PrometheusAddon(retention="30d", storage_gib=200, storage_class="gp3")
+    spec = prometheus.prometheus_values(settings, "aws", SYSTEM)["prometheus"]["prometheusSpec"]
+    assert spec["retention"] == "30d"
+    assert spec["retentionSize"] == "170GB"  # 85 % of the volume
+    pvc = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
+    assert pvc == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "200Gi"}},
+                   "storageClassName": "gp3"}
+    default = prometheus.prometheus_values(PrometheusAddon(), "existing", SYSTEM)["prometheus"]["prometheusSpec"]
+    assert "storageClassName" not in default["storageSpec"]["volumeClaimTemplate"]["spec"]
+
+
+def test_prometheus_selects_monitors_and_rules_of_every_namespace_by_the_release_label():
+    v = prometheus.prometheus_values(PrometheusAddon(), "gcp", SYSTEM)
+    spec = v["prometheus"]["prometheusSpec"]
+    for kind in ("serviceMonitor", "podMonitor", "rule"):
+        assert spec[f"{kind}Selector"] == {"matchLabels": {"release": "kube-prometheus-stack"}}
+        assert spec[f"{kind}NamespaceSelector"] == {}
+    # the chart labels its own monitors and rules release=<release name>: the release name is the label value
+    assert v["fullnameOverride"] == prometheus.RELEASE == prometheus.MONITOR_LABELS["release"]
+    assert prometheus.prometheus_url() == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
+
+
+def test_grafana_dashboard_sidecar_and_alertmanager():
+    v = prometheus.prometheus_values(PrometheusAddon(), "existing", SYSTEM)
+    assert v["grafana"]["sidecar"]["dashboards"] == {"enabled": True, "label": "grafana_dashboard",
+                                                      "labelValue": "1", "searchNamespace": "ALL"}
+    assert prometheus.DASHBOARD_LABEL == ("grafana_dashboard", "1")
+    assert v["alertmanager"]["enabled"] is True
+
+
+@pytest.mark.parametrize("cloud, hidden", [("aws", True), ("gcp", True), ("existing", False)])
+def test_managed_control_planes_are_not_scraped(cloud, hidden):
+    v = prometheus.prometheus_values(PrometheusAddon(), cloud, SYSTEM)
+    for component in ("kubeEtcd", "kubeScheduler", "kubeControllerManager"):
+        assert (v.get(component) == {"enabled": False}) is hidden
+
+
+# --- placement: operators on system nodes, GPU DaemonSets tolerate the GPU taints -----------------------
+
+@pytest.mark.parametrize("cloud", sorted(KINDS))
+def test_operators_run_on_the_system_nodes(cloud):
+    f = facts(cloud, KINDS[cloud]())
+    g = gpu_operator.gpu_operator_values(f, GpuOperatorAddon(), {}, [])
+    assert g["operator"]["nodeSelector"] == SYSTEM
+    assert g["node-feature-discovery"]["master"]["nodeSelector"] == SYSTEM
+    p = prometheus.prometheus_values(PrometheusAddon(), cloud, SYSTEM)
+    assert p["prometheus"]["prometheusSpec"]["nodeSelector"] == SYSTEM
+    assert p["alertmanager"]["alertmanagerSpec"]["nodeSelector"] == SYSTEM
+    for component in ("grafana", "prometheusOperator", "kube-state-metrics"):
+        assert p[component]["nodeSelector"] == SYSTEM
+    assert kuberay.kuberay_values(SYSTEM, {})["nodeSelector"] == SYSTEM
+    assert keda.keda_values(SYSTEM) == {"nodeSelector": SYSTEM}
+    assert fabrics.network_operator_values(SYSTEM)["operator"]["nodeSelector"] == SYSTEM
+
+
+@pytest.mark.parametrize("cloud", sorted(KINDS))
+def test_gpu_daemonsets_tolerate_every_gpu_pool_taint(cloud):
+    f = facts(cloud, KINDS[cloud]())
+    tol = gpu_tolerations(f.gpu_pools.values())
+    g = gpu_operator.gpu_operator_values(f, GpuOperatorAddon(), {}, tol)
+    node_exporter = prometheus.prometheus_values(PrometheusAddon(), cloud, SYSTEM)["prometheus-node-exporter"]
+    for taint in all_taints(f) | {Taint("nvidia.com/gpu", "true", "NoSchedule")}:
+        assert tolerates(g["daemonsets"]["tolerations"], taint), taint
+        assert tolerates(g["node-feature-discovery"]["worker"]["tolerations"], taint), taint
+        assert tolerates(node_exporter["tolerations"], taint), taint
+    assert not tolerates(tol, Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"))
+
+
+# --- fabrics --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cloud, expected", [
+    ("aws", {fabrics.EFA: ["gpu-p5-48xlarge"]}),
+    ("gcp", {fabrics.TCPX: ["gpu-a3-highgpu-8g"], fabrics.TCPXO: ["gpu-a3-megagpu-8g"],
+             fabrics.GKE_RDMA: ["gpu-a3-ultragpu-8g"]}),
+    ("existing", {fabrics.NETWORK_OPERATOR: ["gpu"]}),
+])
+def test_each_fabric_gets_its_addon(cloud, expected):
+    got = fabrics.fabric_pools(facts(cloud, KINDS[cloud]()))
+    assert {k: [p.name for p in v] for k, v in got.items()} == expected
+
+
+def test_a_fabric_without_an_addon_is_refused_by_name():
+    with pytest.raises(ValueError, match="gpu-x: no add-on known for fabric 'efa' on gcp"):
+        fabrics.fabric_pools(facts("gcp", [pool("gpu-x", "efa")]))
+
+
+def test_rdma_resource_comes_from_the_pools():
+    assert fabrics.rdma_resource(existing_pools()) == "rdma/rdma_shared_device_a"
+    assert fabrics.rdma_resource(aws_pools()) is None
+
+
+def test_efa_device_plugin_tolerates_the_gpu_taint():
+    v = fabrics.efa_values(gpu_tolerations(aws_pools()))
+    assert tolerates(v["tolerations"], GPU_TAINT)
+
+
+def _nic_policy_schema() -> dict:
+    crd = yaml.safe_load((CRDS / "network-operator" / "mellanox.com_nicclusterpolicies.yaml").read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
+    return version["schema"]["openAPIV3Schema"]
+
+
+@pytest.mark.parametrize("fabric, ipoib", [("infiniband", True), ("rdma", False)])
+def test_nic_cluster_policy_is_valid_against_its_crd(fabric, ipoib):
+    pools = existing_pools(fabric)
+    policy = fabrics.nic_cluster_policy(pools, "rdma/rdma_shared_device_a", gpu_tolerations(pools))
+    jsonschema.validate(policy, _nic_policy_schema())
+    spec = policy["spec"]
+    assert policy["metadata"] == {"name": "nic-cluster-policy"}
+    config = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
+    assert config == {"configList": [{"resourceName": "rdma_shared_device_a", "rdmaHcaMax": 63,
+                                      "selectors": {"vendors": ["15b3"]}}]}
+    assert ("ipoib" in spec["secondaryNetwork"]) is ipoib
+    assert {"multus", "cniPlugins"} <= set(spec["secondaryNetwork"])
+    for component in [spec["rdmaSharedDevicePlugin"], *spec["secondaryNetwork"].values()]:
+        assert component["version"] == versions.NETWORK_OPERATOR_COMPONENTS_TAG
+    # on the fabric's GPU nodes only, whatever they are tainted with
+    terms = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                                            "values": ["NVIDIA-H100-80GB-HBM3"]}]}]
+    assert tolerates(spec["tolerations"], IB_TAINT) and tolerates(spec["tolerations"], GPU_TAINT)
+
+
+def test_nic_cluster_policy_selects_the_named_hcas_and_needs_a_resource():
+    pools = existing_pools()
+    policy = fabrics.nic_cluster_policy(pools, "rdma/ib_a", [], interfaces=["ibp24s0", "ibp41s0"])
+    jsonschema.validate(policy, _nic_policy_schema())
+    (entry,) = json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"]
+    assert entry["resourceName"] == "ib_a" and entry["selectors"] == {"ifNames": ["ibp24s0", "ibp41s0"]}
+    with pytest.raises(ValueError, match="gpu have an RDMA fabric but no rdma/ resource"):
+        fabrics.nic_cluster_policy(pools, None, [])
+
+
+GKE_BUILDERS = {"nccl-tcpx-installer": gke_nccl.tcpx_installer, "nccl-tcpxo-installer": gke_nccl.tcpxo_installer,
+                "device-injector": gke_nccl.device_injector, "nccl-rdma-installer": gke_nccl.rdma_installer}
+
+
+@pytest.mark.parametrize("name", sorted(GKE_BUILDERS))
+def test_gke_nccl_daemonsets_land_on_their_pools_with_pinned_images(name):
+    pools = gcp_pools()[:2]
+    ds = GKE_BUILDERS[name](pools, gpu_tolerations(pools))
+    assert ds["metadata"]["name"] == name and ds["metadata"]["namespace"] == "kube-system"
+    spec = ds["spec"]["template"]["spec"]
+    assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "vllm-platform/gpu-pool", "operator": "In", "values": [p.name]}]}
+                     for p in pools]
+    assert tolerates(spec["tolerations"], GPU_TAINT)
+    pinned = {v for k, v in vars(versions).items() if k.endswith("_IMAGE") and isinstance(v, str)}
+    for c in spec["initContainers"] + spec["containers"]:
+        assert c["image"] in pinned, c["image"]
+    mounted = {m["name"] for c in spec["initContainers"] + spec["containers"] for m in c.get("volumeMounts", [])}
+    assert mounted <= {v["name"] for v in spec["volumes"]}
+
+
+def test_gke_installers_put_the_nccl_plugin_where_gke_mounts_gpu_libraries():
+    tcpxo = gke_nccl.tcpxo_installer(gcp_pools()[1:2], [])["spec"]["template"]["spec"]
+    installer = tcpxo["initContainers"][1]
+    assert "/scripts/container_entry.sh install --install-nccl" in installer["args"][0]
+    assert {"name": "library-dir-host", "mountPath": "/usr/local"} in installer["volumeMounts"]
+    assert {"name": "library-dir-host", "hostPath": {"path": "/home/kubernetes/bin"}} in tcpxo["volumes"]
+    rdma = gke_nccl.rdma_installer(gcp_pools()[2:3], [])["spec"]["template"]["spec"]
+    assert rdma["initContainers"][1]["image"] == versions.GKE_NCCL_RDMA_INSTALLER_IMAGE
+    assert "gpu7rdma0" in rdma["initContainers"][0]["command"][2]
+
+
+def test_addons_default_to_all_on():
+    a = Addons()
+    assert all(getattr(a, k).enabled for k in ("gpu_operator", "kuberay", "keda", "prometheus", "fabric"))
