@@ -7,6 +7,7 @@ import functools
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+import yaml
 from pulumi.runtime import config as rc
 from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
@@ -14,9 +15,10 @@ from pulumi.runtime.sync_await import _sync_await
 
 from components.addons import ClusterAddons
 from components.config.schema import Addons
+from components.offline import runner
 from components.offline.mocks import RecordingMocks, RecordingMonitor
 from components.versions import CHARTS
-from tests.conftest import by_type, one
+from tests.conftest import by_type, one, plan_config
 from tests.test_addons_values import KINDS, facts
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -211,3 +213,24 @@ def test_switching_an_addon_off_removes_it_and_leaves_the_rest(addon, release, n
 def test_gpu_operator_off_on_gke_drops_its_quota_too():
     run = run_addons("gcp", {"gpuOperator": {"enabled": False}})
     assert not by_type(run.resources, "kubernetes:core/v1:ResourceQuota")
+
+
+# --- the whole program: KEDA's Prometheus address ----------------------------------------------------------
+
+DEV = yaml.safe_load(runner.stack_file("dev").read_text())["config"]
+
+
+@pytest.mark.parametrize("prom, url", [
+    (None, "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"),
+    (EXISTING_PROM, EXISTING_PROM["url"]),
+])
+def test_keda_scales_on_the_prometheus_the_stack_uses(prom, url):
+    values = {k.split(":", 1)[1]: v for k, v in DEV.items()}
+    if prom:
+        values["addons"] = {"prometheus": prom}
+    resources, _ = plan_config(values)
+    (scaler,) = by_type(resources, "kubernetes:keda.sh/v1alpha1:ScaledObject")
+    triggers = scaler.inputs["spec"]["triggers"]
+    assert triggers and {t["metadata"]["serverAddress"] for t in triggers} == {url}
+    releases = {r.inputs["name"] for r in by_type(resources, RELEASE)}
+    assert ("kube-prometheus-stack" in releases) is (prom is None)
