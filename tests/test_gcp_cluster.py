@@ -332,3 +332,14 @@ def test_nvme_cache_skips_filestore():
     assert by_type(res, FILESTORE) == []
     assert not [m for m in manifests(res) if m.startswith(("persistentvolume_", "storageclass_"))]
 
+
+def test_the_cache_claim_binds_to_the_filestore_volume():
+    """The shipped stack whole: the model cache's claim asks for no more than the PV offers, by its class."""
+    objs = manifests(planned("prod-qwen72b-gcp").resources)
+    pv = objs["persistentvolume_cluster_filestore-model-cache.yaml"]["spec"]
+    (claim,) = [m["spec"] for name, m in objs.items() if name.startswith("persistentvolumeclaim_")]
+    assert claim["storageClassName"] == pv["storageClassName"]
+    assert claim["accessModes"] == pv["accessModes"] == ["ReadWriteMany"]
+    asked, offered = (int(s.removesuffix("Gi")) for s in (claim["resources"]["requests"]["storage"],
+                                                         pv["capacity"]["storage"]))
+    assert 0 < asked <= offered == 2560
