@@ -31,7 +31,7 @@ def summary(t: Topology) -> str:
         f"  KV cache {t.kv_cache_tokens:,} tokens/replica ({t.kv_cache_dtype}), "
         f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
         f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
-        f"  est. TPOT {t.est_tpot_ms} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms} ms (SLA {t.sla_ttft_ms:g})",
+        f"  est. TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})",
         f"  vllm serve {' '.join(t.vllm_args)}",
         f"  why: {t.reason}",
     ])
@@ -88,7 +88,7 @@ def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[lis
                 continue
             rows.append([m.id, t.precision, acc, t.instance_type, str(t.tensor_parallel_size),
                          str(t.pipeline_parallel_size), str(t.nodes_per_replica), f"{t.kv_cache_tokens:,}",
-                         t.kv_cache_dtype, str(t.concurrency_per_replica), f"{t.est_tpot_ms:g}", f"{t.replicas}",
+                         t.kv_cache_dtype, str(t.concurrency_per_replica), f"{t.est_tpot_ms:.1f}", f"{t.replicas}",
                          f"${t.cost_per_hour:,.2f}"])
     return rows
 
