@@ -60,25 +60,29 @@ def _pause() -> dict:
     return {"name": "pause", "image": PAUSE_IMAGE}
 
 
-def _copy_nccl_plugin(stage_dir: str) -> str:
-    return ("set -ex\n"
-            "/scripts/container_entry.sh install --install-nccl\n"
-            "mkdir -p /usr/local/nvidia/lib64\n"
-            f"cp -r {stage_dir}/lib64/. /usr/local/nvidia/lib64\n"
-            "echo \"installation finishes\"\n")
+def _privileged(name: str, image: str, **fields) -> dict:
+    return {"name": name, "image": image, "securityContext": PRIVILEGED, **fields}
+
+
+def _tcp_plugin_installer(name: str, image: str, stage_dir: str, prelude: str = "") -> tuple[dict, list[dict]]:
+    """TCPX and TCPXO install alike: the plugin stages into `stage_dir` on the host, then is copied next to
+    the GPU libraries. Returns the init container and the volumes it needs."""
+    script = (f"{prelude}set -ex\n"
+              "/scripts/container_entry.sh install --install-nccl\n"
+              "mkdir -p /usr/local/nvidia/lib64\n"
+              f"cp -r {stage_dir}/lib64/. /usr/local/nvidia/lib64\n"
+              "echo \"installation finishes\"\n")
+    container = _privileged(name, image, resources=INSTALLER_CPU, command=["/bin/sh", "-c"], args=[script],
+                            volumeMounts=[{"name": "var-lib", "mountPath": "/var/lib"},
+                                          {"name": "library-dir-host", "mountPath": "/usr/local"}])
+    volumes = [_host_path("var-lib", "/var/lib"), _host_path(stage_dir.rsplit("/", 1)[1], stage_dir),
+               _host_path("library-dir-host", "/home/kubernetes/bin")]
+    return container, volumes
 
 
 def tcpx_installer(pools: list[GpuPool], tolerations: list[dict]) -> dict:
     """A3 High: GPUDirect-TCPX NCCL plugin."""
-    installer = {
-        "name": "nccl-tcpx-installer", "image": GKE_NCCL_TCPX_INSTALLER_IMAGE, "resources": INSTALLER_CPU,
-        "securityContext": PRIVILEGED,
-        "volumeMounts": [{"name": "var-lib", "mountPath": "/var/lib"},
-                         {"name": "library-dir-host", "mountPath": "/usr/local"}],
-        "command": ["/bin/sh", "-c"], "args": [_copy_nccl_plugin("/var/lib/tcpx")],
-    }
-    volumes = [_host_path("var-lib", "/var/lib"), _host_path("tcpx", "/var/lib/tcpx"),
-               _host_path("library-dir-host", "/home/kubernetes/bin")]
+    installer, volumes = _tcp_plugin_installer("nccl-tcpx-installer", GKE_NCCL_TCPX_INSTALLER_IMAGE, "/var/lib/tcpx")
     return _daemonset("nccl-tcpx-installer", pools, tolerations, [installer], [_pause()], volumes)
 
 
@@ -103,30 +107,18 @@ fi
 
 def tcpxo_installer(pools: list[GpuPool], tolerations: list[dict]) -> dict:
     """A3 Mega: GPUDirect-TCPXO NCCL plugin."""
-    host_setup = {
-        "name": "pre-installation", "image": HOST_SHELL_IMAGE, "securityContext": PRIVILEGED,
-        "command": ["nsenter", "-at", "1", "--", "sh", "-c", TCPXO_HOST_SETUP],
-    }
-    installer = {
-        "name": "nccl-tcpxo-installer", "image": GKE_NCCL_TCPXO_INSTALLER_IMAGE, "resources": INSTALLER_CPU,
-        "securityContext": PRIVILEGED,
-        "volumeMounts": [{"name": "var-lib", "mountPath": "/var/lib"},
-                         {"name": "library-dir-host", "mountPath": "/usr/local"}],
-        "command": ["/bin/sh", "-c"],
-        "args": ["chmod 755 /scripts/container_entry.sh\n" + _copy_nccl_plugin("/var/lib/tcpxo")],
-    }
-    volumes = [_host_path("var-lib", "/var/lib"), _host_path("tcpxo", "/var/lib/tcpxo"),
-               _host_path("library-dir-host", "/home/kubernetes/bin")]
+    host_setup = _privileged("pre-installation", HOST_SHELL_IMAGE,
+                             command=["nsenter", "-at", "1", "--", "sh", "-c", TCPXO_HOST_SETUP])
+    installer, volumes = _tcp_plugin_installer("nccl-tcpxo-installer", GKE_NCCL_TCPXO_INSTALLER_IMAGE,
+                                               "/var/lib/tcpxo", prelude="chmod 755 /scripts/container_entry.sh\n")
     return _daemonset("nccl-tcpxo-installer", pools, tolerations, [host_setup, installer], [_pause()], volumes)
 
 
 def device_injector(pools: list[GpuPool], tolerations: list[dict]) -> dict:
     """NRI device injector, shared by the A3 High and A3 Mega pools."""
-    injector = {
-        "name": "device-injector", "image": GKE_NRI_DEVICE_INJECTOR_IMAGE, "resources": INSTALLER_CPU,
-        "securityContext": PRIVILEGED,
-        "volumeMounts": [{"name": "dev", "mountPath": "/dev"}, {"name": "nri", "mountPath": "/var/run/nri"}],
-    }
+    injector = _privileged("device-injector", GKE_NRI_DEVICE_INJECTOR_IMAGE, resources=INSTALLER_CPU,
+                           volumeMounts=[{"name": "dev", "mountPath": "/dev"},
+                                         {"name": "nri", "mountPath": "/var/run/nri"}])
     volumes = [_host_path("nri", "/var/run/nri"), _host_path("dev", "/dev")]
     return _daemonset("device-injector", pools, tolerations, [], [injector], volumes)
 
@@ -138,20 +130,16 @@ def rdma_installer(pools: list[GpuPool], tolerations: list[dict]) -> dict:
     """A3 Ultra / A4: the gIB NCCL plugin for GPUDirect RDMA over RoCE."""
     # RoCE traffic arrives on interfaces the kernel sees as martian sources; silence the log flood.
     quiet = "\n".join(f"echo 0 > /proc/sys/net/ipv4/conf/gpu{i}rdma0/log_martians" for i in range(RDMA_NICS))
-    martians = {"name": "disable-log-martian", "image": HOST_SHELL_IMAGE, "securityContext": PRIVILEGED,
-                "command": ["/bin/sh", "-c", "set -e\n" + quiet + "\n"]}
-    installer = {
-        "name": "nccl-rdma-installer", "image": GKE_NCCL_RDMA_INSTALLER_IMAGE, "resources": INSTALLER_CPU,
-        "securityContext": PRIVILEGED,
-        "volumeMounts": [{"name": "library-dir-host", "mountPath": "/usr/local/home/kubernetes/bin/nvidia/lib64"},
-                         {"name": "gib", "mountPath": "/usr/local/home/kubernetes/bin/gib"}],
-        "command": ["/bin/sh", "-c"],
-        "args": ["set -ex\n"
-                 "/scripts/container_entry.sh install --install-nccl\n"
-                 "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
-                 "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\n"
-                 "echo \"installation finishes\"\n"],
-    }
+    martians = _privileged("disable-log-martian", HOST_SHELL_IMAGE, command=["/bin/sh", "-c", f"set -e\n{quiet}\n"])
+    installer = _privileged(
+        "nccl-rdma-installer", GKE_NCCL_RDMA_INSTALLER_IMAGE, resources=INSTALLER_CPU, command=["/bin/sh", "-c"],
+        args=["set -ex\n"
+              "/scripts/container_entry.sh install --install-nccl\n"
+              "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64\n"
+              "cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib\n"
+              "echo \"installation finishes\"\n"],
+        volumeMounts=[{"name": "library-dir-host", "mountPath": "/usr/local/home/kubernetes/bin/nvidia/lib64"},
+                      {"name": "gib", "mountPath": "/usr/local/home/kubernetes/bin/gib"}])
     volumes = [_host_path("library-dir-host", "/home/kubernetes/bin/nvidia/lib64", "DirectoryOrCreate"),
                _host_path("gib", "/home/kubernetes/bin/gib")]
     return _daemonset("nccl-rdma-installer", pools, tolerations, [martians, installer], [_pause()], volumes)
