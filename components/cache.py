@@ -13,6 +13,7 @@ files and skips complete ones, so a Job retried after a failure picks up where i
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import shlex
@@ -22,6 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .cluster.facts import ClusterFacts, GpuPool
+from .config import ConfigError
 from .config.schema import StackConfig
 from .planner import Topology
 from .serving.pods import CONTAINER_SECURITY, POD_SECURITY, gpu_placement, hf_token_env
@@ -42,8 +44,21 @@ HUB_DOWNLOAD_GBPS = 0.2
 PREFETCH_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
 
 
-class CacheError(ValueError):
-    pass
+class CacheError(ConfigError):
+    """The stack asks for a cache the cluster cannot give (one line naming the stack key)."""
+
+    def __init__(self, message: str):
+        super().__init__([message])
+
+
+@contextlib.contextmanager
+def as_run_error():
+    """Inside the Pulumi program a ConfigError becomes a RunError: `pulumi up` and the offline plan
+    print its message, not a traceback."""
+    try:
+        yield
+    except ConfigError as err:
+        raise pulumi.RunError(str(err)) from err
 
 
 def slug(repo: str) -> str:
@@ -189,7 +204,8 @@ class ModelCache(pulumi.ComponentResource):
         """images: instance type -> the serving images its pods run (to pre-pull)."""
         super().__init__("vllm-platform:cache:ModelCache", name, None, opts)
         ns = cfg.namespace
-        self.facts = cache_facts(cfg, topologies, facts)
+        with as_run_error():
+            self.facts = cache_facts(cfg, topologies, facts)
         child = pulumi.ResourceOptions(parent=self, provider=facts.provider, depends_on=list(depends_on or []))
         base = {**labels, "app.kubernetes.io/name": "model-cache"}
         self.jobs: list[k8s.batch.v1.Job] = []

@@ -24,8 +24,8 @@ VLLM_IMAGE = f"vllm/vllm-openai:{VLLM_VERSION}"
 RAY_VERSION = "2.58.0"
 RAY_LLM_IMAGE = f"rayproject/ray-llm:{RAY_VERSION}-py312-cu130"
 RAY_LLM_EFA_IMAGE = "public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0"
-# The model-cache prefetch runs `hf download` from the vLLM image: the image is already on the GPU
-# nodes (pre-pull DaemonSet) and its huggingface_hub writes the cache layout vLLM reads.
+# The model-cache prefetch runs `hf download` from the vLLM image: its huggingface_hub writes the cache
+# layout vLLM reads, and on GPU nodes (nvme caches, the wait-for-cache gate) the image is pre-pulled.
 PREFETCH_IMAGE = VLLM_IMAGE
 # Keeps the image pre-pull DaemonSet's pods alive after their init containers pulled the images.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"

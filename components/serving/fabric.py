@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..cluster.facts import GpuPool
+from ..config import ConfigError
 from ..planner import Topology
 from ..versions import RAY_LLM_EFA_IMAGE, RAY_LLM_IMAGE
 
@@ -45,8 +46,9 @@ UNSUPPORTED = {
 }
 
 
-class FabricError(ValueError):
-    pass
+class FabricError(ConfigError):
+    def __init__(self, message: str):
+        super().__init__([message])
 
 
 def fabric_for(t: Topology) -> Fabric:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..cache import CacheFacts
+from ..cache import CacheFacts, as_run_error
 from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.schema import StackConfig
 from ..planner import Topology
@@ -27,7 +27,8 @@ from .rayservice import rayservice_spec
 
 def serving_images(cfg: StackConfig, t: Topology) -> list[str]:
     """The images a model's GPU pods run (for the pre-pull DaemonSet)."""
-    return [ray_image(t, cfg.serving.ray_image)] if t.multi_node else [VLLM_IMAGE]
+    with as_run_error():
+        return [ray_image(t, cfg.serving.ray_image)] if t.multi_node else [VLLM_IMAGE]
 
 
 def endpoint(model: str, namespace: str) -> str:
@@ -56,11 +57,12 @@ class VllmService(pulumi.ComponentResource):
 
         runtime = "ray" if t.multi_node else "vllm"
         if t.multi_node:
-            image = ray_image(t, cfg.serving.ray_image)
+            with as_run_error():
+                spec = rayservice_spec(model, t, pool, cache, ray_image(t, cfg.serving.ray_image),
+                                       facts.system_node_selector, labels)
             self.workload = k8s.apiextensions.CustomResource(
                 f"{name}-rayservice", api_version="ray.io/v1", kind="RayService", metadata=meta(model, "ray"),
-                spec=rayservice_spec(model, t, pool, cache, image, facts.system_node_selector, labels),
-                opts=needs("kuberay"))
+                spec=spec, opts=needs("kuberay"))
             self.monitor = k8s.apiextensions.CustomResource(
                 f"{name}-podmonitor", api_version="monitoring.coreos.com/v1", kind="PodMonitor",
                 metadata=meta(model, "ray", addons.monitor_labels), spec=pod_monitor_spec(model),
