@@ -11,7 +11,7 @@ import yaml
 
 from components.catalog import INSTANCE_TYPES, instance_types
 from components.cluster.gcp import filestore
-from components.cluster.gcp.gpudirect import (MACHINE_FAMILIES, additional_node_networks, fabric_vpcs,
+from components.cluster.gcp.gpudirect import (additional_node_networks, fabric_vpcs,
                                               machine_family, network_objects, pod_annotations)
 from components.cluster.gcp.kubeconfig import kubeconfig_yaml
 from components.cluster.gcp.nodepools import local_ssd_read_gbps
