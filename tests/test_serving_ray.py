@@ -190,3 +190,27 @@ def test_ray_image_can_be_overridden_from_config():
     (ds,) = [d for d in objs(resources, "DaemonSet") if d["metadata"]["name"].startswith("image-prepull-")]
     assert [c["image"] for c in ds["spec"]["template"]["spec"]["initContainers"]] == \
         ["registry.example.com/ray-llm-ib:2.58.0"]
+
+
+def test_head_reads_the_shared_cache_but_not_a_node_local_one(p5_405b):
+    t, spec = p5_405b
+    for facts, offline in ((CACHE, True), (CacheFacts("nvme", 4.0, nvme_paths={t.instance_type: "/mnt/nvme/mc"}), False)):
+        rs = rayservice_spec("m", t, spec.gpu_pool(nvme_path="/mnt/nvme"), facts, "img:1", {}, {})
+        (head,) = rs["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in head["env"]}
+        assert ("HF_HUB_OFFLINE" in env) is offline
+        assert any(m["name"] == "model-cache" for m in head["volumeMounts"]) is offline
+        assert "HF_TOKEN" in env
+
+
+@pytest.mark.parametrize("stack, manifest, kind", [
+    ("dev", "deployment_vllm_llama-8b.yaml", "Deployment"),
+    (STACK, "rayservice_llm_llama-405b.yaml", "RayService"),
+])
+def test_plan_writes_the_manifests_of_both_shapes(stack, manifest, kind, capsys):
+    from components.cli import main
+    from components.offline.runner import ROOT
+    assert main(["plan", stack]) == 0
+    path = ROOT / "build" / stack / "manifests" / manifest
+    assert yaml.safe_load(path.read_text())["kind"] == kind
+    assert "manifests in" in capsys.readouterr().out

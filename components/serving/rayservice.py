@@ -102,16 +102,24 @@ def _ray_env(t: Topology) -> list[dict]:
     return [hf_token_env(), *cache_env(), {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
 
 
-def head_group(t: Topology, image: str, labels: dict, system_node_selector: dict[str, str]) -> dict:
+def head_group(t: Topology, cache: CacheFacts, image: str, labels: dict, system_node_selector: dict[str, str]) -> dict:
+    """The head reads the model's config and tokenizer files too (building the Serve app); a shared
+    cache is mounted there as well, while with a node-local cache the head fetches them from the Hub."""
+    mounts, volumes = [SHM_MOUNT], [shm_volume(4)]
+    env = [hf_token_env(), {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
+    if cache.kind == "rwx":
+        env[1:1] = cache_env()
+        mounts.append(cache.mount)
+        volumes.append(cache.volume(t.instance_type))
     pod = {
         "enableServiceLinks": False, "securityContext": POD_SECURITY,
         "containers": [{
-            "name": "ray-head", "image": image, "env": _ray_env(t),
+            "name": "ray-head", "image": image, "env": env,
             "ports": [{"name": n, "containerPort": p, "protocol": "TCP"} for n, p in HEAD_PORTS],
             "resources": {"requests": dict(HEAD_RESOURCES), "limits": dict(HEAD_RESOURCES)},
-            "volumeMounts": [SHM_MOUNT], "securityContext": CONTAINER_SECURITY,
+            "volumeMounts": mounts, "securityContext": CONTAINER_SECURITY,
         }],
-        "volumes": [shm_volume(4)],
+        "volumes": volumes,
     }
     if system_node_selector:
         pod["nodeSelector"] = dict(system_node_selector)
@@ -162,7 +170,8 @@ def rayservice_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, i
                               "limits": {"cpu": "500m", "memory": "512Mi"}},
                 "securityContext": CONTAINER_SECURITY,
             },
-            "headGroupSpec": head_group(t, image, model_labels(model, "ray-head", base_labels), system_node_selector),
+            "headGroupSpec": head_group(t, cache, image, model_labels(model, "ray-head", base_labels),
+                                        system_node_selector),
             "workerGroupSpecs": [worker_group(t, pool, cache, image, model_labels(model, "ray-worker", base_labels))],
         },
     }
