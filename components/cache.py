@@ -98,7 +98,9 @@ def prefetch_container(repo: str, image: str = PREFETCH_IMAGE) -> dict:
         "name": "prefetch", "image": image, "command": ["/bin/sh", "-c", prefetch_script(repo)],
         "env": [hf_token_env(), {"name": "HF_HOME", "value": HF_HOME}],
         "volumeMounts": [{"name": VOLUME, "mountPath": MOUNT}],
-        "resources": PREFETCH_RESOURCES, "securityContext": CONTAINER_SECURITY,
+        # root (without capabilities) so that it can fill a hostPath the kubelet created root-owned, also
+        # from the Ray image whose default user is uid 1000; the script then opens the cache to all
+        "resources": PREFETCH_RESOURCES, "securityContext": {**CONTAINER_SECURITY, "runAsUser": 0},
     }
 
 

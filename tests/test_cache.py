@@ -102,6 +102,7 @@ def test_nvme_cache_is_filled_on_each_node_by_the_pod_itself():
     init = facts.init_container(REPO, "some/ray-image:1")
     assert init["name"] == "prefetch" and init["image"] == "some/ray-image:1"
     assert "hf download" in init["command"][-1]
+    assert init["securityContext"]["runAsUser"] == 0 and init["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}} in init["env"]
 
 
