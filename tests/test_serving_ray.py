@@ -169,10 +169,18 @@ def test_pool_advertised_fabric_resources_win(p5_405b):
     assert fabric.fabric_resources(t, pool) == {"vpc.amazonaws.com/efa": 16}
 
 
-def test_gpudirect_tcpxo_is_refused_with_a_way_out(p5_405b):
+@pytest.mark.parametrize("name", ["gpudirect-tcpx", "gpudirect-tcpxo"])
+def test_gpudirect_tcp_fabrics_use_nccl_sockets_over_the_gpu_nics_without_a_privileged_sidecar(p5_405b, name):
     t, _ = p5_405b
-    with pytest.raises(FabricError, match="privileged GPUDirect-TCPXO RxDM sidecar.*a3-ultragpu-8g"):
-        fabric_for(dataclasses.replace(t, fabric="gpudirect-tcpxo", instance_type="a3-megagpu-8g"))
+    f = fabric_for(dataclasses.replace(t, fabric=name, instance_type="a3-megagpu-8g"))
+    assert f.env["NCCL_SOCKET_IFNAME"] == "eth" and f.env["GLOO_SOCKET_IFNAME"] == "eth0"
+    assert f.env["NCCL_DEBUG"] == "WARN" and "FI_PROVIDER" not in f.env
+
+
+def test_unknown_fabric_is_refused_by_name(p5_405b):
+    t, _ = p5_405b
+    with pytest.raises(FabricError, match="no NCCL setup for fabric 'warp-drive'"):
+        fabric_for(dataclasses.replace(t, fabric="warp-drive"))
 
 
 def test_ray_image_can_be_overridden_from_config():

@@ -38,12 +38,16 @@ FABRICS: dict[str | None, Fabric] = {
                                    "NCCL_DEBUG": "WARN"},
                    "NCCL environment variables; NVIDIA RoCE configuration guide"),
 }
-# GPUDirect-TCPX/TCPXO move data through a receive-datapath-manager sidecar that must run
-# privileged; this stack runs no privileged container.
-UNSUPPORTED = {
-    "gpudirect-tcpx": "needs the privileged GPUDirect-TCPX RxDM sidecar",
-    "gpudirect-tcpxo": "needs the privileged GPUDirect-TCPXO RxDM sidecar",
-}
+# A3 High / A3 Mega (GPUDirect-TCPX / TCPXO): the zero-copy path needs a receive-datapath-manager
+# sidecar in every GPU pod that runs privileged (TCPX) or with NET_ADMIN (TCPXO); this stack runs
+# neither. A replica spans nodes only by pipeline parallelism, whose traffic is one step's activations
+# per stage hand-off (batch x hidden x 2 bytes, a few MB), so NCCL's socket transport striped over the
+# pod's GPU NICs (multi-networking: eth1..ethN, see GpuPool.pod_annotations) carries it well within a
+# decode step. Tensor parallelism never leaves a node in our plans.
+_SOCKETS = {"NCCL_SOCKET_IFNAME": "eth", "GLOO_SOCKET_IFNAME": "eth0", "NCCL_NSOCKS_PERTHREAD": "4",
+            "NCCL_SOCKET_NTHREADS": "4", "NCCL_DEBUG": "WARN"}
+FABRICS["gpudirect-tcpx"] = Fabric(RAY_LLM_IMAGE, _SOCKETS, "NCCL environment variables (socket transport)")
+FABRICS["gpudirect-tcpxo"] = Fabric(RAY_LLM_IMAGE, _SOCKETS, "NCCL environment variables (socket transport)")
 
 
 class FabricError(ConfigError):
@@ -52,10 +56,6 @@ class FabricError(ConfigError):
 
 
 def fabric_for(t: Topology) -> Fabric:
-    if t.fabric in UNSUPPORTED:
-        raise FabricError(f"models ({t.served_model_name}): a replica across {t.nodes_per_replica} "
-                          f"{t.instance_type} nodes uses {t.fabric}, which {UNSUPPORTED[t.fabric]}; "
-                          f"restrict instanceTypes to RDMA shapes (a3-ultragpu-8g, a4-highgpu-8g) or to one node")
     if t.fabric not in FABRICS:
         raise FabricError(f"models ({t.served_model_name}): no NCCL setup for fabric {t.fabric!r}; "
                           f"known: {', '.join(k for k in FABRICS if k)}")
