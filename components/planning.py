@@ -5,6 +5,8 @@ from .catalog import InstanceType, instance_types
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import PlanRequest, Sla, Topology, plan_topology
 
+# In production a node's loss must not take every replica of a model with it.
+PRODUCTION_SPREAD_NODES = 2
 EXISTING_FABRIC = {"none": None, "infiniband": "infiniband", "roce": "rdma"}
 
 
@@ -41,6 +43,7 @@ def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
         gpu_memory_utilization=dep.gpu_memory_utilization,
         kv_cache_dtypes=("auto", "fp8") if dep.kv_cache_dtype == "any" else (dep.kv_cache_dtype,),
         tensor_parallel_size=dep.tensor_parallel_size, served_model_name=dep.name,
+        spread_nodes=PRODUCTION_SPREAD_NODES if cfg.production else 1,
     )
 
 

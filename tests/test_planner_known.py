@@ -142,3 +142,15 @@ def test_online_fp8_quantization_when_no_fp8_checkpoint():
     t = plan_topology(request("qwen2.5-72b", "h100", precision="fp8", max_model_len=32768))
     i = t.vllm_args.index("--quantization")
     assert t.vllm_args[i + 1] == "fp8" and t.model_repo == "Qwen/Qwen2.5-72B-Instruct"
+
+
+def test_production_spreads_packed_replicas_over_two_nodes():
+    packed = plan_topology(request("llama-3.1-70b", "h100", max_model_len=8192, min_replicas=2))
+    assert packed.replicas_per_node >= 2 and packed.nodes == packed.min_nodes == 1
+    ha = plan_topology(request("llama-3.1-70b", "h100", max_model_len=8192, min_replicas=2, spread_nodes=2))
+    assert ha.nodes == ha.min_nodes == 2 and ha.spread_nodes == 2
+    assert ha.cost_per_hour == 2 * ha.price_per_node_hour
+    assert "spread over at least 2 nodes" in ha.reason
+    # a replica that spans nodes already has its own nodes
+    big = plan_topology(request("llama-3.1-405b", "h100", min_replicas=1, spread_nodes=2))
+    assert big.nodes == 2 and big.spread_nodes == 1

@@ -296,3 +296,16 @@ def test_custom_resources_wait_for_their_operator(monkeypatch, config):
     for r in crs:
         release = f"vllm-addons-{OPERATOR_OF[r.type.rsplit(':', 1)[1]]}"
         assert any(u.endswith(f"helm.sh/v3:Release::{release}") for u in deps[r.name]), (r.name, deps[r.name])
+
+
+def test_production_replicas_are_spread_over_nodes():
+    from tests.conftest import planned
+    (dep,) = [r for r in planned("prod-llama70b-aws").resources if r.type == "kubernetes:apps/v1:Deployment"]
+    topo = planned("prod-llama70b-aws").exports["topology"]
+    (t,) = topo.values()
+    assert t["spread_nodes"] == 2 and t["min_nodes"] >= 2
+    (c,) = dep.inputs["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    assert (c["topologyKey"], c["maxSkew"], c["whenUnsatisfiable"]) == ("kubernetes.io/hostname", 1, "DoNotSchedule")
+    assert c["labelSelector"]["matchLabels"] == dep.inputs["spec"]["selector"]["matchLabels"]
+    dev = [r for r in planned("dev").resources if r.type == "kubernetes:apps/v1:Deployment"][0]
+    assert "topologySpreadConstraints" not in dev.inputs["spec"]["template"]["spec"]

@@ -58,12 +58,6 @@ def pool_name(instance_type: str) -> str:
     return "gpu-" + re.sub(r"[^a-z0-9]+", "-", instance_type.lower()).strip("-")
 
 
-def _nodes(t: Topology, replicas: int) -> int:
-    if t.nodes_per_replica > 1:
-        return replicas * t.nodes_per_replica
-    return -(-replicas // t.replicas_per_node)
-
-
 def gpu_pool_specs(topologies: dict[str, Topology]) -> list[PoolSpec]:
     """Group the planned deployments by instance type; node counts add up across models
     (replicas of different models never share a node: each pod asks for its whole share)."""
@@ -75,9 +69,9 @@ def gpu_pool_specs(topologies: dict[str, Topology]) -> list[PoolSpec]:
         inst = INSTANCE_TYPES.get(itype) or _existing(ts[0])
         specs.append(PoolSpec(
             name=pool_name(itype), instance=inst,
-            min_nodes=sum(_nodes(t, t.min_replicas) for t in ts),
-            desired_nodes=sum(_nodes(t, t.replicas) for t in ts),
-            max_nodes=sum(_nodes(t, t.max_replicas) for t in ts),
+            min_nodes=sum(t.min_nodes for t in ts),
+            desired_nodes=sum(t.nodes for t in ts),
+            max_nodes=sum(t.max_nodes for t in ts),
             multi_node=any(t.nodes_per_replica > 1 for t in ts),
             models=tuple(t.served_model_name for t in ts)))
     return specs

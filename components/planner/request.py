@@ -40,3 +40,6 @@ class PlanRequest:
     tensor_parallel_size: int | None = None  # pin TP (otherwise searched)
     served_model_name: str | None = None
     max_pipeline_parallel: int = 8
+    # Replicas spread over at least this many nodes, so that losing one node leaves capacity
+    # (production: 2). A single-node replica packs several to a node otherwise.
+    spread_nodes: int = 1

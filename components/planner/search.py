@@ -151,12 +151,20 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         return refuse("max-replicas", f"{replicas} replicas of {concurrency} concurrent requests are needed for "
                                       f"{sla.concurrency}; max_replicas is {req.max_replicas}")
     rpn = inst.gpus // tp if pp == 1 else 1
-    nodes = math.ceil(replicas / rpn) if pp == 1 else replicas * pp
+    nodes = fleet_nodes(replicas, rpn, pp, req.spread_nodes)
     cpu, memory, shm = _pod_share(inst, rpn)
     if memory < MIN_POD_MEMORY_GIB:
         return refuse("host-memory", f"{memory} GiB of host memory per pod < {MIN_POD_MEMORY_GIB} GiB")
     return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, tpot_ms, ttft_ms,
                 replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm)
+
+
+def fleet_nodes(replicas: int, replicas_per_node: int, pp: int, spread_nodes: int = 1) -> int:
+    """GPU nodes for `replicas`: PP nodes each when a replica spans nodes, else packed
+    replicas_per_node to a node but over at least `spread_nodes` nodes."""
+    if pp > 1:
+        return replicas * pp
+    return max(math.ceil(replicas / replicas_per_node), min(replicas, spread_nodes))
 
 
 def evaluate(req: PlanRequest) -> tuple[list[_Fit], list[Refusal]]:
@@ -208,7 +216,8 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
     why.append(f"{best.concurrency} concurrent requests per replica, bound by {bound_text}")
     why.append(f"next cheapest: {alt.shape()}" if alt else "no other feasible shape")
     rpn = best.replicas_per_node
-    max_nodes = math.ceil(req.max_replicas / rpn) if best.pp == 1 else req.max_replicas * best.pp
+    if req.spread_nodes > 1 and best.pp == 1 and best.replicas > 1:
+        why.insert(1, f"spread over at least {min(best.replicas, req.spread_nodes)} nodes")
     served = req.served_model_name or m.id
     return Topology(
         model=m.id, model_name=m.name, model_repo=m.repo_for(req.precision), served_model_name=served,
@@ -216,7 +225,10 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         fabric=inst.fabric, gpus_per_node=inst.gpus, tensor_parallel_size=best.tp,
         pipeline_parallel_size=best.pp, gpus_per_replica=best.gpus_per_replica, nodes_per_replica=best.pp,
         replicas_per_node=rpn, replicas=best.replicas, min_replicas=req.min_replicas,
-        max_replicas=req.max_replicas, nodes=best.nodes, max_nodes=max_nodes,
+        max_replicas=req.max_replicas, nodes=best.nodes,
+        min_nodes=fleet_nodes(req.min_replicas, rpn, best.pp, req.spread_nodes),
+        max_nodes=fleet_nodes(req.max_replicas, rpn, best.pp, req.spread_nodes),
+        spread_nodes=req.spread_nodes if best.pp == 1 else 1,
         efa_interfaces=inst.efa_interfaces, kv_cache_dtype=best.kv_dtype, max_model_len=req.max_model_len,
         gpu_memory_utilization=req.gpu_memory_utilization, max_num_seqs=best.concurrency,
         kv_cache_tokens=best.kv_tokens, kv_cache_gib_per_gpu=round(best.kv_gib_per_gpu, 2),

@@ -54,7 +54,9 @@ class Topology:
     min_replicas: int
     max_replicas: int
     nodes: int  # GPU nodes for `replicas`
+    min_nodes: int  # GPU nodes for `min_replicas`
     max_nodes: int  # GPU nodes for `max_replicas`
+    spread_nodes: int  # replicas of a single-node shape spread over at least this many nodes
     efa_interfaces: int
     kv_cache_dtype: str
     max_model_len: int

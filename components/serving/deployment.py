@@ -6,7 +6,7 @@ from ..cluster.facts import GpuPool
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import VLLM_IMAGE
-from .pods import (CONTAINER_SECURITY, POD_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env,
+from .pods import (CONTAINER_SECURITY, POD_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env, spread,
                    pod_metadata, selector, shm_volume)
 from .probes import probes, topology_budget_s
 
@@ -43,6 +43,7 @@ def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int) -> di
         "containers": [vllm_container(t, cache, budget_s)],
         "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type)],
         **gpu_placement(pool),
+        **spread(t, selector(t.served_model_name, ROLE)),
     }
 
 

@@ -43,6 +43,15 @@ def gpu_placement(pool: GpuPool) -> dict:
     return out
 
 
+def spread(t, match_labels: dict[str, str]) -> dict:
+    """Replicas over at least t.spread_nodes nodes (production): the planner sized the pool for it."""
+    if t.spread_nodes <= 1:
+        return {}
+    return {"topologySpreadConstraints": [{
+        "maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": dict(match_labels)}}]}
+
+
 def pod_metadata(labels: dict[str, str], pool: GpuPool) -> dict:
     """Template metadata; the pool's annotations attach fabric interfaces per pod (GKE multi-networking)."""
     meta: dict = {"labels": labels}
