@@ -23,6 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .cluster.facts import ClusterFacts, GpuPool
+from .cluster.pools import model_cache_gib
 from .config import ConfigError
 from .config.schema import StackConfig
 from .planner import Topology
@@ -34,7 +35,6 @@ HF_HOME = f"{MOUNT}/hf"
 READY_DIR = f"{MOUNT}/.ready"
 VOLUME = "model-cache"
 CLAIM = "model-cache"
-SIZE_HEADROOM = 1.5  # a second revision or precision fits while the old one is still served
 # Llama repositories also ship the original consolidated checkpoint (as large as the safetensors);
 # vLLM reads only the safetensors.
 EXCLUDE = ("original/*",)
@@ -138,10 +138,8 @@ class CacheFacts:
 
 
 def cache_size_gib(cfg: StackConfig, topologies: dict[str, Topology]) -> int:
-    if cfg.model_cache.size_gib:
-        return cfg.model_cache.size_gib
-    weights = {t.model_repo: t.weights_gib for t in topologies.values()}
-    return max(10, int(math.ceil(sum(weights.values()) * SIZE_HEADROOM / 10) * 10))
+    """The claim asks for exactly what the cloud's volume was sized to (pools.model_cache_gib)."""
+    return model_cache_gib(cfg.model_cache.size_gib, topologies)
 
 
 def cache_facts(cfg: StackConfig, topologies: dict[str, Topology], facts: ClusterFacts) -> CacheFacts:

@@ -27,7 +27,8 @@ def requests(draw):
                        candidates=tuple(instance_types(cloud, gpu)), max_model_len=mml, sla=sla,
                        min_replicas=draw(st.integers(1, 2)), max_replicas=draw(st.integers(2, 64)),
                        gpu_memory_utilization=draw(st.sampled_from([0.85, 0.90, 0.92])),
-                       kv_cache_dtypes=draw(st.sampled_from([("auto",), ("auto", "fp8")])))
+                       kv_cache_dtypes=draw(st.sampled_from([("auto",), ("auto", "fp8")])),
+                       spread_nodes=draw(st.sampled_from([1, 2])))
 
 
 def _arg(args, flag):
@@ -66,7 +67,8 @@ def check_invariants(req: PlanRequest, t) -> None:
     assert t.est_tpot_ms <= req.sla.tpot_ms and t.est_ttft_ms <= req.sla.ttft_ms
     assert t.replicas * t.concurrency_per_replica >= req.sla.concurrency or t.replicas == req.max_replicas
     assert req.min_replicas <= t.replicas <= req.max_replicas
-    nodes = t.replicas * pp if pp > 1 else math.ceil(t.replicas / t.replicas_per_node)
+    nodes = t.replicas * pp if pp > 1 else max(math.ceil(t.replicas / t.replicas_per_node),
+                                               min(t.replicas, req.spread_nodes))
     assert t.nodes == nodes and math.isclose(t.cost_per_hour, round(nodes * inst.price_hour, 2))
     # vLLM gets exactly this shape
     args = t.vllm_args

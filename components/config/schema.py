@@ -369,7 +369,8 @@ class ExistingSettings(_Base):
 
 class ClusterSettings(_Base):
     name: str = Field("vllm", pattern=DNS_LABEL)
-    kubernetes_version: str = Field("1.33", pattern=r"^1\.\d{2}$")
+    # 1.33 left EKS standard support on 2026-07-29; GKE's REGULAR channel carries 1.34.
+    kubernetes_version: str = Field("1.34", pattern=r"^1\.\d{2}$")
 
 
 class Serving(_Base):

@@ -28,6 +28,8 @@ def sanitize(value: Any) -> Any:
         return [sanitize(v) for v in value]
     if hasattr(value, "urn") and not isinstance(value, (str, bytes)):
         return "[resource]"
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # Pulumi's wire format has one number type; manifests want `replicas: 2`
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return str(value)
