@@ -139,7 +139,7 @@ def test_hf_token_never_appears_in_plain_text():
     token = "hf_SENTINELtoken0123456789"
     resources, _ = plan_config(EXISTING, secrets={"hfToken": token})
     # it did flow in (so this test can fail) ...
-    assert token in json.dumps(one(resources, "kubernetes:core/v1:Secret").inputs, default=str)
+    assert token in json.dumps(one(resources, "kubernetes:core/v1:Secret", "vllm-hf-token").inputs, default=str)
     # ... but only ever as a Pulumi secret: with secrets masked, no input of any resource holds it
     for r in resources:
         assert token not in json.dumps(sanitize(r.inputs)), f"{r.type} {r.name} carries the token in plain text"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
 from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.schema import Addons
@@ -58,9 +59,10 @@ class ClusterAddons(pulumi.ComponentResource):
         prom = settings.prometheus
         if prom.enabled:
             monitor_labels, prometheus_url = dict(prometheus.MONITOR_LABELS), prometheus.prometheus_url()
-            ready["monitoring"].append(self._release(
+            ns = self._namespace(prometheus.NAMESPACE, privileged=True)
+            ready["monitoring"].append(self._chart(
                 "kube-prometheus-stack", prometheus.NAMESPACE,
-                prometheus.prometheus_values(prom, cluster.cloud, system), privileged=True))
+                prometheus.prometheus_values(prom, cluster.cloud, system), [ns, self._grafana_admin(ns)]))
         else:
             monitor_labels, prometheus_url = dict(prom.monitor_labels or {}), prom.url
         monitors = ready["monitoring"]  # releases that ship ServiceMonitors wait for the CRD
@@ -98,6 +100,16 @@ class ClusterAddons(pulumi.ComponentResource):
     def _opts(self, depends_on: list | None = None) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, provider=self._cluster.provider,
                                       depends_on=[*self._cluster.depends_on, *(depends_on or [])])
+
+    def _grafana_admin(self, ns) -> k8s.core.v1.Secret:
+        """Grafana's admin login, generated once and kept as a Pulumi secret (never the chart's default)."""
+        password = random.RandomPassword(f"{self._name}-grafana-admin", length=32, special=False,
+                                         opts=pulumi.ResourceOptions(parent=self))
+        return k8s.core.v1.Secret(
+            f"{self._name}-grafana-admin",
+            metadata={"name": prometheus.GRAFANA_ADMIN_SECRET, "namespace": prometheus.NAMESPACE, "labels": LABELS},
+            string_data={"admin-user": "admin", "admin-password": pulumi.Output.secret(password.result)},
+            opts=self._opts([ns]))
 
     def _namespace(self, namespace: str, privileged: bool = False) -> k8s.core.v1.Namespace:
         labels = {**LABELS, **(PRIVILEGED_NAMESPACE if privileged else {})}

@@ -15,6 +15,7 @@ PORT = 9090
 MONITOR_LABELS = {"release": RELEASE}
 # The Grafana sidecar loads every ConfigMap carrying this label, in any namespace (chart default label).
 DASHBOARD_LABEL = ("grafana_dashboard", "1")
+GRAFANA_ADMIN_SECRET = "grafana-admin"  # made by ClusterAddons from a generated password
 # Size-based retention below the volume size: Prometheus crash-loops on a full disk, and the WAL and
 # compaction need headroom above the blocks that retention counts.
 RETENTION_SIZE_FRACTION = 0.85
@@ -64,6 +65,7 @@ def prometheus_values(settings: PrometheusAddon, cloud: str, system_selector: di
         "alertmanager": {"enabled": True, "alertmanagerSpec": {"nodeSelector": system_selector}},
         "grafana": {
             "enabled": True,
+            "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
             "nodeSelector": system_selector,
             "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL[0], "labelValue": DASHBOARD_LABEL[1],
                                        "searchNamespace": "ALL"}},
