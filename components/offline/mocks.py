@@ -10,7 +10,7 @@ import base64
 import hashlib
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import pulumi
 from pulumi.runtime import rpc

@@ -49,7 +49,7 @@ class _Fit:
                 self.kv_dtype != "auto", self.inst.name)
 
     def shape(self) -> str:
-        kv = "" if self.kv_dtype == "auto" else f", fp8 KV"
+        kv = "" if self.kv_dtype == "auto" else ", fp8 KV"
         par = f"TP {self.tp}" + (f" x PP {self.pp}" if self.pp > 1 else "")
         return f"{self.replicas} x {par} on {self.nodes} x {self.inst.name}{kv} at ${self.cost:,.2f}/h"
 

@@ -1,0 +1,201 @@
+"""Where the fleet runs: the AWS, GCP and existing-cluster blocks, and cluster settings."""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..catalog import ACCELERATORS, INSTANCE_TYPES
+from .base import DNS_LABEL, _Base, field_error
+
+
+class AwsSettings(_Base):
+    """EKS in one region: private subnets across Availability Zones; GPU pools whose replicas span
+    nodes (EFA) go into the first zone's subnet (EFA does not cross zones)."""
+    region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$",
+                               description="existing VPC (with subnetIds); default: create one with NAT")
+    subnet_ids: list[str] | None = Field(
+        None, min_length=2, description="private subnets of vpcId, one per zone, routed to a NAT; the first "
+                                        "hosts multi-node (EFA) GPU pools")
+    vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the VPC this stack creates")
+    availability_zones: list[str] | None = Field(
+        None, min_length=2, max_length=6, description="zones of the VPC this stack creates (default: the "
+                                                      "region's first three); the first hosts EFA pools")
+    endpoint_public_access_cidrs: list[str] = Field(
+        default_factory=list, description="CIDRs that may reach the public API endpoint; empty (default): "
+                                          "private endpoint only, run `pulumi up` from inside the VPC")
+    admin_role_arns: list[str] = Field(default_factory=list,
+                                       description="IAM roles/users given cluster-admin access entries")
+    capacity_type: Literal["onDemand", "spot", "reservation", "capacityBlock"] = Field(
+        "onDemand", description="how GPU nodes are bought; reservation / capacityBlock need capacityReservations")
+    capacity_reservations: dict[str, str] = Field(
+        default_factory=dict, description="planned instance type -> On-Demand Capacity Reservation or "
+                                          "Capacity Block id (cr-...), in the first zone")
+    system_instance_type: str = Field("m7i.2xlarge", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$",
+                                      description="on-demand nodes for operators, Prometheus and Ray heads")
+    system_nodes: int = Field(2, ge=1, le=10, description="system nodes (2+ keeps operators available)")
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _subnet_ids(cls, v):
+        bad = [s for s in v or [] if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", s)]
+        if bad:
+            raise ValueError(f"not a subnet id: {', '.join(bad)}; e.g. subnet-0123456789abcdef0")
+        return v
+
+    @field_validator("vpc_cidr", "endpoint_public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, v):
+        import ipaddress
+
+        bad = []
+        for cidr in [v] if isinstance(v, str) else v:
+            try:
+                ipaddress.IPv4Network(cidr, strict=True)
+            except ValueError:
+                bad.append(cidr)
+        if bad:
+            raise ValueError(f"not an IPv4 CIDR block: {', '.join(bad)}; e.g. 203.0.113.7/32")
+        return v
+
+    @field_validator("admin_role_arns")
+    @classmethod
+    def _arns(cls, v):
+        bad = [a for a in v if not re.fullmatch(r"arn:aws[-a-z]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+", a)]
+        if bad:
+            raise ValueError(f"not an IAM role or user ARN: {', '.join(bad)}; "
+                             f"e.g. arn:aws:iam::123456789012:role/platform-admin")
+        return v
+
+    @field_validator("capacity_reservations")
+    @classmethod
+    def _reservations(cls, v):
+        for itype, rid in v.items():
+            if itype not in INSTANCE_TYPES or INSTANCE_TYPES[itype].cloud != "aws":
+                raise ValueError(f"{itype!r} is not an AWS instance type of the catalog")
+            if not re.fullmatch(r"cr-[0-9a-f]{8,17}", rid):
+                raise ValueError(f"{itype}: {rid!r} is not a capacity reservation id; e.g. cr-0123456789abcdef0")
+        return v
+
+    @model_validator(mode="after")
+    def _vpc_and_capacity(self):
+        if bool(self.vpc_id) != bool(self.subnet_ids):
+            missing = "subnetIds" if self.vpc_id else "vpcId"
+            raise field_error(missing, "missing: an existing VPC needs both vpcId and subnetIds")
+        if self.vpc_id and self.availability_zones:
+            raise field_error("availabilityZones", "given with vpcId; the zones are those of subnetIds, remove it")
+        bad = [z for z in self.availability_zones or [] if not re.fullmatch(re.escape(self.region) + r"[a-z]", z)]
+        if bad:
+            raise field_error("availabilityZones", f"{', '.join(bad)} not in region {self.region}")
+        if not 16 <= int(self.vpc_cidr.split("/")[1]) <= 20:
+            raise field_error("vpcCidr", f"{self.vpc_cidr}: use a /16 to /20 (pods take VPC addresses)")
+        reserved = self.capacity_type in ("reservation", "capacityBlock")
+        if reserved and not self.capacity_reservations:
+            raise field_error("capacityReservations", f"missing: capacityType {self.capacity_type} needs the "
+                                                      f"reservation id per planned instance type")
+        if self.capacity_reservations and not reserved:
+            raise field_error("capacityType", f"is {self.capacity_type} but capacityReservations is set; use "
+                                              f"reservation or capacityBlock, or remove capacityReservations")
+        return self
+
+
+class GcpSettings(_Base):
+    """GKE Standard in one project: a regional control plane, GPU nodes in one zone (GPUDirect / RDMA
+    networks and compact placement are zonal)."""
+    project: str = Field(pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+    region: str = Field(pattern=r"^[a-z]+-[a-z]+\d$")
+    zone: str = Field(pattern=r"^[a-z]+-[a-z]+\d-[a-z]$")
+    network: str | None = Field(None, description="existing VPC name; default: create one (with Cloud NAT)")
+    subnetwork: str | None = Field(None, description="existing subnet in `region` of `network`")
+    pods_range: str | None = Field(None, description="secondary range name of `subnetwork` for pods")
+    services_range: str | None = Field(None, description="secondary range name of `subnetwork` for services")
+    master_authorized_networks: list[str] = Field(
+        default_factory=list, description="CIDRs that may reach the control plane (where `pulumi up` runs); "
+                                          "empty (default): private endpoint only, as privateEndpoint")
+    private_endpoint: bool = Field(False, description="control plane on an internal IP only (reach it over "
+                                                      "VPN / Interconnect / a bastion in the VPC)")
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] | None = Field(
+        None, description="default: components/versions.py GKE_RELEASE_CHANNEL")
+    system_machine_type: str = Field("e2-standard-8", pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
+                                     description="nodes for operators, Prometheus and the Ray heads")
+    filestore_tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] = Field(
+        "BASIC_SSD", description="RWX model cache tier; read throughput per tier in "
+                                 "components/cluster/gcp/filestore.py")
+    spot: bool = Field(False, description="GPU nodes as Spot VMs (preemptible at 30 s notice)")
+    reservation: str | None = Field(
+        None, pattern=r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="consume this specific reservation for the GPU nodes (NAME or "
+                    "projects/PROJECT/reservations/NAME for a shared one)")
+
+    @field_validator("master_authorized_networks")
+    @classmethod
+    def _cidrs(cls, v):
+        import ipaddress
+
+        bad = []
+        for cidr in v:
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError:
+                bad.append(cidr)
+        if bad:
+            raise ValueError(f"not a CIDR block: {', '.join(bad)}; e.g. 203.0.113.7/32")
+        return v
+
+    @model_validator(mode="after")
+    def _zone_in_region(self):
+        if not self.zone.startswith(self.region + "-"):
+            raise field_error("zone", f"{self.zone} is not in region {self.region}")
+        if self.subnetwork and not self.network:
+            raise field_error("network", "missing: `subnetwork` is set, so name its VPC in `network`")
+        if self.network and not (self.subnetwork and self.pods_range and self.services_range):
+            raise field_error("subnetwork", "an existing `network` needs `subnetwork`, `podsRange` and "
+                                            "`servicesRange` (the subnet and its secondary range names)")
+        if self.spot and self.reservation:
+            raise field_error("spot", "Spot VMs cannot consume a reservation; set `spot` or `reservation`")
+        return self
+
+
+class NodeTaint(_Base):
+    key: str = Field(pattern=r"^([a-z0-9.-]+/)?[A-Za-z0-9_.-]+$")
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class GpuNodes(_Base):
+    """The GPU nodes of a cluster we attach to, described so that the planner can size for them."""
+    accelerator: str
+    gpus_per_node: int = Field(ge=1, le=16)
+    vcpu: int = Field(ge=2)
+    ram_gib: float = Field(ge=8)
+    fabric: Literal["none", "infiniband", "roce"] = "none"
+    network_gbps: float = Field(400, gt=0, description="fabric bandwidth per node")
+    node_selector: dict[str, str] = Field(default_factory=dict, description="labels that pick the GPU nodes")
+    taints: list[NodeTaint] = Field(
+        default_factory=lambda: [NodeTaint(key="nvidia.com/gpu", value="present", effect="NoSchedule")],
+        description="taints the GPU nodes carry (serving pods and GPU DaemonSets tolerate them)")
+    rdma_resource: str = Field(
+        "rdma/rdma_shared_device_a", pattern=r"^[a-z0-9.-]+/[a-zA-Z0-9_.-]+$",
+        description="(infiniband / roce) extended resource of the RDMA shared device plugin serving pods request")
+    price_per_node_hour: float = Field(0.0, ge=0, description="for cost ranking; 0 = rank by GPU count")
+
+    @field_validator("accelerator")
+    @classmethod
+    def _known(cls, v):
+        if v not in ACCELERATORS:
+            raise ValueError(f"unknown accelerator {v!r}; allowed: {', '.join(ACCELERATORS)}")
+        return v
+
+
+
+class ExistingSettings(_Base):
+    context: str | None = Field(None, description="kubeconfig context (ambient kubeconfig when no `kubeconfig` secret)")
+    gpu_nodes: GpuNodes
+
+
+class ClusterSettings(_Base):
+    name: str = Field("vllm", pattern=DNS_LABEL)
+    # 1.33 left EKS standard support on 2026-07-29; GKE's REGULAR channel carries 1.34.
+    kubernetes_version: str = Field("1.34", pattern=r"^1\.\d{2}$")
