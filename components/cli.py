@@ -115,6 +115,42 @@ def cmd_table(a) -> int:
     return 0
 
 
+STACKS_HEADER = ["stack", "cloud", "env", "model", "instance", "parallelism", "nodes/replica",
+                 "replicas (min–max)", "GPU nodes (min–max)", "$/h"]
+
+
+def stacks_rows() -> list[list[str]]:
+    """Every shipped stack's plan, read from its file without Pulumi (what `plan` would size)."""
+    from .config import parse
+    from .offline.runner import load_stack_yaml, stack_file, stack_names
+    from .planning import plan_stack
+
+    rows = []
+    for stack in stack_names():
+        raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file(stack)).items()
+               if k.startswith("vllm-platform:")}
+        cfg = parse(raw, secrets={"hfToken"})
+        for name, t in plan_stack(cfg).items():
+            par = f"TP {t.tensor_parallel_size}" + (f" × PP {t.pipeline_parallel_size}"
+                                                     if t.pipeline_parallel_size > 1 else "")
+            instance = t.instance_type if cfg.cloud != "existing" else f"your {t.gpus_per_node}×{t.accelerator} nodes"
+            cost = f"${t.cost_per_hour:,.2f}" if cfg.cloud != "existing" else "—"
+            rows.append([f"`{stack}`", cfg.cloud, cfg.environment, f"{t.model_name} {t.precision}", instance, par,
+                         str(t.nodes_per_replica), f"{t.replicas} ({t.min_replicas}–{t.max_replicas})",
+                         f"{t.nodes} ({t.min_nodes}–{t.max_nodes})", cost])
+    return rows
+
+
+def render_stacks() -> str:
+    lines = ["| " + " | ".join(STACKS_HEADER) + " |", "|" + "---|" * len(STACKS_HEADER)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in stacks_rows()])
+
+
+def cmd_stacks(a) -> int:
+    print(render_stacks())
+    return 0
+
+
 def cmd_plan(a) -> int:
     from .config import ConfigError
     from .offline.render import write_plan
@@ -187,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     tb.add_argument("--cloud", choices=["aws", "gcp"], default="aws")
     tb.add_argument("--markdown", action="store_true")
     tb.set_defaults(fn=cmd_table)
+    st = sub.add_parser("stacks", help="the shipped stacks and their plans, as a Markdown table")
+    st.set_defaults(fn=cmd_stacks)
     pl = sub.add_parser("plan", help="evaluate __main__.py offline for stacks/Pulumi.STACK.yaml")
     pl.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.STACK.yaml) or a stack file path; "
                                            "default: dev")

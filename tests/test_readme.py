@@ -24,3 +24,10 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     assert "python3 -m venv .venv" in setup and setup.endswith("-m components plan")
     ci = (ROOT / ".ci" / "run").read_text()
     assert test in ci
+
+
+def test_readme_stacks_table_is_the_generated_one():
+    from components.cli import render_stacks
+    m = re.search(r"<!-- stacks:start -->\n(.*?)\n<!-- stacks:end -->", README, re.S)
+    assert m, "README has no stacks table markers"
+    assert m.group(1).strip() == render_stacks().strip(), "stale: run `python -m components stacks` and paste it"
