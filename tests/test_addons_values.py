@@ -159,6 +159,29 @@ def test_managed_control_planes_are_not_scraped(cloud, hidden):
         assert (v.get(component) == {"enabled": False}) is hidden
 
 
+@pytest.mark.parametrize("cloud, dns, other", [("aws", "coreDns", "kubeDns"), ("gcp", "kubeDns", "coreDns"),
+                                               ("existing", "coreDns", "kubeDns")])
+def test_the_clusters_own_dns_is_scraped(cloud, dns, other):
+    # GKE runs kube-dns (metrics on 10054/10055): the chart's coreDns monitor (port 9153) would never answer
+    v = prometheus.prometheus_values(PrometheusAddon(), cloud, SYSTEM)
+    assert v[dns] == {"enabled": True} and v[other] == {"enabled": False}
+
+
+# --- KubeRay ---------------------------------------------------------------------------------------------
+
+def kuberay_monitor_labels(values: dict, reads: str) -> dict:
+    """The labels templates/servicemonitor.yaml puts on the ServiceMonitor: `selector` up to chart 1.6,
+    `additionalLabels` since ray-project/kuberay#4979 (1.7)."""
+    return dict(values["metrics"]["serviceMonitor"].get(reads) or {})
+
+
+@pytest.mark.parametrize("reads", ["selector", "additionalLabels"])
+def test_kuberay_operator_monitor_carries_the_prometheus_labels_in_every_chart_version(reads):
+    v = kuberay.kuberay_values(SYSTEM, prometheus.MONITOR_LABELS)
+    assert v["metrics"]["enabled"] and v["metrics"]["serviceMonitor"]["enabled"]
+    assert kuberay_monitor_labels(v, reads) == {"release": "kube-prometheus-stack"}
+
+
 # --- placement: operators on system nodes, GPU DaemonSets tolerate the GPU taints -----------------------
 
 @pytest.mark.parametrize("cloud", sorted(KINDS))

@@ -30,6 +30,12 @@ HIDDEN_CONTROL_PLANE = {
     "gcp": ("kubeEtcd", "kubeScheduler", "kubeControllerManager", "kubeProxy"),
     "existing": (),
 }
+# Which cluster DNS the chart scrapes. Its coreDns monitor selects the k8s-app=kube-dns pods on port 9153
+# (CoreDNS: EKS, kubeadm clusters); GKE runs kube-dns, whose metrics are on 10054 (sidecar) and 10055
+# (kubedns), so coreDns there is a target that never answers (a standing TargetDown alert).
+# Source: kube-prometheus-stack values.yaml (coreDns / kubeDns: "use either this or ..."); GKE docs,
+# "Using kube-dns" (kube-dns is GKE Standard's default DNS provider).
+CLUSTER_DNS = {"aws": "coreDns", "gcp": "kubeDns", "existing": "coreDns"}
 
 
 def prometheus_url() -> str:
@@ -78,4 +84,7 @@ def prometheus_values(settings: PrometheusAddon, cloud: str, system_selector: di
     }
     for component in HIDDEN_CONTROL_PLANE[cloud]:
         values[component] = {"enabled": False}
+    dns = CLUSTER_DNS[cloud]
+    for component in ("coreDns", "kubeDns"):
+        values[component] = {"enabled": component == dns}
     return values
