@@ -5,9 +5,13 @@ that a name vLLM removed (`vllm:gpu_cache_usage_perc` in v0.12, `vllm:time_per_o
 cannot slip back in. The list is read off the released vLLM 0.31.0 package (../shared/VLLM-0.31.md);
 bumping versions.VLLM_VERSION without adding the new release's list here fails at import.
 
-Ray Serve LLM exports the same engine metrics through Ray's metrics agent, where Ray prefixes
-every application metric with `ray_` (`ray_vllm:num_requests_waiting`, as in Ray's own Serve LLM
-Grafana dashboard), so the multi-node shape asks for `name(..., runtime="ray")`.
+Ray Serve LLM exports the same engine metrics through Ray's metrics agent (vLLM's
+RayPrometheusStatLogger). Ray's OpenTelemetry metrics allow only [a-zA-Z0-9_] in a name, so vLLM's
+Ray wrappers replace the colon (vllm/v1/metrics/ray_wrappers.py, _get_sanitized_opentelemetry_name)
+and Ray prefixes every application metric with `ray_`: `vllm:num_requests_waiting` is scraped as
+`ray_vllm_num_requests_waiting` (Ray's own Serve LLM Grafana panels query these names,
+ray/dashboard/modules/metrics/dashboards/serve_llm_dashboard_panels.py). The multi-node shape asks
+for `name(..., runtime="ray")`; the older `ray_vllm:` spelling matches no series and counts as unknown.
 """
 from __future__ import annotations
 
@@ -79,8 +83,15 @@ VLLM_METRICS: frozenset[str] = METRICS_BY_VERSION[VLLM_VERSION]
 # Counters are exposed with `_total`, histograms as `_bucket`/`_sum`/`_count` (prometheus_client).
 SERIES_SUFFIXES = ("_total", "_bucket", "_sum", "_count")
 RUNTIME_PREFIX = {"vllm": "", "ray": "ray_"}
-# A metric name as it appears in PromQL, dashboards or rules: optional ray_ prefix, vllm: namespace.
-NAME_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_:])((?:ray_)?vllm:[A-Za-z0-9_:]+)")
+RAY_PREFIX = "ray_vllm_"  # "ray_" + "vllm:" with the colon sanitized
+# A metric name as it appears in PromQL, dashboards or rules: vllm:..., ray_vllm_... (Ray), and the
+# unsanitized ray_vllm:... so that the checker can report it.
+NAME_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_:])((?:ray_)?vllm:[A-Za-z0-9_:]+|ray_vllm_[A-Za-z0-9_:]+)")
+
+
+def _sanitize(series: str) -> str:
+    """What Ray's metrics agent accepts as a name (vLLM's _get_sanitized_opentelemetry_name)."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", series)
 
 
 class UnknownMetric(ValueError):
@@ -100,12 +111,20 @@ def name(metric: str, runtime: str = "vllm", suffix: str = "") -> str:
         raise UnknownMetric(f"suffix {suffix!r}: allowed {', '.join(SERIES_SUFFIXES)}")
     if runtime not in RUNTIME_PREFIX:
         raise UnknownMetric(f"runtime {runtime!r}: allowed {', '.join(RUNTIME_PREFIX)}")
-    return RUNTIME_PREFIX[runtime] + full + suffix
+    series = full + suffix
+    return RUNTIME_PREFIX[runtime] + (_sanitize(series) if runtime == "ray" else series)
 
 
 def base_name(series: str) -> str | None:
-    """The listed metric a series name belongs to, or None when the list has no such metric."""
-    bare = series.removeprefix("ray_")
+    """The listed metric a series name belongs to, or None when the list has no such metric (or the
+    name is spelt the way its runtime never exposes it, e.g. `ray_vllm:...`)."""
+    if series.startswith(RAY_PREFIX) and ":" not in series:
+        # listed names hold no other character Ray would replace, so this maps back exactly
+        bare = "vllm:" + series.removeprefix(RAY_PREFIX)
+    elif series.startswith("vllm:"):
+        bare = series
+    else:
+        return None
     if bare in VLLM_METRICS:
         return bare
     for suffix in SERIES_SUFFIXES:

@@ -31,16 +31,24 @@ def test_removed_metrics_cannot_be_asked_for(removed):
 
 def test_series_names_per_runtime():
     assert metrics.name("num_requests_waiting") == "vllm:num_requests_waiting"
-    assert metrics.name("vllm:kv_cache_usage_perc", "ray") == "ray_vllm:kv_cache_usage_perc"
     assert metrics.name("time_to_first_token_seconds", suffix="_bucket") == "vllm:time_to_first_token_seconds_bucket"
+    # Ray's metrics agent: "ray_" prefix and the colon sanitized (vLLM ray_wrappers.py), as Ray's own
+    # Serve LLM dashboard queries them
+    assert metrics.name("vllm:kv_cache_usage_perc", "ray") == "ray_vllm_kv_cache_usage_perc"
+    assert metrics.name("time_to_first_token_seconds", "ray", "_bucket") == "ray_vllm_time_to_first_token_seconds_bucket"
+    assert metrics.name("generation_tokens", "ray", "_total") == "ray_vllm_generation_tokens_total"
     with pytest.raises(metrics.UnknownMetric):
         metrics.name("num_requests_waiting", suffix="_p99")
 
 
 def test_checker_finds_unknown_names_in_text():
     text = ('sum(vllm:num_requests_waiting{a="b"}) / vllm:gpu_cache_usage_perc '
-            'and rate(ray_vllm:time_to_first_token_seconds_bucket[5m]) + vllm:time_per_output_token_seconds_sum')
-    assert metrics.unknown_names(text) == {"vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds_sum"}
+            'and rate(ray_vllm_time_to_first_token_seconds_bucket[5m]) + vllm:time_per_output_token_seconds_sum '
+            '+ ray_vllm:num_requests_waiting + ray_vllm_gpu_cache_usage_perc')
+    assert metrics.names_in(text) >= {"vllm:num_requests_waiting", "ray_vllm_time_to_first_token_seconds_bucket"}
+    # removed names, and the unsanitized Ray spelling no Ray metrics agent exposes
+    assert metrics.unknown_names(text) == {"vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds_sum",
+                                           "ray_vllm:num_requests_waiting", "ray_vllm_gpu_cache_usage_perc"}
 
 
 def _rendered_texts(stack: str) -> dict[str, str]:
@@ -72,6 +80,6 @@ def test_no_code_spells_a_metric_name_outside_the_contract_module():
         if path == ROOT / "components" / "metrics.py":
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
-            if re.search(r"(?<![A-Za-z0-9_])(?:ray_)?vllm:[a-z_]+", line):
+            if re.search(r"(?<![A-Za-z0-9_])(?:(?:ray_)?vllm:|ray_vllm_)[a-z_]+", line):
                 offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
