@@ -255,8 +255,10 @@ def test_nic_cluster_policy_is_valid_against_its_crd(fabric, ipoib):
     spec = policy["spec"]
     assert policy["metadata"] == {"name": "nic-cluster-policy"}
     config = json.loads(spec["rdmaSharedDevicePlugin"]["config"])
+    # on InfiniBand only the IB ports: not the nodes' Ethernet-mode ConnectX NICs, which NCCL would also use
+    selectors = {"vendors": ["15b3"], **({"linkTypes": ["infiniband"]} if fabric == "infiniband" else {})}
     assert config == {"configList": [{"resourceName": "rdma_shared_device_a", "rdmaHcaMax": 63,
-                                      "selectors": {"vendors": ["15b3"]}}]}
+                                      "selectors": selectors}]}
     assert ("ipoib" in spec["secondaryNetwork"]) is ipoib
     assert {"multus", "cniPlugins"} <= set(spec["secondaryNetwork"])
     for component in [spec["rdmaSharedDevicePlugin"], *spec["secondaryNetwork"].values()]:

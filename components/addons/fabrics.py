@@ -86,12 +86,21 @@ def _component(image: str) -> dict:
     return {"image": image, "repository": NETWORK_OPERATOR_REGISTRY, "version": NETWORK_OPERATOR_COMPONENTS_TAG}
 
 
-def rdma_device_plugin_config(resource: str, interfaces: Iterable[str] = ()) -> dict:
+def rdma_device_plugin_config(resource: str, interfaces: Iterable[str] = (), infiniband: bool = False) -> dict:
     """k8s-rdma-shared-dev-plugin configList: advertise `resource` on the selected HCAs. The plugin's
-    resource prefix is rdma/ (the stack config only allows such names while it installs the plugin)."""
+    resource prefix is rdma/ (the stack config only allows such names while it installs the plugin).
+
+    On an InfiniBand fabric only the IB ports: GPU nodes also carry ConnectX NICs in Ethernet mode
+    (storage, in-band management), and NCCL_IB_HCA=mlx5 would stripe over those too (selectors are ANDed;
+    linkTypes as in the Network Operator's own shared-IB example)."""
     name = resource.split("/", 1)[1]
     interfaces = list(interfaces)
-    selectors = {"ifNames": interfaces} if interfaces else {"vendors": [MELLANOX_VENDOR_ID]}
+    if interfaces:
+        selectors: dict = {"ifNames": interfaces}
+    else:
+        selectors = {"vendors": [MELLANOX_VENDOR_ID]}
+        if infiniband:
+            selectors["linkTypes"] = ["infiniband"]
     return {"configList": [{"resourceName": name, "rdmaHcaMax": RDMA_HCA_MAX, "selectors": selectors}]}
 
 
@@ -101,11 +110,12 @@ def nic_cluster_policy(pools: list[GpuPool], resource: str | None, gpu_toleratio
     if not resource:
         raise ValueError(f"GPU pools {', '.join(p.name for p in pools)} have an RDMA fabric but no rdma/ "
                          f"resource in fabric_resources for serving to request")
+    infiniband = all(p.fabric == "infiniband" for p in pools)
     secondary = {"multus": _component("multus-cni"), "cniPlugins": _component("plugins")}
     if any(p.fabric == "infiniband" for p in pools):
         secondary["ipoib"] = _component("ipoib-cni")  # IPoIB child links for pods on an IB fabric
     plugin = {**_component("k8s-rdma-shared-dev-plugin"),
-              "config": json.dumps(rdma_device_plugin_config(resource, interfaces))}
+              "config": json.dumps(rdma_device_plugin_config(resource, interfaces, infiniband))}
     return {
         "apiVersion": "mellanox.com/v1alpha1",
         "kind": "NicClusterPolicy",
