@@ -118,6 +118,20 @@ def test_g6_has_no_efa_no_placement_group_and_spans_every_zone():
     assert ng["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
 
 
+def test_renaming_a_model_writes_no_new_launch_template_version():
+    """Any change to a template (its description included) is a new version, and the node group then
+    replaces every node of the pool: a model's name must not be part of it."""
+    renamed = {**G6, "models": [{**G6["models"][0], "name": "renamed"}]}
+    assert gpu(plan_config(renamed)[0], LT, "gpu-g6-xlarge").inputs == gpu(g6(), LT, "gpu-g6-xlarge").inputs
+
+
+def test_node_groups_follow_the_cluster_version():
+    res = planned(P5).resources
+    version = one(res, CLUSTER).inputs["version"]
+    assert version == "1.34"
+    assert [ng.inputs["version"] for ng in by_type(res, NG)] == [version, version]
+
+
 def test_g6_program_registers_the_same_resources_in_preview_and_update():
     assert {(r.type, r.name) for r in g6(preview=True)} == {(r.type, r.name) for r in g6()}
 

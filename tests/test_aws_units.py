@@ -166,3 +166,16 @@ def test_cache_facts():
     nvme = parse({"cloud": "aws", "aws": {"region": "us-east-1"}, "models": MODELS,
                   "modelCache": {"kind": "nvme", "readGbps": 4}}, {"hfToken"})
     assert cache_facts(nvme) == (None, 4)
+
+
+@pytest.mark.parametrize("aws,message", [
+    ({"availabilityZones": ["us-east-1a", "us-east-1b", "us-east-1a"]},
+     "aws.availabilityZones: us-east-1a listed more than once; list each zone once"),
+    ({"vpcId": "vpc-0123456789abcdef0", "subnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef0"]},
+     "aws.subnetIds: subnet-0123456789abcdef0 listed more than once; list each subnet once, one per zone"),
+])
+def test_a_zone_or_subnet_listed_twice_is_a_config_error(aws, message):
+    from components.config import ConfigError
+    with pytest.raises(ConfigError) as err:
+        settings(**aws)
+    assert message in str(err.value)

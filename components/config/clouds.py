@@ -10,6 +10,15 @@ from ..catalog import ACCELERATORS, INSTANCE_TYPES
 from .base import DNS_LABEL, _Base, field_error
 
 
+def _unique(values: list[str] | None, allowed: str) -> list[str] | None:
+    """A repeated zone or subnet would register two resources under one name (or two EFS mount
+    targets in one zone, which AWS refuses): say so at the edge instead."""
+    repeated = sorted({x for x in values or [] if values.count(x) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} listed more than once; {allowed}")
+    return values
+
+
 class AwsSettings(_Base):
     """EKS in one region: private subnets across Availability Zones; GPU pools whose replicas span
     nodes (EFA) go into the first zone's subnet (EFA does not cross zones)."""
@@ -43,7 +52,12 @@ class AwsSettings(_Base):
         bad = [s for s in v or [] if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", s)]
         if bad:
             raise ValueError(f"not a subnet id: {', '.join(bad)}; e.g. subnet-0123456789abcdef0")
-        return v
+        return _unique(v, "list each subnet once, one per zone")
+
+    @field_validator("availability_zones")
+    @classmethod
+    def _zones(cls, v):
+        return _unique(v, "list each zone once")
 
     @field_validator("vpc_cidr", "endpoint_public_access_cidrs")
     @classmethod

@@ -40,7 +40,8 @@ def autoscaler_values(cluster: str, region: str, kubernetes_version: str) -> dic
             "expander": "least-waste",
             # GPU pools are deliberately different shapes; never spread a scale-up across them.
             "balance-similar-node-groups": False,
-            # vLLM pods mount an emptyDir /dev/shm; counting that as local data would pin idle GPU nodes.
+            # The NVMe model cache is a hostPath, which Cluster Autoscaler counts as local data (so is a
+            # disk-backed emptyDir; the memory-backed /dev/shm is not): left on, idle GPU nodes never scale down.
             "skip-nodes-with-local-storage": False,
             # A p5 node: instance launch, NVMe RAID, driver and a 10-20 GB image before it is Ready.
             "max-node-provision-time": "25m",

@@ -146,7 +146,8 @@ class AwsNodeGroups(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.role, attachments = service_role(f"{name}-role", "ec2.amazonaws.com", partition, NODE_POLICIES, self,
                                               f"EKS nodes of {cluster_name}", tag_session=False)
-        # Cluster Autoscaler owns the desired size once the group exists.
+        # Cluster Autoscaler owns the desired size once the group exists. Every group names the cluster's
+        # version: without it the provider never moves a group's nodes when kubernetesVersion is raised.
         self._group_opts = pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress],
                                                   ignore_changes=["scalingConfig.desiredSize"])
         # Every node carries it; the model cache's NFS rule admits exactly this group.
@@ -174,7 +175,8 @@ class AwsNodeGroups(pulumi.ComponentResource):
         n = settings.system_nodes
         return aws.eks.NodeGroup(
             f"{name}-system", cluster_name=cluster.name, node_role_arn=self.role.arn,
-            subnet_ids=network.private_subnet_ids, ami_type=SYSTEM_AMI_TYPE, capacity_type="ON_DEMAND",
+            version=cluster.version, subnet_ids=network.private_subnet_ids, ami_type=SYSTEM_AMI_TYPE,
+            capacity_type="ON_DEMAND",
             instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
             scaling_config={"min_size": n, "desired_size": n, "max_size": n + 2},
@@ -204,8 +206,10 @@ class AwsNodeGroups(pulumi.ComponentResource):
                                                tags={"Name": f"{cluster_name}-{spec.name}"}, opts=child)
             lt_args["placement"] = {"group_name": placement.name}
         node_name = f"{cluster_name}-{spec.name}"
+        # The description is part of every template version (the provider writes a new version when it
+        # changes, and the node group then replaces its nodes): nothing here may follow the model list.
         lt = aws.ec2.LaunchTemplate(
-            f"{name}-lt", description=f"{node_name}: {spec.instance.name} for {', '.join(spec.models)}",
+            f"{name}-lt", description=f"{node_name}: {spec.instance.name} GPU nodes",
             instance_type=spec.instance.name, update_default_version=True, metadata_options=_metadata(1),
             block_device_mappings=_root(GPU_ROOT_GIB),
             user_data=base64.b64encode(nodeadm_user_data().encode()).decode(),
@@ -213,7 +217,8 @@ class AwsNodeGroups(pulumi.ComponentResource):
             opts=child, **lt_args)
         subnets = network.private_subnet_ids[:1] if zonal(spec, settings) else network.private_subnet_ids
         group = aws.eks.NodeGroup(
-            name, cluster_name=cluster.name, node_role_arn=self.role.arn, subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
+            name, cluster_name=cluster.name, node_role_arn=self.role.arn, version=cluster.version,
+            subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
             capacity_type=capacity_type, launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
             labels=gpu_labels(spec), taints=gpu_taints(spec), scaling_config=scaling(spec),
             update_config={"max_unavailable": 1}, node_repair_config={"enabled": True}, opts=self._group_opts)
