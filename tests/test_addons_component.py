@@ -112,6 +112,9 @@ def test_every_release_waits_for_its_namespace_and_monitors_wait_for_prometheus(
     # the GPU Operator and KubeRay ship ServiceMonitors: the CRD comes with kube-prometheus-stack
     for name in ("gpu-operator", "kuberay-operator"):
         assert "vllm-addons-kube-prometheus-stack" in run.deps[f"vllm-addons-{name}"]
+    # the Network Operator chart ships a NodeFeatureRule: its CRD comes with the GPU Operator's NFD
+    if "network-operator" in run.releases():
+        assert "vllm-addons-gpu-operator" in run.deps["vllm-addons-network-operator"]
 
 
 @pytest.mark.parametrize("cloud", sorted(KINDS))

@@ -89,7 +89,7 @@ class ClusterAddons(pulumi.ComponentResource):
         pools = fabrics.fabric_pools(cluster)
         rdma = fabrics.rdma_resource(pools.get(fabrics.NETWORK_OPERATOR, []))
         if settings.fabric.enabled:
-            ready["network"] = self._fabrics(pools, rdma, settings.fabric.rdma_interfaces)
+            ready["network"] = self._fabrics(pools, rdma, settings.fabric.rdma_interfaces, nfd=ready["gpu"])
 
         self.facts = AddonsFacts(prometheus_url=prometheus_url, monitor_labels=monitor_labels,
                                  dashboard_label=prometheus.DASHBOARD_LABEL, ready=ready, rdma_resource=rdma)
@@ -125,8 +125,9 @@ class ClusterAddons(pulumi.ComponentResource):
         ns = self._namespace(namespace, privileged)
         return self._chart(chart_key, namespace, values, [ns, *(after or [])])
 
-    def _fabrics(self, pools: dict, rdma: str | None, rdma_interfaces: list[str]) -> list:
-        """The fabric add-ons of the cluster's GPU pools; returns what a pod using the fabric waits for."""
+    def _fabrics(self, pools: dict, rdma: str | None, rdma_interfaces: list[str], nfd: list) -> list:
+        """The fabric add-ons of the cluster's GPU pools; returns what a pod using the fabric waits for.
+        `nfd`: the release that brings Node Feature Discovery (our GPU Operator), when it is ours."""
         ready: list = []
         tolerations = gpu_tolerations(p for ps in pools.values() for p in ps)
         if fabrics.EFA in pools:
@@ -147,9 +148,11 @@ class ClusterAddons(pulumi.ComponentResource):
             ready.append(k8s.apps.v1.DaemonSet(f"{self._name}-{ds['metadata']['name']}", metadata=ds["metadata"],
                                                spec=ds["spec"], opts=self._opts()))
         if fabrics.NETWORK_OPERATOR in pools:
+            # The chart's NodeFeatureRule (nfd.deployNodeFeatureRules) needs NFD's CRD, which comes with the
+            # GPU Operator's NFD: installed side by side on an empty cluster, the release would fail.
             operator = self._release("network-operator", fabrics.NETWORK_OPERATOR_NAMESPACE,
                                      fabrics.network_operator_values(self._cluster.system_node_selector),
-                                     privileged=True)
+                                     after=nfd, privileged=True)
             policy = fabrics.nic_cluster_policy(pools[fabrics.NETWORK_OPERATOR], rdma, tolerations, rdma_interfaces)
             ready.append(k8s.apiextensions.CustomResource(
                 f"{self._name}-nic-cluster-policy", api_version=policy["apiVersion"], kind=policy["kind"],
