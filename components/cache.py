@@ -42,6 +42,15 @@ EXCLUDE = ("original/*",)
 # `pulumi up` waits for the serving pods, never to cut a download short.
 HUB_DOWNLOAD_GBPS = 0.2
 PREFETCH_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
+WAIT_RESOURCES = {"cpu": "10m", "memory": "64Mi"}
+
+
+def guaranteed(amounts: dict[str, str]) -> dict:
+    """requests = limits. Kubernetes gives a pod the Guaranteed QoS class only when every container,
+    init containers included, has equal CPU and memory requests and limits; a serving pod that is not
+    Guaranteed gets no exclusive CPUs from the static CPU manager (nor NUMA alignment with its GPUs)
+    and is evicted before Guaranteed pods under node memory pressure."""
+    return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
 class CacheError(ConfigError):
@@ -92,15 +101,16 @@ def prefetch_script(repo: str) -> str:
     ])
 
 
-def prefetch_container(repo: str, image: str = PREFETCH_IMAGE) -> dict:
-    """`image` needs huggingface_hub's `hf` CLI: the vLLM and Ray Serve LLM images both carry it."""
+def prefetch_container(repo: str, image: str = PREFETCH_IMAGE, resources: dict | None = None) -> dict:
+    """`image` needs huggingface_hub's `hf` CLI: the vLLM and Ray Serve LLM images both carry it.
+    `resources`: the Job's by default; a serving pod's init container passes Guaranteed ones."""
     return {
         "name": "prefetch", "image": image, "command": ["/bin/sh", "-c", prefetch_script(repo)],
         "env": [hf_token_env(), {"name": "HF_HOME", "value": HF_HOME}],
         "volumeMounts": [{"name": VOLUME, "mountPath": MOUNT}],
         # root (without capabilities) so that it can fill a hostPath the kubelet created root-owned, also
         # from the Ray image whose default user is uid 1000; the script then opens the cache to all
-        "resources": PREFETCH_RESOURCES, "securityContext": {**CONTAINER_SECURITY, "runAsUser": 0},
+        "resources": resources or PREFETCH_RESOURCES, "securityContext": {**CONTAINER_SECURITY, "runAsUser": 0},
     }
 
 
@@ -110,7 +120,7 @@ def wait_container(repo: str, image: str = PREFETCH_IMAGE) -> dict:
     return {
         "name": "wait-for-cache", "image": image, "command": ["/bin/sh", "-c", script],
         "volumeMounts": [{"name": VOLUME, "mountPath": MOUNT, "readOnly": True}],
-        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+        "resources": guaranteed(WAIT_RESOURCES),  # it runs in the serving pod (see guaranteed())
         "securityContext": CONTAINER_SECURITY,
     }
 
@@ -130,7 +140,9 @@ class CacheFacts:
 
     def init_container(self, repo: str, image: str = PREFETCH_IMAGE) -> dict:
         """Runs in the serving pod's own image (already on the node) before the server starts."""
-        return wait_container(repo, image) if self.kind == "rwx" else prefetch_container(repo, image)
+        if self.kind == "rwx":
+            return wait_container(repo, image)
+        return prefetch_container(repo, image, guaranteed(PREFETCH_RESOURCES["limits"]))
 
     @property
     def mount(self) -> dict:

@@ -248,6 +248,58 @@ def test_no_privileged_mode_and_no_added_capabilities(stack):
                 assert not sc.get("capabilities", {}).get("add"), c["name"]
 
 
+def qos_class(pod: dict) -> str:
+    """Kubernetes' QoS class of a pod spec (pkg/apis/core/helper/qos): Guaranteed only when every container,
+    init containers included, has CPU and memory limits and requests equal to them (unset = the limit)."""
+    containers = pod.get("containers", []) + pod.get("initContainers", [])
+    if not any(c.get("resources") for c in containers):
+        return "BestEffort"
+    for c in containers:
+        limits = c.get("resources", {}).get("limits", {})
+        requests = {**limits, **c.get("resources", {}).get("requests", {})}
+        if any(r not in limits or requests[r] != limits[r] for r in ("cpu", "memory")):
+            return "Burstable"
+    return "Guaranteed"
+
+
+def serving_pods(resources) -> dict[str, dict]:
+    """Pod specs of the GPU serving pods (Deployments, Ray workers) by object."""
+    out = {}
+    for m in manifests(resources).values():
+        if m["kind"] == "Deployment" and m["metadata"]["labels"].get("app.kubernetes.io/name") == "vllm":
+            out[m["metadata"]["name"]] = m["spec"]["template"]["spec"]
+        for g in m.get("spec", {}).get("rayClusterConfig", {}).get("workerGroupSpecs", []):
+            out[f"{m['metadata']['name']}/{g['groupName']}"] = g["template"]["spec"]
+    return out
+
+
+def test_qos_helper_sees_an_init_container():
+    main = {"name": "m", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}
+    assert qos_class({"containers": [main]}) == "Guaranteed"
+    init = {"name": "i", "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}}}
+    assert qos_class({"containers": [main], "initContainers": [init]}) == "Burstable"
+
+
+@pytest.mark.parametrize("kind", ["rwx", "nvme"])
+def test_serving_pods_are_guaranteed_qos_with_their_cache_init_container(kind):
+    """Exclusive CPUs (static CPU manager) and GPU-NUMA alignment need the Guaranteed class, and the
+    cache's init container (wait gate or node-local prefetch) counts towards it."""
+    from components.cluster.facts import GpuPool
+    t = topology(planned("dev"), DEV_MODEL)
+    pool = GpuPool(name="gpu", instance_type=t.instance_type, accelerator=t.accelerator, gpus_per_node=1,
+                   node_selector={}, taints=(), nvme_path="/mnt/nvme")
+    cache = CacheFacts(kind, 1.0, claim="model-cache", nvme_paths={t.instance_type: "/mnt/nvme/model-cache"})
+    pod = deployment_spec(DEV_MODEL, t, pool, cache, {})["template"]["spec"]
+    assert pod["initContainers"] and qos_class(pod) == "Guaranteed"
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_rendered_serving_pod_is_guaranteed_qos(stack):
+    pods = serving_pods(planned(stack).resources)
+    assert pods, f"{stack}: no serving pods"
+    assert {name: qos_class(pod) for name, pod in pods.items()} == {name: "Guaranteed" for name in pods}
+
+
 def test_dev_plan_stays_fast():
     import time
 
