@@ -209,6 +209,17 @@ def test_a3_ultra_without_reservation_or_spot_is_refused_by_field():
            "to a reservation of it, or gcp.spot: true" in str(e.value)
 
 
+def test_one_reservation_for_two_machine_types_is_refused_by_field():
+    """A GCE reservation holds one machine type; the G2 pool could never consume an A3 Ultra one."""
+    a3_ultra = CASES["a3-ultra"][1]
+    g2 = CASES["g2"][1]
+    with pytest.raises(pulumi.RunError) as e:
+        cluster_plan({"cloud": "gcp", "gcp": {**GCP, "reservation": "h200-dense"}, "models": [a3_ultra, g2]})
+    assert isinstance(e.value.__cause__, ConfigError)
+    assert "gcp.reservation: h200-dense holds one machine type, but the plan uses a3-ultragpu-8g, " \
+           "g2-standard-8; pin every model's instanceTypes" in str(e.value)
+
+
 # --- G2, one GPU ---------------------------------------------------------------------------------
 
 def test_g2_pool_is_one_l4_without_fabric_placement_or_local_ssd():

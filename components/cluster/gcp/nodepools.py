@@ -41,6 +41,12 @@ def compact_placement(spec: PoolSpec, family: MachineFamily, cfg: StackConfig) -
 
 def capacity_errors(cfg: StackConfig, specs: list[PoolSpec]) -> list[str]:
     errors = []
+    if cfg.gcp.reservation and len(specs) > 1:
+        # A reservation holds VMs of one machine type; every GPU pool would consume it, and GKE cannot
+        # create the nodes of a pool whose machine type the reservation does not hold.
+        errors.append(f"gcp.reservation: {cfg.gcp.reservation} holds one machine type, but the plan uses "
+                      f"{', '.join(s.instance.name for s in specs)}; pin every model's instanceTypes to the "
+                      f"reservation's machine type, or drop gcp.reservation")
     for spec in specs:
         family = machine_family(spec.instance)
         if not family.on_demand and not (cfg.gcp.spot or cfg.gcp.reservation):
