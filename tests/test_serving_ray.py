@@ -77,6 +77,34 @@ def test_engine_runs_at_the_plans_tp_and_pp(onprem):
     assert cfg["accelerator_type"] == "H100"
 
 
+# NVML device names as the GPUs report them (nvidia-smi --query-gpu=name).
+NVML_NAMES = {"a10g": "NVIDIA A10G", "l4": "NVIDIA L4", "l40s": "NVIDIA L40S", "a100-40gb": "NVIDIA A100-SXM4-40GB",
+              "a100-80gb": "NVIDIA A100-SXM4-80GB", "h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200",
+              "b200": "NVIDIA B200"}
+
+
+@pytest.mark.parametrize("accelerator", sorted(NVML_NAMES))
+def test_accelerator_type_is_what_a_ray_node_detects(accelerator):
+    """Serve LLM's bundles ask for accelerator_type:<type>; a node offers only the type Ray reads off its
+    GPU's name (NVIDIA_GPU_NAME_PATTERN in ray/_private/accelerators/nvidia_gpu.py), else the replica
+    never schedules."""
+    import re
+
+    from components.serving.rayservice import RAY_ACCELERATOR
+    detected = re.compile(r"\w+\s+([A-Z0-9]+)").match(NVML_NAMES[accelerator]).group(1)
+    assert RAY_ACCELERATOR[accelerator] == detected
+
+
+def test_every_catalog_gpu_has_a_ray_accelerator_type():
+    from components.catalog import ACCELERATORS
+    from components.serving.rayservice import RAY_ACCELERATOR
+    assert set(ACCELERATORS) == set(NVML_NAMES) == set(RAY_ACCELERATOR)
+
+
+def test_engine_metrics_are_exported_for_the_alerts(onprem):
+    assert llm_config(obj(onprem.resources, "RayService", MODEL))["log_engine_metrics"] is True
+
+
 def test_engine_kwargs_carry_every_planned_flag():
     args = ("org/model", "--served-model-name", "m", "--tensor-parallel-size", "8", "--port", "8000",
             "--kv-cache-dtype", "fp8", "--gpu-memory-utilization", "0.90", "--enforce-eager")

@@ -22,8 +22,12 @@ from .fabric import fabric_env, fabric_resources
 from .pods import (CONTAINER_SECURITY, POD_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env,
                    model_labels, pod_metadata, shm_volume)
 
-# Ray's names for the catalog's GPUs (ray.util.accelerators; LLMConfig.accelerator_type).
-RAY_ACCELERATOR = {"a10g": "A10G", "l4": "L4", "l40s": "L40S", "a100-40gb": "A100-40G", "a100-80gb": "A100-80G",
+# LLMConfig.accelerator_type for the catalog's GPUs. Serve LLM adds `accelerator_type:<name>` to every
+# placement-group bundle, and a Ray node advertises only the type it detects: the first upper-case
+# token of the NVML device name (ray/_private/accelerators/nvidia_gpu.py, NVIDIA_GPU_NAME_PATTERN), so
+# "NVIDIA A100-SXM4-80GB" is "A100". Ray's constants "A100-40G"/"A100-80G" match no detected node and
+# leave the replica's placement group infeasible; the node affinity already picks the memory size.
+RAY_ACCELERATOR = {"a10g": "A10G", "l4": "L4", "l40s": "L40S", "a100-40gb": "A100", "a100-80gb": "A100",
                    "h100": "H100", "h200": "H200", "b200": "B200"}
 # Serve owns HTTP (the proxy on every node); the model is named by model_loading_config.
 NOT_ENGINE_ARGS = {"port", "served_model_name"}
@@ -80,6 +84,9 @@ def llm_config(t: Topology) -> dict:
         "model_loading_config": {"model_id": model_id, "model_source": source},
         "accelerator_type": RAY_ACCELERATOR[t.accelerator],
         "engine_kwargs": kwargs,
+        # the SLA alerts, the dashboard and the KV-cache gauges read these; Serve LLM releases before the
+        # V1 engine became the default shipped it off, and serving.rayImage may pin one
+        "log_engine_metrics": True,
         "deployment_config": {
             "autoscaling_config": {
                 "min_replicas": t.min_replicas, "max_replicas": t.max_replicas, "initial_replicas": t.replicas,
