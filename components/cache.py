@@ -180,7 +180,8 @@ def pvc_spec(storage_class: str, size_gib: int) -> dict:
 def prefetch_job_spec(repo: str, system_node_selector: dict[str, str], labels: dict[str, str]) -> dict:
     """Runs on a system node: a prefetch must not hold CPU a GPU node's serving pod is sized for."""
     pod = {
-        "restartPolicy": "Never", "enableServiceLinks": False, "securityContext": POD_SECURITY,
+        "restartPolicy": "Never", "enableServiceLinks": False, "automountServiceAccountToken": False,
+        "securityContext": POD_SECURITY,
         "containers": [prefetch_container(repo)],
         "volumes": [{"name": VOLUME, "persistentVolumeClaim": {"claimName": CLAIM}}],
     }
@@ -198,6 +199,7 @@ def prepull_spec(pool: GpuPool, images: list[str], labels: dict[str, str]) -> di
               "securityContext": CONTAINER_SECURITY} for i, image in enumerate(images)]
     pod = {
         "initContainers": inits, "securityContext": POD_SECURITY, "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
         "containers": [{"name": "pause", "image": PAUSE_IMAGE,
                         "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "16Mi"}},
                         "securityContext": CONTAINER_SECURITY}],

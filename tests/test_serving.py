@@ -242,6 +242,9 @@ def test_no_privileged_mode_and_no_added_capabilities(stack):
         templates += [g["template"]["spec"] for g in rc.get("workerGroupSpecs", [])]
         for pod in filter(None, templates):
             assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
+            # only the Ray head talks to the Kubernetes API (KubeRay's autoscaler sidecar)
+            is_head = any(c["name"] == "ray-head" for c in pod["containers"])
+            assert pod.get("automountServiceAccountToken") is (None if is_head else False), m["metadata"]["name"]
             for c in pod.get("containers", []) + pod.get("initContainers", []):
                 sc = c.get("securityContext", {})
                 assert sc.get("privileged") is False and sc.get("allowPrivilegeEscalation") is False, c["name"]

@@ -139,7 +139,8 @@ def worker_group(t: Topology, pool: GpuPool, cache: CacheFacts, image: str, labe
     npr = t.nodes_per_replica
     gpus = t.gpus_per_replica // npr
     pod = {
-        "enableServiceLinks": False, "securityContext": POD_SECURITY,
+        # no Kubernetes API calls from the engines (the head keeps its token: the autoscaler sidecar needs it)
+        "enableServiceLinks": False, "automountServiceAccountToken": False, "securityContext": POD_SECURITY,
         "terminationGracePeriodSeconds": 120,
         "initContainers": [cache.init_container(t.model_repo, image)],
         "containers": [{
