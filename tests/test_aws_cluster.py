@@ -214,9 +214,11 @@ def test_cluster_autoscaler_runs_under_its_own_pod_identity_role():
         "Service": "pods.eks.amazonaws.com"}
     from components.offline.mocks import CLOUD_OUTPUTS
     assert assoc["roleArn"] == CLOUD_OUTPUTS[role.type](role.name, role.inputs)["arn"]
-    (policy,) = [r.inputs for r in by_type(res, "aws:iam/rolePolicy:RolePolicy") if r.inputs["role"] == role.name
-                 or "autoscaler" in r.name]
-    assert "k8s.io/cluster-autoscaler/llama405b-prod" in policy["policy"]
+    role_id = CLOUD_OUTPUTS[role.type](role.name, role.inputs)["id"]
+    (policy,) = [r.inputs for r in by_type(res, "aws:iam/rolePolicy:RolePolicy") if r.inputs["role"] == role_id]
+    from components.cluster.aws.iam import cluster_autoscaler_policy
+    assert json.loads(policy["policy"]) == cluster_autoscaler_policy("aws", "us-east-1", "123456789012",
+                                                                     "llama405b-prod")
 
 
 # --- other settings -----------------------------------------------------------------------------------
