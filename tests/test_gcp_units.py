@@ -149,8 +149,10 @@ def test_filestore_capacity_above_the_tier_names_the_field():
 
 @pytest.mark.parametrize("tier,gib,gbps", [
     ("BASIC_HDD", 1024, 0.1), ("BASIC_HDD", 10240, 0.19), ("BASIC_SSD", 2560, 1.26),
-    ("ZONAL", 1024, 0.27), ("ZONAL", 10240, 2.73), ("REGIONAL", 1024, 0.13), ("ENTERPRISE", 10240, 1.26)])
-def test_filestore_read_throughput_is_the_documented_figure(tier, gib, gbps):
+    ("ZONAL", 1024, 0.27), ("ZONAL", 10240, 0.47), ("REGIONAL", 1024, 0.13), ("ENTERPRISE", 10240, 0.47)])
+def test_filestore_read_throughput_is_what_one_node_gets(tier, gib, gbps):
+    """The instance's documented maximum, but never above the tier's single-client figure (450 MiB/s):
+    a 10 TiB ZONAL instance serves 2.7 GB/s in all, yet one node loading weights sees ~0.47."""
     assert filestore.read_gbps(tier, gib) == gbps
 
 

@@ -35,14 +35,18 @@ class Tier:
     name: str
     regional: bool  # location is the region (else the zone)
     bands: tuple[Band, ...]
+    # What one NFS client (one node loading weights) gets, whatever the instance's total; the
+    # performance page gives ~450 MiB/s for a single client on the zonal/regional tiers (⚠ with
+    # `nconnect` it can be more; taken conservatively: start-up budgets may only err long).
+    per_client_mibps: float | None = None
 
 
 TIERS: dict[str, Tier] = {t.name: t for t in [
     Tier("BASIC_HDD", False, (Band(1 * TIB, 10 * TIB - 1, 1, 100), Band(10 * TIB, 65_433, 1, 180))),
     Tier("BASIC_SSD", False, (Band(2560, 65_433, 1, 1200),)),
-    Tier("ZONAL", False, (Band(1 * TIB, 9984, 256, 260, True), Band(10 * TIB, 100 * TIB, 2560, 260, True))),
-    Tier("REGIONAL", True, (Band(1 * TIB, 9984, 256, 120, True), Band(10 * TIB, 100 * TIB, 2560, 260, True))),
-    Tier("ENTERPRISE", True, (Band(1 * TIB, 10 * TIB, 256, 120, True),)),
+    Tier("ZONAL", False, (Band(1 * TIB, 9984, 256, 260, True), Band(10 * TIB, 100 * TIB, 2560, 260, True)), 450),
+    Tier("REGIONAL", True, (Band(1 * TIB, 9984, 256, 120, True), Band(10 * TIB, 100 * TIB, 2560, 260, True)), 450),
+    Tier("ENTERPRISE", True, (Band(1 * TIB, 10 * TIB, 256, 120, True),), 450),
 ]}
 
 
@@ -57,9 +61,12 @@ def capacity_gib(tier: str, need_gib: int) -> int:
 
 
 def read_gbps(tier: str, gib: int) -> float:
-    """Documented maximum read throughput of an instance of this capacity, GB/s."""
+    """Read throughput one node gets from an instance of this capacity, GB/s: the documented
+    instance maximum, capped at the tier's single-client figure."""
     band = next(b for b in TIERS[tier].bands if b.min_gib <= gib <= b.max_gib)
     mibps = band.read_mibps * gib / TIB if band.per_tib else band.read_mibps
+    if TIERS[tier].per_client_mibps:
+        mibps = min(mibps, TIERS[tier].per_client_mibps)
     return round(mibps * 2**20 / 1e9, 2)
 
 
