@@ -142,6 +142,13 @@ def test_shm_ray_container_is_left_to_kuberay_but_extra_gpu_containers_are_not()
     svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]["containers"].append(extra)
     [m] = violations("shm-memory-backed", RAYSERVICE, svc)
     assert "worker[0] container engine-2: nothing is mounted at /dev/shm" in m
+    # KubeRay keeps a /dev/shm mount the Ray container already has, so a disk-backed one is reported.
+    svc = ray_service()
+    worker = svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"]
+    worker["containers"][0]["volumeMounts"] = [{"name": "shm", "mountPath": "/dev/shm"}]
+    worker["volumes"] = [{"name": "shm", "emptyDir": {}}]
+    [m] = violations("shm-memory-backed", RAYSERVICE, svc)
+    assert "worker[0] container ray-worker: /dev/shm is volume 'shm', not an emptyDir with medium Memory" in m
 
 
 def test_no_privileged_containers():

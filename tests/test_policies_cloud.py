@@ -114,6 +114,9 @@ def test_eks_endpoint_not_open(vpc, expected):
     ({"masterAuthorizedNetworksConfig": {"cidrBlocks": [{"cidrBlock": "0.0.0.0/0"}]}},
      "master authorized networks include 0.0.0.0/0"),
     ({"masterAuthorizedNetworksConfig": {"cidrBlocks": [{"cidrBlock": "203.0.113.0/24"}]}}, None),
+    ({"masterAuthorizedNetworksConfig": {"cidrBlocks": [{"cidrBlock": "203.0.113.0/24"}],
+                                         "gcpPublicCidrsAccessEnabled": True}},
+     "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled admits every Google Cloud public IP"),
     ({"privateClusterConfig": {"enablePrivateNodes": True, "enablePrivateEndpoint": True}}, None),
     ({"controlPlaneEndpointsConfig": {"ipEndpointsConfig": {"enabled": False}}}, None),
 ])

@@ -30,7 +30,7 @@ OPEN_CIDRS = frozenset({"0.0.0.0/0", "::/0"})
       "The Kubernetes API endpoint is not open to the whole internet (EKS publicAccessCidrs, GKE "
       "master authorized networks).",
       "EKS: vpcConfig.publicAccessCidrs = [your CIDRs] or endpointPublicAccess false; GKE: "
-      "masterAuthorizedNetworksConfig.cidrBlocks or a private endpoint")
+      "masterAuthorizedNetworksConfig.cidrBlocks (gcpPublicCidrsAccessEnabled false) or a private endpoint")
 def cluster_endpoint_restricted(resource_type, props):
     if resource_type == EKS_CLUSTER:
         vpc = as_dict(props.get("vpcConfig"))
@@ -53,6 +53,9 @@ def cluster_endpoint_restricted(resource_type, props):
     blocks = {get(b, "cidrBlock") for b in as_list(get(authorized, "cidrBlocks"))}
     if OPEN_CIDRS & blocks:
         yield f"master authorized networks include {', '.join(sorted(OPEN_CIDRS & blocks))}"
+    # Every Compute Engine public IP, so any VM in any project, passes the authorized networks.
+    if is_true(get(authorized, "gcpPublicCidrsAccessEnabled")):
+        yield "masterAuthorizedNetworksConfig.gcpPublicCidrsAccessEnabled admits every Google Cloud public IP"
 
 
 def _imds_problem(options) -> str | None:

@@ -43,13 +43,14 @@ def gpu_requests_equal_limits(resource_type, props):
       "add a volume {emptyDir: {medium: Memory, sizeLimit: ...}} and mount it at /dev/shm")
 def shm_memory_backed(resource_type, props):
     for tpl, index, c in engine_containers(resource_type, props):
-        if tpl.ray and index == 0:
-            continue  # KubeRay mounts a Memory emptyDir at /dev/shm in the Ray container (pod.go addEmptyDir)
         volumes = {v.get("name"): v for v in as_list(tpl.spec.get("volumes")) if isinstance(v, dict)}
         mounts = [m for m in as_list(c.get("volumeMounts")) if get(m, "mountPath") == "/dev/shm"]
         if not mounts:
+            if tpl.ray and index == 0:
+                continue  # KubeRay mounts a Memory emptyDir at /dev/shm in the Ray container (pod.go addEmptyDir)
             yield f"{tpl.where} container {container_name(c)}: nothing is mounted at /dev/shm"
             continue
+        # KubeRay keeps a /dev/shm mount the Ray container already has (addEmptyDir returns early): check it too.
         volume = volumes.get(mounts[0].get("name"))
         medium = get(volume, "emptyDir", "medium")
         if medium not in ("Memory", UNKNOWN):
