@@ -69,6 +69,24 @@ def test_the_linter_rejects_a_broken_workflow(tmp_path):
            'staging: string} [undefined-property]' in result.stdout
 
 
+def test_the_linter_checks_the_shell_and_python_scripts(tmp_path):
+    """shellcheck and pyflakes really run on the run: scripts: an unquoted expansion and a misspelt
+    name in the same files are reported."""
+    (tmp_path / ".git").mkdir()
+    shutil.copytree(WORKFLOWS, tmp_path / ".github" / "workflows")
+    pr = tmp_path / ".github" / "workflows" / "pull-request.yml"
+    assert '> "plan-$stack.txt" 2>&1' in pr.read_text()
+    pr.write_text(pr.read_text().replace('> "plan-$stack.txt" 2>&1', "> plan-$stack.txt 2>&1"))
+    stacks = tmp_path / ".github" / "workflows" / "stacks.yml"
+    assert "for r in rows if r['environment'] == env]" in stacks.read_text()
+    stacks.write_text(stacks.read_text().replace("for r in rows if r['environment'] == env]",
+                                                 "for r in rows if r['environment'] == envs]"))
+    result = linter(".github/workflows/pull-request.yml", ".github/workflows/stacks.yml", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "SC2086:info" in result.stdout and "Double quote to prevent globbing and word splitting" in result.stdout
+    assert "undefined name 'envs'" in result.stdout
+
+
 def test_stacks_workflow_lists_every_stack_file(tmp_path):
     script = step(workflow("stacks.yml")["jobs"]["list"], id="list")
     assert script["shell"] == "python"
@@ -138,6 +156,8 @@ def test_plan_script_posts_a_topology_table_per_stack_and_fails_on_a_failed_plan
 def test_pulumi_runs_with_the_policy_pack_oidc_and_pull_request_comments():
     job = workflow("pulumi.yml")["jobs"]["pulumi"]
     assert job["permissions"] == {"contents": "read", "id-token": "write", "pull-requests": "write"}
+    # Pulumi calls the clusters' API, which production stacks keep private: a runner inside their networks.
+    assert job["runs-on"] == "${{ vars.PULUMI_RUNNER || 'ubuntu-24.04' }}"
     assert job["strategy"]["matrix"] == {"include": "${{ fromJSON(inputs.stacks) }}"}
     run = step(job, uses="pulumi/actions@")
     assert run["uses"] == PULUMI_ACTIONS
