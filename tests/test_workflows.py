@@ -163,6 +163,9 @@ def test_pulumi_runs_with_the_policy_pack_oidc_and_pull_request_comments():
     run = step(job, uses="pulumi/actions@")
     assert run["uses"] == PULUMI_ACTIONS
     assert run["with"]["command"] == "${{ inputs.command }}"
+    # The CLI is pinned to the release of the pulumi SDK the program runs with, not "latest".
+    [sdk] = re.findall(r"^pulumi==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    assert run["with"]["pulumi-version"] == sdk
     assert run["with"]["policyPacks"] == "policies" and (ROOT / "policies" / "PulumiPolicy.yaml").exists()
     assert run["with"]["comment-on-pr"] == "${{ github.event_name == 'pull_request' }}"
     assert run["with"]["stack-name"] == "${{ vars.PULUMI_ORG }}/${{ matrix.stack }}"
