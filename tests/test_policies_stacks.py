@@ -111,6 +111,6 @@ def test_plan_prints_verdicts_and_exits_non_zero_on_a_mandatory_violation(tmp_pa
     finally:
         shutil.rmtree(ROOT / "build" / "policy-violation", ignore_errors=True)
     out = capsys.readouterr().out
-    assert code == EXIT_POLICY
+    assert code == EXIT_POLICY == 4  # the exit code README and the CI plan step document
     assert ("policy mandatory: gpu-memory-utilization-range: vllm-llama-8b-deployment "
             "(kubernetes:apps/v1:Deployment): container vllm: gpu-memory-utilization 0.96 is outside 0.80-0.95") in out
