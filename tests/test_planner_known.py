@@ -154,3 +154,36 @@ def test_production_spreads_packed_replicas_over_two_nodes():
     # a replica that spans nodes already has its own nodes
     big = plan_topology(request("llama-3.1-405b", "h100", min_replicas=1, spread_nodes=2))
     assert big.nodes == 2 and big.spread_nodes == 1
+
+
+def test_sizing_facts_worked_example_llama70b_tp4_h100():
+    # SIZING-FACTS: 0.9 x ~79 GiB ~ 71 GiB; weights ~33 GiB/GPU; activations 2-4 GiB; ~35 GiB of KV ~ 450K tokens
+    t = plan_topology(request("llama-3.1-70b", "h100", tensor_parallel_size=4, tpot_ms=15))
+    assert round(0.9 * ACCELERATORS["h100"].visible_gib, 1) == 71.3
+    assert 32.5 < t.weights_gib_per_gpu < 33.5 and 34 < t.kv_cache_gib_per_gpu < 36
+    assert 430_000 <= t.kv_cache_tokens <= 468_000
+
+
+@pytest.mark.parametrize("gpu,tokens,seqs", [("l4", 2048, 256), ("l40s", 2048, 256), ("a100-80gb", 2048, 256),
+                                             ("h100", 8192, 1024), ("h200", 8192, 1024), ("b200", 8192, 1024)])
+def test_vllm_batch_defaults_follow_the_gpu(gpu, tokens, seqs):
+    # vLLM's API server: max_num_batched_tokens 8192 / max_num_seqs 1024 on GPUs >= 70 GiB other than A100,
+    # else 2048 / 256; the profile run (activation peak) and the sliding-window cache are sized from it
+    acc = ACCELERATORS[gpu]
+    assert (mem.default_max_num_batched_tokens(acc), mem.default_max_num_seqs(acc)) == (tokens, seqs)
+
+
+def test_sliding_window_layers_hold_window_plus_one_batch_and_decode_reads_the_window():
+    g = MODELS["gpt-oss-120b"]  # 18 of 36 layers slide over 128 tokens
+    per_layer = mem.kv_bytes_per_token_layer(g, 1, "auto")
+    held = mem.kv_bytes_for_request(g, 1, 1, "auto", 100_000, batched_tokens=2048)
+    assert held == per_layer * (18 * 100_000 + 18 * (128 - 1 + 2048))
+    read = mem.kv_bytes_for_request(g, 1, 1, "auto", 100_000, batched_tokens=1)
+    assert read == per_layer * (18 * 100_000 + 18 * 128)
+
+
+def test_gpu_memory_utilization_reaches_vllm_unrounded():
+    t = plan_topology(request("llama-3.1-8b", "l4", max_model_len=8192, gpu_memory_utilization=0.925))
+    assert t.vllm_args[t.vllm_args.index("--gpu-memory-utilization") + 1] == "0.925"
+    t = plan_topology(request("llama-3.1-8b", "l4", max_model_len=8192))
+    assert t.vllm_args[t.vllm_args.index("--gpu-memory-utilization") + 1] == "0.90"

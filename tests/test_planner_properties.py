@@ -26,7 +26,7 @@ def requests(draw):
     return PlanRequest(model=model, precision=draw(st.sampled_from(model.precisions)),
                        candidates=tuple(instance_types(cloud, gpu)), max_model_len=mml, sla=sla,
                        min_replicas=draw(st.integers(1, 2)), max_replicas=draw(st.integers(2, 64)),
-                       gpu_memory_utilization=draw(st.sampled_from([0.85, 0.90, 0.92])),
+                       gpu_memory_utilization=draw(st.sampled_from([0.85, 0.90, 0.92, 0.925])),
                        kv_cache_dtypes=draw(st.sampled_from([("auto",), ("auto", "fp8")])),
                        spread_nodes=draw(st.sampled_from([1, 2])))
 
@@ -42,6 +42,11 @@ def check_invariants(req: PlanRequest, t) -> None:
     assert inst in req.candidates
     # shape
     assert m.heads % tp == 0, "TP divides the attention heads"
+    if not m.is_mla:
+        assert m.kv_heads % tp == 0 or tp % m.kv_heads == 0, "TP splits or replicates whole KV heads"
+    if m.fp8_block_quantized and req.precision == "fp8":
+        assert (m.moe_intermediate // 128) % tp == 0, "128-wide FP8 blocks of the experts split evenly over TP"
+    assert 1 <= pp <= min(m.layers, req.max_pipeline_parallel)
     assert tp <= inst.gpus == t.gpus_per_node
     assert t.gpus_per_replica == tp * pp and t.nodes_per_replica == pp
     if pp > 1:
@@ -65,8 +70,13 @@ def check_invariants(req: PlanRequest, t) -> None:
         assert acc.supports_fp8 and "fp8" in req.kv_cache_dtypes
     # SLA and fleet
     assert t.est_tpot_ms <= req.sla.tpot_ms and t.est_ttft_ms <= req.sla.ttft_ms
-    assert t.replicas * t.concurrency_per_replica >= req.sla.concurrency or t.replicas == req.max_replicas
+    assert t.replicas * t.concurrency_per_replica >= req.sla.concurrency, "the fleet holds the target"
+    assert t.replicas == max(req.min_replicas, math.ceil(req.sla.concurrency / t.concurrency_per_replica))
     assert req.min_replicas <= t.replicas <= req.max_replicas
+    # a replica never admits more requests than its KV cache holds at the average length, nor vLLM's default
+    per_request = min(req.sla.prompt_tokens + req.sla.output_tokens, req.max_model_len)
+    big = acc.visible_gib >= 70 and not acc.id.startswith("a100")
+    assert 1 <= t.concurrency_per_replica <= min(t.kv_cache_tokens // per_request, 1024 if big else 256)
     nodes = t.replicas * pp if pp > 1 else max(math.ceil(t.replicas / t.replicas_per_node),
                                                min(t.replicas, req.spread_nodes))
     assert t.nodes == nodes and math.isclose(t.cost_per_hour, round(nodes * inst.price_hour, 2))
@@ -77,6 +87,15 @@ def check_invariants(req: PlanRequest, t) -> None:
     assert _arg(args, "--max-model-len") == str(req.max_model_len)
     assert float(_arg(args, "--gpu-memory-utilization")) == req.gpu_memory_utilization
     assert int(_arg(args, "--max-num-seqs")) == t.concurrency_per_replica
+    assert ("--kv-cache-dtype" in args) == (t.kv_cache_dtype != "auto")
+    if t.kv_cache_dtype != "auto":
+        assert _arg(args, "--kv-cache-dtype") == t.kv_cache_dtype
+    online = req.precision == "fp8" and m.precisions[0] != "fp8" and not m.fp8_repo
+    assert (_arg(args, "--quantization") == "fp8") if online else "--quantization" not in args
+    assert ("--distributed-executor-backend" in args) == (pp > 1)
+    flags = [a for a in args[1:] if a.startswith("-")]
+    assert all(f.startswith("--") and "=" not in f for f in flags), "full flag names, values as separate args"
+    assert len(flags) == len(set(flags)), "no flag given twice"
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -94,6 +113,10 @@ def test_every_topology_satisfies_every_constraint_and_is_cheapest(req):
     check_invariants(req, t)
     fits, _ = evaluate(req)
     assert t.cost_per_hour <= min(round(f.cost, 2) for f in fits) + 1e-9
+    # tie on cost: the fewest GPUs in all, then per replica
+    tied = [f for f in fits if round(f.cost, 4) == round(min(f.cost for f in fits), 4)]
+    fewest = min((f.nodes * f.inst.gpus, f.gpus_per_replica) for f in tied)
+    assert (t.nodes * t.gpus_per_node, t.gpus_per_replica) == fewest
 
 
 @settings(max_examples=60, deadline=None)

@@ -12,13 +12,22 @@ from ..catalog import Accelerator, ModelSpec
 
 GiB = 1024**3
 BLOCK_SIZE = 16  # tokens per KV block on CUDA
-MAX_NUM_BATCHED_TOKENS = 8192  # vLLM API-server default; the profile run uses it
+
+
+def _large_defaults(acc: Accelerator) -> bool:
+    """vLLM (EngineArgs batch defaults) gives GPUs of >= 70 GiB other than A100 the larger defaults."""
+    return acc.visible_gib >= 70 and not acc.id.startswith("a100")
 
 
 def default_max_num_seqs(acc: Accelerator) -> int:
-    """vLLM's default: 1024 on GPUs with >= 70 GiB other than A100, else 256."""
-    big = acc.visible_gib >= 70 and not acc.id.startswith("a100")
-    return 1024 if big else 256
+    """vLLM's API-server default: 1024 on GPUs with >= 70 GiB other than A100, else 256."""
+    return 1024 if _large_defaults(acc) else 256
+
+
+def default_max_num_batched_tokens(acc: Accelerator) -> int:
+    """vLLM's API-server default (chunked prefill on): 8192 on the large GPUs, else 2048. The profile
+    run is one forward pass of this many tokens, and sliding-window layers keep this many extra."""
+    return 8192 if _large_defaults(acc) else 2048
 
 
 def stage_layers(model: ModelSpec, pp: int) -> int:
@@ -44,7 +53,7 @@ def non_torch_gib(tp: int, pp: int) -> float:
 def activation_gib(model: ModelSpec, acc: Accelerator, tp: int) -> float:
     """Peak of vLLM's profile run: a max_num_batched_tokens forward pass plus the sampler
     over max_num_seqs dummy requests (fp32 logits, gathered on one rank), plus allocator slack."""
-    t = MAX_NUM_BATCHED_TOKENS
+    t = default_max_num_batched_tokens(acc)
     hidden_states = t * model.hidden * 2 * 16 / tp
     moe = t * model.experts_per_token * model.moe_intermediate * 2 * 2 / tp if model.is_moe else 0
     sampler = default_max_num_seqs(acc) * model.vocab * 4 * 2
@@ -72,29 +81,32 @@ def kv_bytes_per_token_layer(model: ModelSpec, tp: int, kv_cache_dtype: str) -> 
     return 2 * max(1, model.kv_heads // tp) * model.head_dim * b
 
 
-def kv_bytes_for_request(model: ModelSpec, tp: int, pp: int, kv_cache_dtype: str, tokens: int) -> float:
+def kv_bytes_for_request(model: ModelSpec, tp: int, pp: int, kv_cache_dtype: str, tokens: int,
+                         batched_tokens: int) -> float:
     """KV bytes one request of `tokens` tokens holds on the busiest rank. Sliding-window layers
-    keep at most min(window - 1 + max_num_batched_tokens, tokens)."""
+    keep at most min(window - 1 + max_num_batched_tokens, tokens) (vLLM's SlidingWindowSpec);
+    with batched_tokens=1 this is what one decode step reads: the window."""
     per_layer = kv_bytes_per_token_layer(model, tp, kv_cache_dtype)
     layers = stage_layers(model, pp)
     if not model.sliding_layers:
         return per_layer * layers * tokens
     swa = math.ceil(model.sliding_layers / pp)
     full = layers - swa
-    swa_tokens = min(model.sliding_window - 1 + MAX_NUM_BATCHED_TOKENS, tokens)
+    swa_tokens = min(model.sliding_window - 1 + batched_tokens, tokens)
     return per_layer * (full * tokens + swa * swa_tokens)
 
 
-def kv_bytes_per_token(model: ModelSpec, tp: int, pp: int, kv_cache_dtype: str, max_model_len: int) -> float:
+def kv_bytes_per_token(model: ModelSpec, tp: int, pp: int, kv_cache_dtype: str, max_model_len: int,
+                       batched_tokens: int) -> float:
     """Effective KV bytes per token per rank, at full length (exact for models without sliding windows)."""
-    return kv_bytes_for_request(model, tp, pp, kv_cache_dtype, max_model_len) / max_model_len
+    return kv_bytes_for_request(model, tp, pp, kv_cache_dtype, max_model_len, batched_tokens) / max_model_len
 
 
 def kv_cache_tokens(available_bytes: float, model: ModelSpec, tp: int, pp: int, kv_cache_dtype: str,
-                    max_model_len: int) -> int:
+                    max_model_len: int, batched_tokens: int) -> int:
     """Tokens the KV cache holds: whole blocks of BLOCK_SIZE tokens (all ranks take the smallest count)."""
     if available_bytes <= 0:
         return 0
-    per_token = kv_bytes_per_token(model, tp, pp, kv_cache_dtype, max_model_len)
+    per_token = kv_bytes_per_token(model, tp, pp, kv_cache_dtype, max_model_len, batched_tokens)
     blocks = int(available_bytes // (per_token * BLOCK_SIZE))
     return blocks * BLOCK_SIZE

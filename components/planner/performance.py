@@ -47,10 +47,10 @@ def tpot_s(model: ModelSpec, precision: str, acc: Accelerator, inst: InstanceTyp
     """Seconds per output token for each of `batch` running requests at average `context`.
 
     A token passes every pipeline stage in turn, so the stages' reads add up: per GPU column,
-    all weights / TP plus the batch's KV cache for all layers.
+    all weights / TP plus the batch's KV cache for all layers (a sliding-window layer reads its window).
     """
     weights = weight_bytes_read_per_step(model, precision, batch) / tp
-    kv = batch * kv_bytes_for_request(model, tp, 1, kv_cache_dtype, int(context))
+    kv = batch * kv_bytes_for_request(model, tp, 1, kv_cache_dtype, int(context), batched_tokens=1)
     mem = (weights + kv) / (acc.hbm_gbps * 1e9 * HBM_EFFICIENCY)
     hops = (pp - 1) * FABRIC_HOP_S
     return mem + _tp_comm_s(model, acc, tp, batch) + hops + STEP_OVERHEAD_S

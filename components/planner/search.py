@@ -111,7 +111,8 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     if graphs > headroom:
         return refuse("cuda-graph", f"CUDA graphs need ~{graphs:.1f} GiB but only {headroom:.1f} GiB is left "
                                     f"outside gpu_memory_utilization {req.gpu_memory_utilization:.2f}")
-    kv_tokens = mem.kv_cache_tokens(kv_gib * mem.GiB, m, tp, pp, kv, req.max_model_len)
+    kv_tokens = mem.kv_cache_tokens(kv_gib * mem.GiB, m, tp, pp, kv, req.max_model_len,
+                                    mem.default_max_num_batched_tokens(acc))
     if kv_tokens < req.max_model_len:
         return refuse("kv-cache", f"KV cache holds {kv_tokens:,} tokens ({kv_gib:.1f} GiB per GPU), "
                                   f"less than one max_model_len {req.max_model_len:,} request")

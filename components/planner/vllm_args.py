@@ -18,7 +18,7 @@ def vllm_args(req: PlanRequest, tp: int, pp: int, kv_cache_dtype: str, max_num_s
         "--tensor-parallel-size", str(tp),
         "--pipeline-parallel-size", str(pp),
         "--max-model-len", str(req.max_model_len),
-        "--gpu-memory-utilization", f"{req.gpu_memory_utilization:.2f}",
+        "--gpu-memory-utilization", ratio_arg(req.gpu_memory_utilization),
         "--max-num-seqs", str(max_num_seqs),
         "--port", str(VLLM_PORT),
     ]
@@ -29,3 +29,10 @@ def vllm_args(req: PlanRequest, tp: int, pp: int, kv_cache_dtype: str, max_num_s
     if pp > 1:
         args += ["--distributed-executor-backend", "ray"]
     return args
+
+
+def ratio_arg(value: float) -> str:
+    """Two decimals as people write them (0.90), but never rounded: vLLM must run with the exact
+    fraction the planner sized the KV cache and the CUDA-graph headroom for (0.925 stays 0.925)."""
+    two = f"{value:.2f}"
+    return two if float(two) == value else repr(value)
