@@ -1,5 +1,7 @@
 """Bad input gets a clear message naming the field and the fix; good input parses."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from components.config import ConfigError, parse
 
@@ -104,3 +106,60 @@ def test_inline_architecture_for_a_model_outside_the_catalog():
     assert (spec.layers, spec.kv_heads, spec.head_dim, spec.hf_repo) == (48, 8, 128, "acme/Custom-14B")
     (e,) = errors(with_model(model="acme/Custom-14B", architecture={**arch, "kvHeads": 7}))
     assert e == "models[0].architecture.kvHeads: 7 does not divide heads (40)"
+
+
+def test_a_bad_value_does_not_hide_the_rules_behind_it():
+    # pydantic runs a block's cross-field rules only when all its fields are valid: the loader re-validates
+    # without the bad values so that every problem shows in one run
+    errs = errors(with_model(model="acme/NotAModel-7B", maxModelLen=10))
+    assert errs[0] == "models[0].maxModelLen: Input should be greater than or equal to 256"
+    assert errs[1].startswith("models[0].model: unknown model 'acme/NotAModel-7B'")
+    errs = errors(with_model(replicas={"min": 3, "max": 1}, sla={"promptTokens": 200_000}))
+    assert errs == ["models[0].replicas.min: 3 is above max (1); set min <= max",
+                    "models[0].sla: promptTokens + outputTokens (200256) exceed maxModelLen 8192; "
+                    "shorten them or raise maxModelLen"]
+    errs = errors({**BASE, "cloud": "gcp", "models": [{**BASE["models"][0], "sla": {"tpotMs": -1}}]})
+    assert "gcp: missing: cloud is 'gcp', so add a `gcp` block" in errs
+    assert "models[0].sla.tpotMs: Input should be greater than 0" in errs
+    errs = errors({**BASE, "models": [{"name": "a", "model": "llama-3.1-8b", "precision": "int4"},
+                                      {"name": "a", "model": "llama-3.1-8b"}]})
+    assert errs[-1] == "models: duplicate name(s) a; names must be unique" and len(errs) == 2
+
+
+def test_re_validation_reports_no_error_of_its_own_making():
+    arch = {"paramsB": 1, "layers": 2, "hidden": 64, "heads": 4, "kvHeads": 3, "vocab": 10, "maxContext": 1000}
+    errs = errors(with_model(model="acme/Tiny", architecture=arch, maxModelLen=300, sla={"promptTokens": 100}))
+    # the architecture is there but wrong: no "unknown model", no "missing" for the removed key
+    assert errs == ["models[0].architecture.kvHeads: 3 does not divide heads (4)"]
+
+
+def test_names_must_be_dns_labels_in_words():
+    (e,) = errors(with_model(name="Chat_Bot"))
+    assert e == ("models[0].name: must be a DNS label: lower-case letters, digits and '-', starting with a letter, "
+                 "not ending with '-', at most 40 characters (got 'Chat_Bot')")
+
+
+_BAD_MODEL_FIELDS = {  # key in models[0] -> (bad value, the path its error must name)
+    "maxModelLen": (10, "models[0].maxModelLen"),
+    "accelerator": ("h900", "models[0].accelerator"),
+    "sla": ({"tpotMs": -1}, "models[0].sla.tpotMs"),
+    "replicas": ({"min": 3, "max": 1}, "models[0].replicas.min"),
+    "gpuMemoryUtilization": (1.5, "models[0].gpuMemoryUtilization"),
+    "model": ("acme/NotAModel-7B", "models[0].model"),
+    "gpu": ("h100", "models[0].gpu"),
+}
+_BAD_STACK_FIELDS = {"namespace": ("Bad_NS", "namespace"), "environment": ("qa", "environment")}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.sampled_from(sorted(_BAD_MODEL_FIELDS))), st.sets(st.sampled_from(sorted(_BAD_STACK_FIELDS))),
+       st.booleans())
+def test_every_bad_input_is_reported_once_in_one_run(model_bad, stack_bad, token):
+    if not (model_bad or stack_bad or not token):
+        return
+    entry = {**BASE["models"][0], **{k: _BAD_MODEL_FIELDS[k][0] for k in model_bad}}
+    values = {**BASE, "models": [entry], **{k: _BAD_STACK_FIELDS[k][0] for k in stack_bad}}
+    errs = errors(values, secrets={"hfToken"} if token else set())
+    expected = {_BAD_MODEL_FIELDS[k][1] for k in model_bad} | {_BAD_STACK_FIELDS[k][1] for k in stack_bad}
+    expected |= set() if token else {"hfToken"}
+    assert sorted(e.split(":")[0] for e in errs) == sorted(expected)

@@ -5,6 +5,7 @@ place that touches pulumi.Config, and it keeps the secrets as Pulumi secrets.
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
 import typing
@@ -13,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .schema import PROJECT, StackConfig
+from .schema import DNS_LABEL, PROJECT, StackConfig
 
 SECRET_KEYS = {"hfToken": "the Hugging Face token", "kubeconfig": "the kubeconfig of an existing cluster"}
 REQUIRED_SECRETS = {"hfToken"}
@@ -65,23 +66,79 @@ def _allowed_keys(loc: tuple) -> str:
     return "; allowed: " + ", ".join(f.alias or n for n, f in model.model_fields.items())
 
 
+def _error(e: dict) -> tuple[tuple, str]:
+    """One pydantic error as (the field's location, `path.to.field: what is wrong`)."""
+    loc, msg, typ = tuple(e["loc"]), e["msg"], e["type"]
+    if typ == "extra_forbidden":
+        return loc, f"{_path(loc)}: unknown key{_allowed_keys(loc[:-1])}"
+    if typ == "missing":
+        msg = "missing (required)"
+    msg = msg.removeprefix("Value error, ")
+    m = re.match(r"@([\w.]+)@ (.*)", msg, re.S)
+    if m:
+        loc, msg = loc + tuple(m.group(1).split(".")), m.group(2)
+    if typ == "string_pattern_mismatch" and e.get("ctx", {}).get("pattern") == DNS_LABEL:
+        msg = ("must be a DNS label: lower-case letters, digits and '-', starting with a letter, "
+               "not ending with '-', at most 40 characters")
+    if typ.endswith("_type") or typ in ("literal_error", "string_pattern_mismatch"):
+        msg += f" (got {e['input']!r})" if not isinstance(e["input"], (dict, list)) else ""
+    return loc, f"{_path(loc) or '(stack)'}: {msg}"
+
+
 def format_errors(err: ValidationError) -> list[str]:
-    lines = []
-    for e in err.errors(include_url=False):
-        loc, msg, typ = tuple(e["loc"]), e["msg"], e["type"]
-        if typ == "extra_forbidden":
-            lines.append(f"{_path(loc)}: unknown key{_allowed_keys(loc[:-1])}")
-            continue
-        if typ == "missing":
-            msg = "missing (required)"
-        msg = msg.removeprefix("Value error, ")
-        m = re.match(r"@([\w.]+)@ (.*)", msg, re.S)
-        if m:
-            loc, msg = loc + (m.group(1),), m.group(2)
-        if typ.endswith("_type") or typ in ("literal_error", "string_pattern_mismatch"):
-            msg += f" (got {e['input']!r})" if not isinstance(e["input"], (dict, list)) else ""
-        lines.append(f"{_path(loc) or '(stack)'}: {msg}")
-    return lines
+    return [_error(e)[1] for e in err.errors(include_url=False)]
+
+
+MAX_ROUNDS = 5
+
+
+def _under(loc: tuple, removed: tuple) -> bool:
+    """Whether `loc` is the removed key or lies under it."""
+    return loc[:len(removed)] == removed
+
+
+def _drop(data: Any, loc: tuple) -> bool:
+    """Remove the value at `loc` (never a list item: that would shift the indices of the others)."""
+    if not loc or isinstance(loc[-1], int):
+        return False
+    for part in loc[:-1]:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    if isinstance(data, dict) and loc[-1] in data:
+        del data[loc[-1]]
+        return True
+    return False
+
+
+def _validate(values: dict[str, Any]) -> tuple[StackConfig | None, list[str]]:
+    """StackConfig, or every error in it. pydantic runs a block's cross-field rules (unknown model,
+    prompt longer than maxModelLen, the cloud's settings block) only once every field under the block
+    is valid, so one typo would hide them; after each failed round the invalid values are taken out
+    and the rest validated again (an optional one falls back to its default; a required one, now
+    missing, keeps its block's rules from running). Errors at or under a removed key are not reported:
+    only the removal caused them."""
+    data = copy.deepcopy(values)
+    lines: list[str] = []
+    dropped: list[tuple] = []
+    for _ in range(MAX_ROUNDS):
+        try:
+            cfg = StackConfig.model_validate(data)
+            return (cfg if not lines else None), lines
+        except ValidationError as err:
+            found = [_error(e) for e in err.errors(include_url=False)]
+        progress = False
+        for loc, line in found:
+            if any(_under(loc, d) for d in dropped) or line in lines:
+                continue
+            lines.append(line)
+            if _drop(data, loc):  # the field a rule names, not its whole block
+                dropped.append(loc)
+                progress = True
+        if not progress:
+            break
+    return None, lines
 
 
 def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] = frozenset()) -> StackConfig:
@@ -96,11 +153,8 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     for key in sorted(REQUIRED_SECRETS - secrets - plain):
         errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} hf_...`")
     values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
-    try:
-        cfg = StackConfig.model_validate(values)
-    except ValidationError as err:
-        errors += format_errors(err)
-        cfg = None
+    cfg, problems = _validate(values)
+    errors += problems
     if errors:
         raise ConfigError(errors)
     return cfg
