@@ -14,6 +14,7 @@ from .catalog import ACCELERATORS, MODELS, find_model, instance_types
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
+MIN_MAX_MODEL_LEN = 256  # the stack schema's floor for maxModelLen
 TABLE_MAX_MODEL_LEN = 32_768
 
 
@@ -48,10 +49,13 @@ def cmd_topology(a) -> int:
     precision = a.precision or ("fp8" if by_fp8_repo else model.precisions[0])
     if precision not in model.precisions:
         return _fail(EXIT_BAD_INPUT, f"--precision: {model.name} is offered at {', '.join(model.precisions)}")
+    if a.max_model_len is not None and a.max_model_len < MIN_MAX_MODEL_LEN:
+        return _fail(EXIT_BAD_INPUT, f"--max-model-len: must be >= {MIN_MAX_MODEL_LEN} (got {a.max_model_len})")
     mml = a.max_model_len or model.max_context
     if mml > model.max_context:
         return _fail(EXIT_BAD_INPUT, f"--max-model-len: {mml} is above {model.name}'s limit of {model.max_context}")
-    for flag, v in (("--tpot-ms", a.tpot_ms), ("--ttft-ms", a.ttft_ms), ("--concurrency", a.concurrency)):
+    for flag, v in (("--tpot-ms", a.tpot_ms), ("--ttft-ms", a.ttft_ms), ("--concurrency", a.concurrency),
+                    ("--max-replicas", a.max_replicas)):
         if v <= 0:
             return _fail(EXIT_BAD_INPUT, f"{flag}: must be > 0 (got {v:g})")
     cands = tuple(instance_types(a.cloud, a.gpu))

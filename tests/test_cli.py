@@ -39,6 +39,9 @@ def test_topology_refusal_exits_3_with_the_reason(capsys):
     (["--model", "llama-3.1-8b", "--gpu", "h900"], "--gpu: unknown GPU 'h900'"),
     (["--model", "qwen2.5-7b", "--max-model-len", "65536"], "--max-model-len: 65536 is above"),
     (["--model", "llama-3.1-8b", "--tpot-ms", "-1"], "--tpot-ms: must be > 0"),
+    (["--model", "llama-3.1-8b", "--gpu", "l4", "--max-model-len=-5"], "--max-model-len: must be >= 256 (got -5)"),
+    (["--model", "llama-3.1-8b", "--gpu", "l4", "--max-model-len", "0"], "--max-model-len: must be >= 256 (got 0)"),
+    (["--model", "llama-3.1-8b", "--gpu", "l4", "--max-replicas", "0"], "--max-replicas: must be > 0 (got 0)"),
     (["--model", "llama-3.1-8b", "--gpu", "a10g", "--cloud", "gcp"], "--gpu: no gcp instance type carries a10g"),
 ])
 def test_topology_bad_input_exits_2_naming_the_flag(capsys, argv, field):
