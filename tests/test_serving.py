@@ -222,12 +222,14 @@ def test_service_is_cluster_ip_on_the_api_port(dev):
     assert svc["selector"] == obj(dev.resources, "Deployment", DEV_MODEL)["spec"]["selector"]["matchLabels"]
 
 
-def test_pdb_holds_min_replicas_in_prod_and_lets_dev_drain(dev, prod70b):
-    assert obj(prod70b.resources, "PodDisruptionBudget", "chat")["spec"]["minAvailable"] == 2
-    dev_pdb = obj(dev.resources, "PodDisruptionBudget", DEV_MODEL)["spec"]
-    assert dev_pdb["maxUnavailable"] == 1 and "minAvailable" not in dev_pdb
+def test_pdb_lets_drains_take_one_replica_at_a_time_and_never_blocks_them(dev, prod70b):
+    for result, model in ((prod70b, "chat"), (dev, DEV_MODEL)):
+        pdb = obj(result.resources, "PodDisruptionBudget", model)["spec"]
+        assert pdb["maxUnavailable"] == 1 and "minAvailable" not in pdb
+        assert pdb["selector"] == obj(result.resources, "Deployment", model)["spec"]["selector"]
     t = topology(prod70b, "chat")
-    assert pdb_spec("chat", t, production=True)["minAvailable"] == t.min_replicas
+    # production survives that one replica's drain: its replicas sit on at least two nodes
+    assert t.spread_nodes == 2 and t.min_replicas >= 2 and pdb_spec("chat", t)["maxUnavailable"] < t.min_replicas
 
 
 @pytest.mark.parametrize("stack", stack_names())

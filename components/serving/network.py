@@ -56,12 +56,11 @@ def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[s
             ]}
 
 
-def pdb_spec(model: str, t: Topology, production: bool) -> dict:
-    """In prod, drains and node consolidation never take the model below its minimum replicas (for a
-    multi-node replica every one of its nodes counts). Elsewhere a drain may take one pod at a time,
-    so that a one-replica dev stack does not block node maintenance."""
+def pdb_spec(model: str, t: Topology) -> dict:
+    """Voluntary disruptions (drains, node upgrades, autoscaler scale-down) take at most one replica at
+    a time (for a multi-node replica: its nodes). Not minAvailable = min replicas: at idle the fleet runs
+    exactly that many, and such a budget would block every node upgrade forever (EKS managed node
+    groups then fail with PodEvictionFailure). Production keeps serving through a drain because its
+    replicas are spread over at least two nodes (the planner's spread_nodes)."""
     role, per_replica = ("ray-worker", t.nodes_per_replica) if t.multi_node else ("server", 1)
-    sel = {"matchLabels": selector(model, role)}
-    if production:
-        return {"minAvailable": per_replica * t.min_replicas, "selector": sel}
-    return {"maxUnavailable": per_replica, "selector": sel}
+    return {"maxUnavailable": per_replica, "selector": {"matchLabels": selector(model, role)}}

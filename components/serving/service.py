@@ -92,7 +92,7 @@ class VllmService(pulumi.ComponentResource):
             f"{name}-netpol", metadata=meta(model, runtime),
             spec=network_policy_spec(model, t.multi_node, cfg.serving.allowed_namespaces), opts=child)
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb", metadata=meta(model, runtime), spec=pdb_spec(model, t, cfg.production), opts=child)
+            f"{name}-pdb", metadata=meta(model, runtime), spec=pdb_spec(model, t), opts=child)
         severity = "critical" if cfg.production else "warning"
         self.rules = k8s.apiextensions.CustomResource(
             f"{name}-rules", api_version="monitoring.coreos.com/v1", kind="PrometheusRule",
