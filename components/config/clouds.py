@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..catalog import ACCELERATORS, INSTANCE_TYPES
-from .base import DNS_LABEL, _Base, field_error
+from .base import DNS_LABEL, _Base, cidr_blocks, field_error
 
 
 def _unique(values: list[str] | None, allowed: str) -> list[str] | None:
@@ -62,17 +62,7 @@ class AwsSettings(_Base):
     @field_validator("vpc_cidr", "endpoint_public_access_cidrs")
     @classmethod
     def _cidrs(cls, v):
-        import ipaddress
-
-        bad = []
-        for cidr in [v] if isinstance(v, str) else v:
-            try:
-                ipaddress.IPv4Network(cidr, strict=True)
-            except ValueError:
-                bad.append(cidr)
-        if bad:
-            raise ValueError(f"not an IPv4 CIDR block: {', '.join(bad)}; e.g. 203.0.113.7/32")
-        return v
+        return cidr_blocks(v, ipv4_only=True)
 
     @field_validator("admin_role_arns")
     @classmethod
@@ -146,17 +136,7 @@ class GcpSettings(_Base):
     @field_validator("master_authorized_networks")
     @classmethod
     def _cidrs(cls, v):
-        import ipaddress
-
-        bad = []
-        for cidr in v:
-            try:
-                ipaddress.ip_network(cidr, strict=True)
-            except ValueError:
-                bad.append(cidr)
-        if bad:
-            raise ValueError(f"not a CIDR block: {', '.join(bad)}; e.g. 203.0.113.7/32")
-        return v
+        return cidr_blocks(v)
 
     @model_validator(mode="after")
     def _zone_in_region(self):
