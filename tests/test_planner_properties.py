@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from components.catalog import ACCELERATORS, INSTANCE_TYPES, MODELS, instance_types
 from components.planner import NoFeasibleTopology, PlanRequest, Sla, evaluate, plan_topology
 from components.planner.explain import ORDER
+from components.planner import memory as mem
 
 GiB = 1024**3
 ROUNDING = 0.005  # Topology reports GiB figures to two decimals
@@ -87,6 +88,7 @@ def check_invariants(req: PlanRequest, t) -> None:
     assert _arg(args, "--max-model-len") == str(req.max_model_len)
     assert float(_arg(args, "--gpu-memory-utilization")) == req.gpu_memory_utilization
     assert int(_arg(args, "--max-num-seqs")) == t.concurrency_per_replica
+    assert int(_arg(args, "--max-num-batched-tokens")) == mem.default_max_num_batched_tokens(acc)
     assert ("--kv-cache-dtype" in args) == (t.kv_cache_dtype != "auto")
     if t.kv_cache_dtype != "auto":
         assert _arg(args, "--kv-cache-dtype") == t.kv_cache_dtype

@@ -254,3 +254,12 @@ def test_plan_writes_the_manifests_of_both_shapes(stack, manifest, kind, capsys)
     path = ROOT / "build" / stack / "manifests" / manifest
     assert yaml.safe_load(path.read_text())["kind"] == kind
     assert "manifests in" in capsys.readouterr().out
+
+
+def test_ray_engine_gets_the_planned_batch_budget(p5_405b):
+    """Ray Serve LLM does not fall back to the API server's batch defaults: the planner's value,
+    which the memory profile was sized for, is passed explicitly."""
+    t, _ = p5_405b
+    _, _, kwargs = engine_kwargs(t.vllm_args)
+    assert kwargs["max_num_batched_tokens"] == 8192  # H100: vLLM's default for GPUs >= 70 GiB
+    assert kwargs["tensor_parallel_size"] == 8 and kwargs["pipeline_parallel_size"] == 2

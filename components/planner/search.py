@@ -241,7 +241,8 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         est_ttft_ms=best.ttft_ms, sla_tpot_ms=req.sla.tpot_ms, sla_ttft_ms=req.sla.ttft_ms,
         price_per_node_hour=inst.price_hour, cost_per_hour=round(best.cost, 2), pod_cpu=best.pod_cpu,
         pod_memory_gib=best.pod_memory_gib, shm_gib=best.shm_gib,
-        vllm_args=tuple(vllm_args(req, best.tp, best.pp, best.kv_dtype, best.concurrency, served)),
+        vllm_args=tuple(vllm_args(req, best.tp, best.pp, best.kv_dtype, best.concurrency, served,
+                                  mem.default_max_num_batched_tokens(best.acc))),
         reason="; ".join(why), alternative=alt.shape() if alt else None,
         refused_smaller=tuple(str(r) for r in smaller),
     )

@@ -7,7 +7,7 @@ VLLM_PORT = 8000
 
 
 def vllm_args(req: PlanRequest, tp: int, pp: int, kv_cache_dtype: str, max_num_seqs: int,
-              served_model_name: str) -> list[str]:
+              served_model_name: str, max_num_batched_tokens: int) -> list[str]:
     """Container args for the vllm/vllm-openai image, whose entrypoint is `vllm serve`:
     the model first (positional), then flags. Everything sizing depends on is explicit,
     so a change of vLLM default cannot silently change the fleet."""
@@ -20,6 +20,9 @@ def vllm_args(req: PlanRequest, tp: int, pp: int, kv_cache_dtype: str, max_num_s
         "--max-model-len", str(req.max_model_len),
         "--gpu-memory-utilization", ratio_arg(req.gpu_memory_utilization),
         "--max-num-seqs", str(max_num_seqs),
+        # the profile run's activation peak (and the sliding-window cache) were sized for this; the
+        # API server's default is not what every engine entry point (Ray Serve LLM) falls back to
+        "--max-num-batched-tokens", str(max_num_batched_tokens),
         "--port", str(VLLM_PORT),
     ]
     if kv_cache_dtype != "auto":
