@@ -52,6 +52,9 @@ class Recorded:
     custom: bool
     inputs: dict
     provider: str | None = None
+    # Direct dependencies as "type::name" (depends_on, components expanded to their children, and the
+    # resources whose outputs feed the inputs): what `pulumi up` waits for before creating this one.
+    dependencies: tuple[str, ...] = ()
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
@@ -89,8 +92,15 @@ class RecordingMonitor(MockMonitor):
             inputs = rpc.deserialize_properties(request.object)
             with self._lock:
                 self.recorded.append(Recorded(request.type, request.name, _parent_key(request.parent),
-                                              bool(request.custom), inputs, request.provider or None))
+                                              bool(request.custom), inputs, request.provider or None,
+                                              tuple(sorted({_urn_key(u) for u in request.dependencies}))))
         return resp
+
+
+def _urn_key(urn: str) -> str:
+    """urn:pulumi:stack::project::parentType$type::name -> type::name"""
+    parts = urn.split("::")
+    return f"{parts[-2].split('$')[-1]}::{parts[-1]}"
 
 
 def _parent_key(urn: str) -> str | None:
