@@ -207,9 +207,11 @@ def test_network_policy_admits_only_configured_namespaces_and_prometheus():
     assert np["policyTypes"] == ["Ingress"]
     peers = [p for rule in np["ingress"] for p in rule["from"]]
     namespaces = sorted(p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
-                        for p in peers if p.get("namespaceSelector", {}).get("matchLabels"))
+                        for p in peers if p.get("namespaceSelector", {}).get("matchLabels") and "podSelector" not in p)
     assert namespaces == ["apps", "gateway"]
-    assert {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}} in peers
+    # Prometheus only from its own namespace: a pod label alone would let any tenant in
+    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}} in peers
     assert all(rule["ports"] == [{"port": 8000, "protocol": "TCP"}] for rule in np["ingress"])
     open_peers = [p for p in peers if p.get("namespaceSelector") == {} and "podSelector" not in p]
     assert not open_peers  # never "any pod in any namespace"

@@ -59,12 +59,14 @@ class ClusterAddons(pulumi.ComponentResource):
         prom = settings.prometheus
         if prom.enabled:
             monitor_labels, prometheus_url = dict(prometheus.MONITOR_LABELS), prometheus.prometheus_url()
+            prometheus_namespace: str | None = prometheus.NAMESPACE
             ns = self._namespace(prometheus.NAMESPACE, privileged=True)
             ready["monitoring"].append(self._chart(
                 "kube-prometheus-stack", prometheus.NAMESPACE,
                 prometheus.prometheus_values(prom, cluster.cloud, system), [ns, self._grafana_admin(ns)]))
         else:
             monitor_labels, prometheus_url = dict(prom.monitor_labels or {}), prom.url
+            prometheus_namespace = prometheus.url_namespace(prom.url)
         monitors = ready["monitoring"]  # releases that ship ServiceMonitors wait for the CRD
 
         if settings.gpu_operator.enabled:
@@ -92,7 +94,9 @@ class ClusterAddons(pulumi.ComponentResource):
             ready["network"] = self._fabrics(pools, rdma, settings.fabric.rdma_interfaces, nfd=ready["gpu"])
 
         self.facts = AddonsFacts(prometheus_url=prometheus_url, monitor_labels=monitor_labels,
-                                 dashboard_label=prometheus.DASHBOARD_LABEL, ready=ready, rdma_resource=rdma)
+                                 dashboard_label=prometheus.DASHBOARD_LABEL, ready=ready, rdma_resource=rdma,
+                                 prometheus_namespace=prometheus_namespace,
+                                 kuberay_namespace=kuberay.NAMESPACE if settings.kuberay.enabled else None)
         self.register_outputs({"prometheusUrl": prometheus_url})
 
     # --- helpers -----------------------------------------------------------------------------------

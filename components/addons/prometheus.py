@@ -5,6 +5,8 @@ Values keys: prometheus-community/helm-charts charts/kube-prometheus-stack/value
 """
 from __future__ import annotations
 
+import re
+
 from ..config.schema import PrometheusAddon
 
 RELEASE = "kube-prometheus-stack"
@@ -36,6 +38,12 @@ HIDDEN_CONTROL_PLANE = {
 # Source: kube-prometheus-stack values.yaml (coreDns / kubeDns: "use either this or ..."); GKE docs,
 # "Using kube-dns" (kube-dns is GKE Standard's default DNS provider).
 CLUSTER_DNS = {"aws": "coreDns", "gcp": "kubeDns", "existing": "coreDns"}
+
+
+def url_namespace(url: str | None) -> str | None:
+    """The namespace of an in-cluster Service URL (http://<service>.<namespace>.svc[...]:port), else None."""
+    m = re.match(r"^https?://[a-z0-9-]+\.([a-z0-9-]+)\.svc(\.|:|/|$)", url or "")
+    return m.group(1) if m else None
 
 
 def prometheus_url() -> str:

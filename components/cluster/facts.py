@@ -78,6 +78,10 @@ class AddonsFacts:
     dashboard_label: tuple[str, str]  # (key, value) the Grafana dashboard sidecar picks ConfigMaps by
     ready: dict[str, list[Any]] = field(default_factory=dict)
     rdma_resource: str | None = None  # extended resource name serving pods request on InfiniBand/RoCE
+    # Namespaces the scraping Prometheus and the KubeRay operator run in, for serving's NetworkPolicy
+    # (None: not known, e.g. the cluster's own Prometheus at a URL outside <svc>.<namespace>.svc).
+    prometheus_namespace: str | None = None
+    kuberay_namespace: str | None = None
 
     def depends(self, capability: str) -> list[Any]:
         return list(self.ready.get(capability, []))

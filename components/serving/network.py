@@ -7,7 +7,7 @@ from ..planner.vllm_args import VLLM_PORT
 from .pods import MODEL_LABEL, ROLE_LABEL, selector
 from .rayservice import METRICS_PORT
 
-# kube-prometheus-stack's Prometheus pods carry this label in whatever namespace the add-on uses.
+# prometheus-operator labels every Prometheus pod it runs with this (kube-prometheus-stack included).
 PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
 # The KubeRay operator polls the head's dashboard (Serve status) and Serve's health endpoint.
 KUBERAY_OPERATOR_POD = {"app.kubernetes.io/name": "kuberay-operator"}
@@ -32,17 +32,23 @@ def _clients(allowed_namespaces: list[str]) -> list[dict]:
     return peers
 
 
-def _prometheus() -> list[dict]:
-    return [{"namespaceSelector": {}, "podSelector": {"matchLabels": dict(PROMETHEUS_POD)}}]
+def _from_namespace(namespace: str | None, pod_labels: dict[str, str]) -> list[dict]:
+    """Pods with these labels in that namespace. Pod labels alone are no credential (any tenant can set
+    them), so the namespace is pinned by the label the API server sets on every namespace; an unknown
+    namespace (a cluster's own Prometheus / KubeRay) falls back to any namespace."""
+    ns = {"matchLabels": {"kubernetes.io/metadata.name": namespace}} if namespace else {}
+    return [{"namespaceSelector": ns, "podSelector": {"matchLabels": dict(pod_labels)}}]
 
 
-def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[str]) -> dict:
+def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[str],
+                        prometheus_namespace: str | None = None, kuberay_namespace: str | None = None) -> dict:
     """Ingress only; egress stays open (the prefetch reaches the Hub, engines reach each other)."""
     if not multi_node:
         # vLLM serves /metrics on the API port
         return {"podSelector": {"matchLabels": selector(model, "server")}, "policyTypes": ["Ingress"],
                 "ingress": [{"from": _clients(allowed_namespaces), "ports": _ports(VLLM_PORT)},
-                            {"from": _prometheus(), "ports": _ports(VLLM_PORT)}]}
+                            {"from": _from_namespace(prometheus_namespace, PROMETHEUS_POD),
+                             "ports": _ports(VLLM_PORT)}]}
     ray_pods = {"matchLabels": {MODEL_LABEL: model},
                 "matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": RAY_ROLES}]}
     return {"podSelector": ray_pods, "policyTypes": ["Ingress"],
@@ -50,8 +56,9 @@ def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[s
                 # GCS, raylets, object transfer and NCCL's bootstrap between the model's own Ray pods
                 {"from": [{"podSelector": ray_pods}]},
                 {"from": _clients(allowed_namespaces), "ports": _ports(VLLM_PORT)},
-                {"from": _prometheus(), "ports": _ports(METRICS_PORT)},
-                {"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": dict(KUBERAY_OPERATOR_POD)}}],
+                {"from": _from_namespace(prometheus_namespace, PROMETHEUS_POD), "ports": _ports(METRICS_PORT)},
+                # the dashboard port also takes Ray job submissions: only the operator may reach it
+                {"from": _from_namespace(kuberay_namespace, KUBERAY_OPERATOR_POD),
                  "ports": _ports(RAY_DASHBOARD_PORT, VLLM_PORT)},
             ]}
 

@@ -1,0 +1,499 @@
+"""Whole-plan invariants across component boundaries, on every shipped stack (and each cloud stack with a
+node-local NVMe cache): what separate per-area tests miss and a real `pulumi up` would not report. The
+cluster component, the add-ons, the model cache and serving each build their part from shared facts;
+these tests read the finished plan as Kubernetes and the cloud will (tests/helpers_consistency.py) and
+check that the parts fit: pods land on nodes that exist, selectors select, scrapes are admitted, names
+resolve, custom resources wait for their CRDs, images are pinned."""
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+import pytest
+
+from components.offline.runner import stack_names
+from tests.conftest import plan_config, planned
+from tests.helpers_consistency import (EFA, GPU, KUBERAY_POD_LABELS, PROMETHEUS_POD_LABELS, Plan, admitted, dig,
+                                       label_selector_matches, namespace_labels, pinned, quantity, stack_raw,
+                                       untolerated, walk)
+
+STACKS = stack_names()
+# The same cloud stacks with modelCache.kind nvme: serving reads a hostPath on the node's local disks.
+NVME_VARIANTS = [s for s in ("prod-llama70b-aws", "prod-llama405b-aws", "prod-qwen72b-gcp") if s in STACKS]
+# The on-prem stack on a cluster that already runs Prometheus and KubeRay (add-ons switched off).
+CLUSTER_PROMETHEUS = "http://prometheus-operated.observability.svc:9090"
+OWN_ADDONS = {"prometheus": {"enabled": False, "url": CLUSTER_PROMETHEUS, "monitorLabels": {"prometheus": "main"}},
+              "kuberay": {"enabled": False}}
+# A replica across two GKE A3 High nodes: GPU NIC networks, the TCPX installer and NRI device injector.
+GKE_405B = {"name": "llama-405b", "model": "llama-3.1-405b", "precision": "bf16", "accelerator": "h100",
+            "instanceTypes": ["a3-highgpu-8g"], "maxModelLen": 32768,
+            "sla": {"ttftMs": 3000, "tpotMs": 80, "concurrency": 32}, "replicas": {"min": 1, "max": 2}}
+VARIANTS = {**{f"{s}+nvme": (s, {"modelCache": {"kind": "nvme"}}) for s in NVME_VARIANTS},
+            "prod-llama405b-onprem+cluster-addons": ("prod-llama405b-onprem", {"addons": OWN_ADDONS}),
+            "prod-qwen72b-gcp+multinode": ("prod-qwen72b-gcp", {"models": [GKE_405B]})}
+PLANS = STACKS + [v for v, (s, _) in VARIANTS.items() if s in STACKS]
+
+
+@functools.lru_cache(maxsize=None)
+def plan(name: str) -> Plan:
+    if name in VARIANTS:
+        stack, override = VARIANTS[name]
+        raw = {**stack_raw(stack), **override}
+        resources, exports = plan_config(raw, stack=stack)
+        return Plan(name, raw, resources, exports)
+    return Plan(name, stack_raw(name), planned(name).resources, planned(name).exports)
+
+
+@pytest.fixture(params=PLANS)
+def p(request) -> Plan:
+    return plan(request.param)
+
+
+def _extended(requests: dict) -> dict:
+    return {k: v for k, v in requests.items() if "/" in k}
+
+
+# --- placement: node labels, taints, GPUs and fabric devices ------------------------------------------------
+
+def test_every_pod_template_is_schedulable_on_a_pool_of_the_stack(p):
+    """Required node affinity / nodeSelector, tolerations, GPUs, fabric devices, CPU and memory of every pod
+    template (Deployments, Ray head and workers, Jobs, DaemonSets) against the pools the stack creates."""
+    assert p.templates
+    for t in p.templates:
+        placed = p.placed_on(t)
+        assert placed, (f"{p.name}: {t.kind} {t.name} matches no node pool by labels and taints: "
+                        f"{[(x.name, x.labels, x.taints) for x in p.pools]}")
+        req = t.requests()
+        fits = [x for x in placed
+                if all(v <= x.advertised.get(k, 0) for k, v in _extended(req).items())
+                and (x.vcpu is None or req.get("cpu", 0) <= x.vcpu)
+                and (x.ram_gib is None or req.get("memory", 0) <= x.ram_gib)]
+        assert fits, (f"{p.name}: {t.kind} {t.name} requests {req}; the pools it may land on advertise "
+                      f"{[(x.name, x.advertised, x.vcpu, x.ram_gib) for x in placed]}")
+
+
+def test_gpu_pods_request_what_their_pool_advertises(p):
+    """GPUs per pod <= GPUs per node; vpc.amazonaws.com/efa <= the EFA devices the launch template attaches
+    and the EFA plugin reports; rdma/* is the resource the NicClusterPolicy's device plugin advertises."""
+    gpu_templates = [t for t in p.templates if t.requests().get(GPU)]
+    assert gpu_templates, f"{p.name}: no pod asks for a GPU"
+    for t in gpu_templates:
+        for pool in p.placed_on(t):
+            assert pool.gpus, f"{p.name}: GPU pod {t.name} may land on {pool.name}, which has no GPUs"
+            for resource, amount in _extended(t.requests()).items():
+                assert amount <= pool.advertised.get(resource, 0), \
+                    f"{p.name}: {t.name} asks for {amount} {resource}; {pool.name} advertises {pool.advertised}"
+        if EFA in t.requests():
+            assert all(x.efa_devices == t.requests()[EFA] for x in p.placed_on(t)), \
+                f"{p.name}: {t.name} should use every EFA device of its nodes"
+
+
+def kube_reserved_cpu(vcpu: float) -> float:
+    """CPU the kubelet keeps back on GKE and on EKS AL2023 (nodeadm): 6 % of the first core, 1 % of the
+    second, 0.5 % of the third and fourth, 0.25 % of every further core."""
+    return 0.06 + 0.01 * (vcpu >= 2) + 0.005 * min(max(vcpu - 2, 0), 2) + 0.0025 * max(vcpu - 4, 0)
+
+
+def test_gpu_pools_hold_the_planned_fleet(p):
+    """Planner <-> cluster <-> serving: a node holds the replicas the plan packs on it (with the stack's own
+    GPU-node DaemonSets and the kubelet's CPU reserve), and the pool can grow to the fleet's maximum."""
+    topo = p.exports["topology"]
+    for pool in (x for x in p.pools if x.gpus):
+        models = [t for t in topo.values() if pool.instance_type in (None, t["instance_type"])]
+        assert models, f"{p.name}: GPU pool {pool.name} serves no model"
+        daemons = sum(d.requests().get("cpu", 0) for d in p.templates
+                      if d.kind == "DaemonSet" and pool in p.placed_on(d))
+        for t in models:
+            per_node = t["replicas_per_node"] if t["nodes_per_replica"] == 1 else 1
+            assert per_node * t["gpus_per_replica"] // t["nodes_per_replica"] <= pool.gpus
+            if pool.vcpu:
+                assert per_node * t["pod_cpu"] + daemons <= pool.vcpu - kube_reserved_cpu(pool.vcpu), \
+                    f"{p.name}: {per_node} x {t['pod_cpu']} CPU + {daemons:g} for DaemonSets on {pool.name}"
+                assert per_node * t["pod_memory_gib"] <= pool.ram_gib
+        if pool.max_nodes is not None:
+            assert sum(t["max_nodes"] for t in models) <= pool.max_nodes, f"{p.name}: {pool.name} caps the fleet"
+
+
+def test_autoscalers_span_the_planned_replicas(p):
+    topo = p.exports["topology"]
+    for so in p.kind("ScaledObject"):
+        t = topo[so["spec"]["scaleTargetRef"]["name"]]
+        assert (so["spec"]["minReplicaCount"], so["spec"]["maxReplicaCount"]) == (t["min_replicas"], t["max_replicas"])
+        deployment = next(d for d in p.kind("Deployment") if d["metadata"]["name"] == t["served_model_name"])
+        assert deployment["spec"]["replicas"] == t["replicas"]
+    for ray in p.kind("RayService"):
+        t, npr = topo[ray["metadata"]["name"]], topo[ray["metadata"]["name"]]["nodes_per_replica"]
+        (group,) = ray["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+        assert (group["minReplicas"], group["replicas"], group["maxReplicas"]) == \
+            (npr * t["min_replicas"], npr * t["replicas"], npr * t["max_replicas"])
+        image = group["template"]["spec"]["containers"][0]["image"]
+        if image.startswith("rayproject/"):  # Ray in the image = the KubeRay rayVersion
+            assert image.split(":")[1].startswith(ray["spec"]["rayClusterConfig"]["rayVersion"] + "-"), image
+
+
+def test_workload_selectors_select_their_own_pods(p):
+    for o in p.objects:
+        if o["kind"] in ("Deployment", "DaemonSet"):
+            assert label_selector_matches(o["spec"]["selector"], o["spec"]["template"]["metadata"]["labels"])
+    for t in p.templates:
+        for c in t.spec.get("topologySpreadConstraints") or []:
+            assert label_selector_matches(c["labelSelector"], t.labels), f"{p.name}: {t.name} spreads other pods"
+    for pdb in p.kind("PodDisruptionBudget"):
+        pods = _selected(p, pdb["metadata"]["namespace"], pdb["spec"]["selector"])
+        assert pods and {t.labels.get("vllm-platform/model") for t in pods} == {pdb["metadata"]["name"]}, \
+            f"{p.name}: PDB {pdb['metadata']['name']} selects {[t.name for t in pods]}"
+        assert all(t.requests().get(GPU) for t in pods), "a PDB on non-serving pods"
+
+
+def test_gke_pod_networks_name_networks_the_stack_creates(p):
+    """Multi-networking: every interface a pod asks for is a Network of the stack (or GKE's default), each
+    Network's parameters exist, and its GPU NICs land on nodes whose pool has those networks attached."""
+    params = {n["metadata"]["name"]: n["spec"] for n in p.kind("GKENetworkParamSet")}
+    networks = {n["metadata"]["name"]: params[n["spec"]["parametersRef"]["name"]] for n in p.kind("Network")}
+    asked = [t for t in p.templates if "networking.gke.io/interfaces" in t.annotations]
+    for t in asked:
+        wanted = {i["network"] for i in json.loads(t.annotations["networking.gke.io/interfaces"])} - {"default"}
+        assert wanted <= set(networks), f"{p.name}: {t.name} asks for {wanted - set(networks)}"
+        for pool in p.placed_on(t):
+            nics = {(networks[n]["vpc"], networks[n]["vpcSubnet"]) for n in wanted}
+            assert nics <= pool.extra_networks, f"{p.name}: {pool.name} nodes lack {nics - pool.extra_networks}"
+    if p.name.endswith("+multinode"):
+        assert asked and networks
+
+
+GPU_DAEMONSET_TOLERATIONS = {
+    "gpu-operator": ["daemonsets.tolerations", "node-feature-discovery.worker.tolerations"],
+    "kube-prometheus-stack": ["prometheus-node-exporter.tolerations"],
+    "aws-efa-k8s-device-plugin": ["tolerations"],
+}
+
+
+def test_node_daemonsets_tolerate_every_gpu_pool(p):
+    """Chart DaemonSets that must run on GPU nodes (device plugin, DCGM, NFD, node-exporter, EFA plugin)."""
+    gpu_pools = [x for x in p.pools if x.gpus]
+    for release, paths in GPU_DAEMONSET_TOLERATIONS.items():
+        if release not in p.releases:
+            continue
+        for path in paths:
+            tolerations = dig(p.values(release), path)
+            assert tolerations is not None, f"{p.name}: {release} values have no {path}"
+            for pool in gpu_pools:
+                assert not untolerated(tolerations, pool.taints), f"{p.name}: {release} {path} vs {pool.name}"
+
+
+def test_serving_images_are_prepulled_on_every_node_serving_may_use(p):
+    for t in (t for t in p.templates if t.requests().get(GPU)):
+        images = {c["image"] for c in t.containers}
+        for pool in p.placed_on(t):
+            pulled = set()
+            for ds in (d for d in p.templates if d.kind == "DaemonSet" and pool in p.placed_on(d)):
+                pulled |= {c["image"] for c in ds.containers + (ds.spec.get("initContainers") or [])}
+            assert images <= pulled, f"{p.name}: {t.name} runs {images} on {pool.name}; pre-pulled there: {pulled}"
+
+
+def test_operators_select_labels_the_system_pool_has(p):
+    """Every nodeSelector in the Helm values (operators, Prometheus, Grafana, autoscaler) and every pod
+    template on system nodes selects labels some untainted pool really carries."""
+    plain = [x for x in p.pools if not untolerated([], x.taints)]
+    assert plain, f"{p.name}: no untainted pool for operators"
+    for release, r in p.releases.items():
+        for path, value in walk(r.get("values") or {}):
+            if path and path[-1] == "nodeSelector":
+                assert any(all(x.labels.get(k) == v for k, v in value.items()) for x in plain), \
+                    f"{p.name}: {release} {'.'.join(map(str, path))} = {value} matches no untainted pool"
+    for t in (t for t in p.templates if t.spec.get("nodeSelector") and not t.requests().get(GPU)):
+        assert any(x in plain for x in p.placed_on(t)), f"{p.name}: {t.name} is not placed on an untainted pool"
+
+
+# --- storage ---------------------------------------------------------------------------------------------
+
+def test_claims_bind_to_a_class_and_volume_that_exist(p):
+    classes = {o["metadata"]["name"] for o in p.kind("StorageClass")}
+    if p.cfg.model_cache.storage_class:
+        classes.add(p.cfg.model_cache.storage_class)  # an existing cluster's own class
+    for pvc in p.kind("PersistentVolumeClaim"):
+        spec, name = pvc["spec"], pvc["metadata"]["name"]
+        assert spec["storageClassName"] in classes, f"{p.name}: PVC {name} class {spec['storageClassName']}"
+        volumes = [v for v in p.kind("PersistentVolume") if v["spec"]["storageClassName"] == spec["storageClassName"]]
+        for pv in volumes:  # statically provisioned (Filestore): the claim must fit the volume
+            assert quantity(spec["resources"]["requests"]["storage"]) <= quantity(pv["spec"]["capacity"]["storage"]), \
+                f"{p.name}: PVC {name} asks for more than PV {pv['metadata']['name']} holds"
+            assert set(spec["accessModes"]) <= set(pv["spec"]["accessModes"]), f"{p.name}: PVC {name} access modes"
+    for pv in p.kind("PersistentVolume"):
+        for fs in (r for r in p.resources if r.type == "gcp:filestore/instance:Instance"):
+            # Filestore counts capacityGb in GiB (file.googleapis.com FileShareConfig.capacity_gb)
+            assert quantity(pv["spec"]["capacity"]["storage"]) <= fs.inputs["fileShares"]["capacityGb"], \
+                f"{p.name}: PV {pv['metadata']['name']} is larger than the Filestore share"
+    claims = {(c["metadata"]["namespace"], c["metadata"]["name"]) for c in p.kind("PersistentVolumeClaim")}
+    for t in p.templates:
+        for v in t.spec.get("volumes") or []:
+            if "persistentVolumeClaim" in v:
+                assert (t.namespace, v["persistentVolumeClaim"]["claimName"]) in claims, f"{p.name}: {t.name}"
+
+
+def test_nvme_cache_paths_are_on_the_disk_the_node_mounts(p):
+    host_paths = [(t, v["hostPath"]["path"]) for t in p.templates if t.requests().get(GPU)
+                  for v in t.spec.get("volumes") or [] if "hostPath" in v]
+    if p.name.endswith("+nvme"):
+        assert host_paths, f"{p.name}: an nvme cache but no hostPath volume"
+    for t, path in host_paths:
+        for pool in p.placed_on(t):
+            assert pool.nvme_mount and path.startswith(pool.nvme_mount.rstrip("/") + "/"), \
+                f"{p.name}: {t.name} reads {path} on {pool.name}, whose NVMe is mounted at {pool.nvme_mount}"
+
+
+# --- Services and monitoring -----------------------------------------------------------------------------
+
+def _selected(p: Plan, namespace: str, selector: dict) -> list:
+    return [t for t in p.templates if t.namespace == namespace and label_selector_matches(selector, t.labels)]
+
+
+def test_services_select_exactly_their_workload_on_a_declared_port(p):
+    for svc in p.kind("Service"):
+        ns, name, spec = svc["metadata"]["namespace"], svc["metadata"]["name"], svc["spec"]
+        chosen = _selected(p, ns, {"matchLabels": spec["selector"]})
+        assert [(t.kind, t.name) for t in chosen] == [("Deployment", name)], \
+            f"{p.name}: Service {name} selects {[t.name for t in chosen]}"
+        for port in spec["ports"]:
+            declared = chosen[0].port(port.get("targetPort", port["port"]))
+            assert declared and declared["protocol"] == port["protocol"], f"{p.name}: {name} port {port}"
+    services = {(s["metadata"]["namespace"], s["metadata"]["name"]) for s in p.kind("Service")}
+    for ray in p.kind("RayService"):
+        ns, serve = ray["metadata"]["namespace"], ray["spec"]["serveService"]
+        assert (ns, serve["metadata"]["name"]) not in services, "KubeRay's serve Service would collide"
+        head = next(t for t in p.templates if t.name == f"{ray['metadata']['name']}/head")
+        for port in serve["spec"]["ports"]:
+            assert head.port(port["port"]), f"{p.name}: the Ray head does not serve {port}"
+
+
+def test_exported_endpoints_resolve_to_a_service_port(p):
+    services = {(s["metadata"]["namespace"], s["metadata"]["name"]): [x["port"] for x in s["spec"]["ports"]]
+                for s in p.kind("Service")}
+    for ray in p.kind("RayService"):
+        serve = ray["spec"]["serveService"]
+        key = (ray["metadata"]["namespace"], serve["metadata"]["name"])
+        services[key] = [x["port"] for x in serve["spec"]["ports"]]
+    assert p.exports["endpoints"]
+    for model, url in p.exports["endpoints"].items():
+        m = re.fullmatch(r"http://([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local:(\d+)/v1", url)
+        assert m and int(m.group(3)) in services.get((m.group(2), m.group(1)), []), f"{p.name}: {model} {url}"
+
+
+def _prometheus(p: Plan) -> tuple[str | None, dict]:
+    """(namespace, values.prometheus.prometheusSpec) of the stack's kube-prometheus-stack; for the cluster's
+    own Prometheus the namespace of its configured in-cluster URL (<service>.<namespace>.svc)."""
+    release = p.releases.get("kube-prometheus-stack")
+    if not release:
+        m = re.match(r"https?://[^./]+\.([^./]+)\.svc\b", p.cfg.addons.prometheus.url or "")
+        return (m.group(1) if m else None), {}
+    return release["namespace"], dig(release["values"], "prometheus.prometheusSpec") or {}
+
+
+def _monitor_labels(p: Plan, which: str) -> dict:
+    ns, spec = _prometheus(p)
+    if "kube-prometheus-stack" not in p.releases:
+        return dict(p.cfg.addons.prometheus.monitor_labels or {})
+    assert spec.get(f"{which}Selector") is not None, f"nil {which}Selector: the chart then selects release=<name>"
+    return (spec[f"{which}Selector"] or {}).get("matchLabels") or {}
+
+
+def _namespace_selected(p: Plan, which: str, namespace: str) -> bool:
+    prom_ns, spec = _prometheus(p)
+    if "kube-prometheus-stack" not in p.releases:
+        return True  # the cluster's own Prometheus: its selectors are not in this stack
+    sel = spec.get(f"{which}NamespaceSelector")
+    return namespace == prom_ns if sel is None else label_selector_matches(sel, namespace_labels(p, namespace))
+
+
+def test_monitors_select_a_target_port_prometheus_picks_up(p):
+    for which, kind in (("serviceMonitor", "ServiceMonitor"), ("podMonitor", "PodMonitor"), ("rule", "PrometheusRule")):
+        for m in p.kind(kind):
+            labels, ns = m["metadata"]["labels"], m["metadata"]["namespace"]
+            want = _monitor_labels(p, which)
+            assert want.items() <= labels.items(), f"{p.name}: {kind} {m['metadata']['name']} lacks {want}"
+            assert _namespace_selected(p, which, ns), f"{p.name}: Prometheus does not read {kind}s in {ns}"
+    for sm in p.kind("ServiceMonitor"):
+        ns = sm["metadata"]["namespace"]
+        services = [s for s in p.kind("Service", ns)
+                    if label_selector_matches(sm["spec"]["selector"], s["metadata"]["labels"])]
+        assert services, f"{p.name}: ServiceMonitor {sm['metadata']['name']} selects no Service"
+        for ep in sm["spec"]["endpoints"]:
+            for s in services:  # a ServiceMonitor endpoint names a *Service* port
+                assert ep["port"] in [x.get("name") for x in s["spec"]["ports"]], \
+                    f"{p.name}: {ep} on {s['metadata']['name']}"
+    for pm in p.kind("PodMonitor"):
+        pods = _selected(p, pm["metadata"]["namespace"], pm["spec"]["selector"])
+        assert {t.name.split("/")[-1] for t in pods} >= {"head", "gpu"}, f"{p.name}: PodMonitor selects {pods}"
+        for ep in pm["spec"]["podMetricsEndpoints"]:
+            assert all(t.port(ep["port"]) for t in pods), f"{p.name}: pods without port {ep['port']}"
+
+
+def test_chart_monitors_and_dashboards_carry_the_labels_their_readers_select(p):
+    want = _monitor_labels(p, "serviceMonitor")
+    for release, path in (("gpu-operator", "dcgmExporter.serviceMonitor"),
+                          ("kuberay-operator", "metrics.serviceMonitor")):
+        sm = dig(p.values(release), path)
+        if sm and sm.get("enabled"):
+            assert want.items() <= (sm.get("additionalLabels") or {}).items(), f"{p.name}: {release} {path}"
+    sidecar = dig(p.values("kube-prometheus-stack"), "grafana.sidecar.dashboards")
+    for cm in (c for c in p.kind("ConfigMap") if c["metadata"]["name"].endswith("-dashboard")):
+        if sidecar:
+            assert cm["metadata"]["labels"].get(sidecar["label"]) == sidecar["labelValue"], \
+                f"{p.name}: Grafana's sidecar does not load {cm['metadata']['name']}"
+            assert sidecar.get("searchNamespace") in ("ALL", cm["metadata"]["namespace"])
+
+
+def _scrape_ports(p: Plan, t) -> set[int]:
+    ports = set()
+    for sm in p.kind("ServiceMonitor", t.namespace):
+        for s in p.kind("Service", t.namespace):
+            if label_selector_matches(sm["spec"]["selector"], s["metadata"]["labels"]) and \
+                    label_selector_matches({"matchLabels": s["spec"]["selector"]}, t.labels):
+                for ep in sm["spec"]["endpoints"]:
+                    sp = next(x for x in s["spec"]["ports"] if x.get("name") == ep["port"])
+                    ports.add(t.port(sp.get("targetPort", sp["port"]))["containerPort"])
+    for pm in p.kind("PodMonitor", t.namespace):
+        if label_selector_matches(pm["spec"]["selector"], t.labels):
+            ports |= {t.port(ep["port"])["containerPort"] for ep in pm["spec"]["podMetricsEndpoints"]}
+    return ports
+
+
+def test_network_policies_admit_prometheus_and_the_operator_from_their_namespaces_only(p):
+    prom_ns, _ = _prometheus(p)
+    kuberay_ns = (p.releases.get("kuberay-operator") or {}).get("namespace")  # else the cluster's own, unknown
+    stranger = {"kubernetes.io/metadata.name": "tenant"}  # any other namespace of the cluster
+    guarded = 0
+    for t in p.templates:
+        policies = [n for n in p.kind("NetworkPolicy", t.namespace)
+                    if label_selector_matches(n["spec"]["podSelector"], t.labels)]
+        if not policies:
+            continue
+        guarded += 1
+        declared = {port["containerPort"] for c in t.containers for port in c.get("ports") or []}
+
+        def allows(labels, ns, ns_labels, port):
+            return any(admitted(n, labels, ns, ns_labels, port) for n in policies)
+
+        for port in _scrape_ports(p, t) if prom_ns else ():
+            assert allows(PROMETHEUS_POD_LABELS, prom_ns, namespace_labels(p, prom_ns), port), \
+                f"{p.name}: Prometheus in {prom_ns} cannot scrape {t.name}:{port}"
+        if t.kind == "RayService" and t.name.endswith("/head") and kuberay_ns:
+            assert allows(KUBERAY_POD_LABELS, kuberay_ns, namespace_labels(p, kuberay_ns), 8265), \
+                f"{p.name}: the KubeRay operator cannot reach the Ray dashboard"
+        for svc in p.kind("Service", t.namespace):
+            if label_selector_matches({"matchLabels": svc["spec"]["selector"]}, t.labels):
+                for port in svc["spec"]["ports"]:
+                    target = t.port(port.get("targetPort", port["port"]))["containerPort"]
+                    for ns in [t.namespace, *p.cfg.serving.allowed_namespaces]:
+                        assert allows({}, ns, namespace_labels(p, ns), target), f"{p.name}: {ns} cannot call {t.name}"
+        if t.kind == "RayService":  # Serve's proxies answer on every Ray pod behind KubeRay's serve Service
+            for ns in [t.namespace, *p.cfg.serving.allowed_namespaces]:
+                assert allows({}, ns, namespace_labels(p, ns), 8000), f"{p.name}: {ns} cannot call {t.name}"
+        # (where the namespace is unknown, the policy can only go by pod labels)
+        known = [PROMETHEUS_POD_LABELS] * bool(prom_ns) + [KUBERAY_POD_LABELS] * bool(kuberay_ns)
+        for labels in (*known, {}):
+            for port in declared:
+                assert not allows(labels, "tenant", stranger, port), \
+                    f"{p.name}: a pod labelled {labels} in any namespace reaches {t.name}:{port}"
+    assert guarded, f"{p.name}: no NetworkPolicy selects a serving pod"
+
+
+def test_keda_queries_the_prometheus_the_stack_installs_for_a_deployment_that_exists(p):
+    release = p.releases.get("kube-prometheus-stack")
+    if release:
+        values = release["values"]
+        fullname = values.get("fullnameOverride") or release["name"]
+        port = dig(values, "prometheus.service.port") or 9090
+        url = f"http://{fullname[:26].rstrip('-')}-prometheus.{release['namespace']}.svc:{port}"
+    else:
+        url = p.cfg.addons.prometheus.url
+    for so in p.kind("ScaledObject"):
+        ns, ref = so["metadata"]["namespace"], so["spec"]["scaleTargetRef"]
+        addresses = {t["metadata"]["serverAddress"] for t in so["spec"]["triggers"]}
+        assert addresses == {url}, f"{p.name}: KEDA queries {addresses}; Prometheus is at {url}"
+        assert (ref.get("apiVersion"), ref.get("kind")) == ("apps/v1", "Deployment")
+        assert ref["name"] in [d["metadata"]["name"] for d in p.kind("Deployment", ns)], f"{p.name}: {ref}"
+        for trig in so["spec"]["triggers"]:
+            assert f'namespace="{ns}"' in trig["metadata"]["query"]
+
+
+# --- ordering, references, pinning -----------------------------------------------------------------------
+
+CRD_RELEASE = {"monitoring.coreos.com": "kube-prometheus-stack", "keda.sh": "keda", "ray.io": "kuberay-operator",
+               "mellanox.com": "network-operator"}
+
+
+def _closure(p: Plan):
+    by_key = {f"{r.type}::{r.name}": r for r in p.resources}
+
+    @functools.lru_cache(maxsize=None)
+    def deps(key: str) -> frozenset:
+        out = set()
+        for d in by_key[key].dependencies if key in by_key else ():
+            out |= {d} | deps(d)
+        return frozenset(out)
+    return deps
+
+
+def test_custom_resources_and_namespaced_objects_wait_for_what_installs_them(p):
+    deps = _closure(p)
+    releases = {r.inputs["name"]: f"{r.type}::{r.name}" for r in p.resources
+                if r.type == "kubernetes:helm.sh/v3:Release"}
+    namespaces = {r.inputs["metadata"]["name"]: f"{r.type}::{r.name}" for r in p.resources
+                  if r.type == "kubernetes:core/v1:Namespace"}
+    checked = 0
+    for r in (r for r in p.resources if r.custom and r.type.startswith("kubernetes:")
+              and not r.type.startswith("pulumi:providers")):
+        key = f"{r.type}::{r.name}"
+        group = r.type.split(":")[1].rsplit("/", 1)[0]
+        if group in CRD_RELEASE and CRD_RELEASE[group] in releases:
+            checked += 1
+            assert releases[CRD_RELEASE[group]] in deps(key), f"{p.name}: {key} does not wait for {CRD_RELEASE[group]}"
+        ns = (r.inputs.get("metadata") or {}).get("namespace") or r.inputs.get("namespace")
+        if ns in namespaces:
+            assert namespaces[ns] in deps(key), f"{p.name}: {key} does not wait for namespace {ns}"
+    assert checked, f"{p.name}: no custom resource checked"
+    prom = releases.get("kube-prometheus-stack")
+    for name, values_path in (("gpu-operator", "dcgmExporter.serviceMonitor.enabled"),
+                              ("kuberay-operator", "metrics.serviceMonitor.enabled")):
+        if prom and name in releases and dig(p.values(name), values_path):
+            assert prom in deps(releases[name]), f"{p.name}: {name} ships a ServiceMonitor before its CRD exists"
+
+
+def test_secret_references_resolve_in_the_same_namespace(p):
+    secrets = {(s["metadata"]["namespace"], s["metadata"]["name"]): set((s["_inputs"].get("stringData") or {})) |
+               set(s["_inputs"].get("data") or {}) for s in p.kind("Secret")}
+    refs = 0
+    for t in p.templates:
+        for c in t.containers + (t.spec.get("initContainers") or []):
+            for env in c.get("env") or []:
+                ref = (env.get("valueFrom") or {}).get("secretKeyRef")
+                if ref:
+                    refs += 1
+                    assert ref["key"] in secrets.get((t.namespace, ref["name"]), set()), f"{p.name}: {t.name} {ref}"
+    assert refs, f"{p.name}: no pod reads the HF token"
+    admin = dig(p.values("kube-prometheus-stack"), "grafana.admin")
+    if admin:
+        ns = p.releases["kube-prometheus-stack"]["namespace"]
+        assert {admin["userKey"], admin["passwordKey"]} <= secrets.get((ns, admin["existingSecret"]), set())
+
+
+def test_every_image_and_chart_is_pinned(p):
+    images = 0
+    for o in p.objects:
+        for _, value in walk({k: v for k, v in o.items() if k != "_inputs"}):
+            if isinstance(value, dict) and "image" in value and isinstance(value["image"], str):
+                images += 1
+                if "repository" in value and "version" in value:  # NicClusterPolicy components
+                    assert value["version"] and value["version"] != "latest", f"{p.name}: {value}"
+                else:
+                    assert pinned(value["image"]), f"{p.name}: {o['kind']} {o['metadata']['name']}: {value['image']}"
+    assert images
+    for name, r in p.releases.items():
+        assert re.fullmatch(r"v?\d+\.\d+\.\d+", r["version"]), f"{p.name}: chart {name} {r['version']!r}"
+        for path, value in walk(r.get("values") or {}):
+            if isinstance(value, dict) and "repository" in value and "tag" in value:
+                assert value["tag"] and value["tag"] != "latest", f"{p.name}: {name} {path}"
+            if isinstance(value, dict) and isinstance(value.get("image"), str):
+                assert pinned(value["image"]), f"{p.name}: {name} {path}"
