@@ -187,3 +187,15 @@ def test_gpu_memory_utilization_reaches_vllm_unrounded():
     assert t.vllm_args[t.vllm_args.index("--gpu-memory-utilization") + 1] == "0.925"
     t = plan_topology(request("llama-3.1-8b", "l4", max_model_len=8192))
     assert t.vllm_args[t.vllm_args.index("--gpu-memory-utilization") + 1] == "0.90"
+
+
+@pytest.mark.parametrize("gpu,cloud", [("h100", "aws"), ("h100", "gcp"), ("l4", "aws")])
+def test_pods_leave_the_node_room_for_kubelet_and_daemonsets(gpu, cloud):
+    """A whole-node pod asking for every CPU but two would not fit next to the kubelet's reserve and the
+    cloud's and our DaemonSets on a 192-208 vCPU node."""
+    from components.catalog import INSTANCE_TYPES
+    t = plan_topology(request("llama-3.1-405b" if gpu == "h100" else "llama-3.1-8b", gpu, cloud,
+                              max_model_len=8192))
+    vcpu = INSTANCE_TYPES[t.instance_type].vcpu
+    left = vcpu - t.pod_cpu * t.replicas_per_node
+    assert left >= max(2, vcpu * 0.03), (t.instance_type, t.pod_cpu, t.replicas_per_node)

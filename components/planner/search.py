@@ -13,7 +13,11 @@ from .topology import NoFeasibleTopology, Refusal, Topology
 from .vllm_args import vllm_args
 
 _SHAPE_RULES = {"tp-heads", "tp-kv-heads", "tp-fp8-block"}
-HOST_RESERVED_CPU = 2  # kubelet, system daemons and the GPU/metrics DaemonSets on each node
+def host_reserved_cpu(vcpu: int) -> int:
+    """CPUs left to the kubelet's reservation, the cloud's DaemonSets (CNI, CSI, metadata, logging) and
+    ours (device plugins, DCGM, node exporter, image pre-pull): at least 2, and 3 % of a big node,
+    whose kube-reserved alone grows with its cores (GKE/EKS: 0.25 % of every core above 4)."""
+    return max(2, -(-vcpu * 3 // 100))
 MIN_POD_MEMORY_GIB = 8
 
 
@@ -71,7 +75,7 @@ def _candidates(req: PlanRequest):
 
 def _pod_share(inst: InstanceType, replicas_per_node: int) -> tuple[int, int, int]:
     """CPU, memory and /dev/shm for one pod: its share of the node after system reservations."""
-    cpu = max(1, (inst.vcpu - HOST_RESERVED_CPU) // replicas_per_node)
+    cpu = max(1, (inst.vcpu - host_reserved_cpu(inst.vcpu)) // replicas_per_node)
     memory = int((inst.ram_gib * 0.9 - 1) // replicas_per_node)
     gpus = inst.gpus // replicas_per_node
     shm = max(1, min(memory // 4, 2 + 2 * gpus))
