@@ -59,24 +59,19 @@ def pool_name(instance_type: str) -> str:
 
 
 def gpu_pool_specs(topologies: dict[str, Topology]) -> list[PoolSpec]:
-    """Group the planned deployments by instance type; node counts add up across models
+    """Group the planned deployments by cloud instance type (the cloud clusters build the pools; an
+    existing cluster's nodes are described by config instead); node counts add up across models
     (replicas of different models never share a node: each pod asks for its whole share)."""
     by_type: dict[str, list[Topology]] = {}
     for t in topologies.values():
         by_type.setdefault(t.instance_type, []).append(t)
     specs = []
     for itype, ts in sorted(by_type.items()):
-        inst = INSTANCE_TYPES.get(itype) or _existing(ts[0])
         specs.append(PoolSpec(
-            name=pool_name(itype), instance=inst,
+            name=pool_name(itype), instance=INSTANCE_TYPES[itype],
             min_nodes=sum(t.min_nodes for t in ts),
             desired_nodes=sum(t.nodes for t in ts),
             max_nodes=sum(t.max_nodes for t in ts),
             multi_node=any(t.nodes_per_replica > 1 for t in ts),
             models=tuple(t.served_model_name for t in ts)))
     return specs
-
-
-def _existing(t: Topology) -> InstanceType:
-    return InstanceType("existing", t.instance_type, t.accelerator, t.gpus_per_node, 0, 0, 0, 0, t.fabric,
-                        t.price_per_node_hour, "existing cluster")

@@ -58,9 +58,6 @@ class Recorded:
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
-    def __init__(self):
-        self.invokes: list[tuple[str, dict]] = []
-
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict]:
         extra = CLOUD_OUTPUTS.get(args.typ)
         outputs = dict(args.inputs)
@@ -72,7 +69,6 @@ class RecordingMocks(pulumi.runtime.Mocks):
         return (rid if args.custom else None), outputs
 
     def call(self, args: MockCallArgs) -> tuple[dict, list | None]:
-        self.invokes.append((args.token, args.args))
         fn = INVOKES.get(args.token)
         return (fn(args.args) if fn else {}), []  # MockMonitor.Invoke iterates the failures
 
