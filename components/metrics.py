@@ -2,7 +2,7 @@
 
 Every KEDA query, alert rule and dashboard panel gets its metric names from `name()` here, so
 that a name vLLM removed (`vllm:gpu_cache_usage_perc` in v0.12, `vllm:time_per_output_token_seconds`)
-cannot slip back in. The list is read off the released vLLM 0.31.0 package (../shared/VLLM-0.31.md);
+cannot slip back in. The list is read off the released vLLM 0.31.0 package (docs/vllm-0.31.md);
 bumping versions.VLLM_VERSION without adding the new release's list here fails at import.
 
 Ray Serve LLM exports the same engine metrics through Ray's metrics agent (vLLM's
@@ -71,7 +71,7 @@ vllm:spec_decode_num_drafts
 vllm:time_to_first_token_seconds
 """
 
-# vLLM image tag -> the metric names that release exposes (source: ../shared/VLLM-0.31.md).
+# vLLM image tag -> the metric names that release exposes (source: docs/vllm-0.31.md).
 METRICS_BY_VERSION: dict[str, frozenset[str]] = {
     "v0.31.0": frozenset(_V0_31.split()),
 }

@@ -1,4 +1,4 @@
-"""Every pinned version in one place (bump deliberately; see ../shared/DESIGN.md, checked late 2026).
+"""Every pinned version in one place (bump deliberately; checked late 2026).
 
 Charts: (repository URL, chart name, version). Images: full references, never `latest`.
 """

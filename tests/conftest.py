@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,29 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+class OutsideRepo(RuntimeError):
+    """The suite touched a file beside the repository: a fresh clone has nothing there."""
+
+
+def _stays_in_repo(event: str, args: tuple) -> None:
+    """Audit hook: refuse any file or directory access under the repository's parent that is not inside the
+    repository itself (a sibling checkout, ../shared): a user clones only the repo, so the suite must pass
+    with nothing beside it. The interpreter, site-packages and /tmp lie elsewhere and are not affected."""
+    if event not in ("open", "os.listdir", "os.scandir", "glob.glob", "os.stat") or not args:
+        return
+    target = args[0]
+    if not isinstance(target, (str, bytes, Path)) or isinstance(target, int):
+        return
+    path = os.path.abspath(os.fsdecode(target))
+    if path.startswith(_PARENT) and not (path == _ROOT or path.startswith(_ROOT + os.sep)):
+        raise OutsideRepo(f"{path} is outside the repository {_ROOT}; vendor what the test needs into the repo")
+
+
+_ROOT = str(ROOT)
+_PARENT = str(ROOT.parent) + os.sep
+sys.addaudithook(_stays_in_repo)
 
 from components.offline.render import manifests, sanitize  # noqa: E402
 from components.offline.runner import OFFLINE_SECRET, plan_stack_offline, run_program  # noqa: E402

@@ -14,7 +14,7 @@ from components.cluster.facts import ClusterFacts, GpuPool, Taint
 from components.config.schema import Addons, GpuOperatorAddon, PrometheusAddon
 from components import versions
 
-CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
+CRDS = Path(__file__).resolve().parents[1] / "schemas" / "crds"
 SYSTEM = {"vllm-platform/node-role": "system"}
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 

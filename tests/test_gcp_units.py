@@ -18,7 +18,7 @@ from components.cluster.gcp.nodepools import local_ssd_read_gbps
 from components.config import ConfigError
 from components.config.load import parse
 
-CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds" / "gke-networking-api"
+CRDS = Path(__file__).resolve().parents[1] / "schemas" / "crds" / "gke-networking-api"
 GCP = {"project": "my-proj-123", "region": "us-central1", "zone": "us-central1-a",
        "masterAuthorizedNetworks": ["203.0.113.7/32"]}
 MODEL = [{"name": "llama-8b", "model": "llama-3.1-8b", "maxModelLen": 8192}]

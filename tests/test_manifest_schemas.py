@@ -1,6 +1,6 @@
 """Every Kubernetes object every shipped stack renders is one the API server would accept.
 
-Custom resources validate against the upstream CRD schemas in ../shared/crds (the ones the real
+Custom resources validate against the upstream CRD schemas in schemas/crds (the ones the real
 operators install), made strict: an API server silently prunes a field the schema does not know,
 so a misspelt field would pass a lenient check and then vanish. Built-in objects validate against
 the Kubernetes OpenAPI schema of the stack's cluster.kubernetesVersion (kubernetes-validate, strict).
@@ -23,7 +23,7 @@ from components.config.schema import ClusterSettings
 from components.offline.runner import load_stack_yaml, stack_file, stack_names
 from tests.conftest import manifests, planned
 
-CRDS = Path(__file__).resolve().parents[2] / "shared" / "crds"
+CRDS = Path(__file__).resolve().parents[1] / "schemas" / "crds"
 
 
 def _strict(schema):
@@ -100,7 +100,7 @@ def problems(obj: dict, k8s_version: str) -> list[str]:
     except kubernetes_validate.ValidationError as e:
         return [f"{'.'.join(map(str, e.path)) or '(root)'}: {e.message}"]
     except kubernetes_validate.SchemaNotFoundError as e:
-        return [f"no schema: {e.message} (add its CRD to ../shared/crds or use a built-in kind)"]
+        return [f"no schema: {e.message} (add its CRD to schemas/crds or use a built-in kind)"]
     return []
 
 

@@ -1,5 +1,5 @@
 """One metric contract: every vLLM metric name the stack uses comes from components/metrics.py, whose
-list is the pinned vLLM release's (../shared/VLLM-0.31.md), and nothing uses a name outside it."""
+list is the pinned vLLM release's (docs/vllm-0.31.md), and nothing uses a name outside it."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from components.versions import VLLM_VERSION
 from tests.conftest import planned, sanitize
 
 ROOT = Path(__file__).resolve().parents[1]
-FACTS = ROOT.parent / "shared" / "VLLM-0.31.md"
+FACTS = ROOT / "docs" / "vllm-0.31.md"
 
 
 def test_list_is_the_pinned_releases_list():

@@ -8,7 +8,7 @@
   (existing clusters)  secondary-network CNIs (Multus, CNI plugins, IPoIB on InfiniBand)
 
 Values keys: aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml; Mellanox/network-operator
-deployment/network-operator/values.yaml. NicClusterPolicy schema: ../shared/crds/network-operator.
+deployment/network-operator/values.yaml. NicClusterPolicy schema: schemas/crds/network-operator.
 """
 from __future__ import annotations
 

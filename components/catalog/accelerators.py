@@ -2,7 +2,7 @@
 
 Every row names its source. `reported_mib` is what EC2 reports as `instance-gpu-memory`
 (aws/karpenter-provider-aws website/content/en/docs/reference/instance-types.md);
-the other figures are NVIDIA datasheet values (see ../shared/SIZING-FACTS.md).
+the other figures are NVIDIA datasheet values (see docs/sizing.md).
 
 vLLM budgets from the total that torch.cuda.mem_get_info reports, which on the big parts is
 0.5-1.2 GiB below the EC2 figure (ECC and driver reservations grow with the HBM size). Where the

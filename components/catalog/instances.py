@@ -2,7 +2,7 @@
 
 Shapes: AWS from aws/karpenter-provider-aws website/content/en/docs/reference/instance-types.md;
 GCP from AI-Hypercomputer/xpk system_characteristics.py and the dstack GCP cluster docs
-(both in ../shared/SIZING-FACTS.md).
+(both in docs/sizing.md).
 
 Prices are on-demand Linux $/hour, AWS us-east-1 (aws.amazon.com/ec2/pricing/on-demand) and
 GCP us-central1 (cloud.google.com/compute/gpus-pricing, accelerator-optimized machine types

@@ -1,6 +1,6 @@
 """Model architectures the planner sizes from.
 
-Sources (see ../shared/SIZING-FACTS.md): a = oumi-ai/oumi configs/recipes/llama3_1/README.md;
+Sources (see docs/sizing.md): a = oumi-ai/oumi configs/recipes/llama3_1/README.md;
 b = AI-Hypercomputer/maxtext src/MaxText/configs/models/*.yml; c = huggingface.co/Qwen/Qwen2.5-32B
 config.json; d = huggingface.co/mistralai/Mixtral-8x7B-Instruct-v0.1 config.json; e =
 vllm-project/recipes models/*.yaml; f = vLLM docs deepseek_v3 config; g = gpt-oss-120b config

@@ -1,4 +1,4 @@
-"""How vLLM (V1 engine) budgets GPU memory, per rank (see ../shared/SIZING-FACTS.md).
+"""How vLLM (V1 engine) budgets GPU memory, per rank (see docs/sizing.md).
 
 requested = visible memory x gpu_memory_utilization
 kv_cache  = requested - (weights + peak activation of the profile run + non-torch memory)

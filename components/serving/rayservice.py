@@ -5,7 +5,7 @@ autoscale through Ray Serve (its autoscaling_config); KubeRay's in-tree autoscal
 replicas' placement groups into worker pods, and the node autoscaler turns those into nodes. KEDA is
 not used here: a RayService has no scale subresource.
 
-Field names: KubeRay v1.7.0 CRD (../shared/crds/kuberay/ray.io_rayservices.yaml); Serve LLM config:
+Field names: KubeRay v1.7.0 CRD (schemas/crds/kuberay/ray.io_rayservices.yaml); Serve LLM config:
 docs.ray.io serve/llm configuration reference (LLMConfig: model_loading_config, engine_kwargs,
 accelerator_type, deployment_config.autoscaling_config) and the `ray.serve.llm:build_openai_app` builder.
 """

@@ -2,7 +2,7 @@
 GKE private nodes and Workload Identity, GPU node pools tainted.
 
 Property names are the serialized Pulumi inputs of pulumi-aws 7 / pulumi-gcp 10 (camelCase) and of
-the Karpenter v1 CRDs (../shared/crds/karpenter)."""
+the Karpenter v1 CRDs (schemas/crds/karpenter)."""
 from __future__ import annotations
 
 from components.catalog import INSTANCE_TYPES

@@ -228,8 +228,8 @@ def _runtime_env_problems(config: dict):
 
 
 # Kinds whose API has the /scale subresource KEDA drives (apps/v1 and core/v1 built-ins; LeaderWorkerSet
-# per its CRD in ../shared/crds/lws; Argo Rollouts per its CRD). KubeRay's RayCluster/RayService/RayJob
-# CRDs declare only the status subresource (../shared/crds/kuberay), so KEDA cannot scale them.
+# per its CRD in schemas/crds/lws; Argo Rollouts per its CRD). KubeRay's RayCluster/RayService/RayJob
+# CRDs declare only the status subresource (schemas/crds/kuberay), so KEDA cannot scale them.
 SCALABLE_KINDS = {
     "Deployment": "apps", "StatefulSet": "apps", "ReplicaSet": "apps", "ReplicationController": "",
     "LeaderWorkerSet": "leaderworkerset.x-k8s.io", "Rollout": "argoproj.io",
@@ -252,7 +252,7 @@ def keda_target_scalable(resource_type, props):
         yield f"scaleTargetRef {api_version} {kind}: {kind} is served by {SCALABLE_KINDS[kind] or 'core'}/v1"
 
 
-# From ../shared/VLLM-0.31.md (vLLM 0.31.0, the pinned image).
+# From docs/vllm-0.31.md (vLLM 0.31.0, the pinned image).
 VLLM_REMOVED_FLAGS = {"--speculative-model": "removed; use --speculative-config with JSON"}
 
 

@@ -11,7 +11,7 @@ Sources:
       cloud.google.com/vpc/docs/rdma-network-profiles (A3 Ultra, A4: 8 CX-7 NICs in one VPC with
       the ZONE-vpc-roce network profile, one subnet per NIC, deviceMode RDMA; plus a second gVNIC in
       its own VPC; MTU 8896; RoCE VPCs take no firewall rules)
-  p = ../shared/SIZING-FACTS.md (compact placement on GKE documented for A100, L4 and H100;
+  p = docs/sizing.md (compact placement on GKE documented for A100, L4 and H100;
       H200/B200 capacity comes through reservations)
   d = cloud.google.com/compute/docs/accelerator-optimized-machines (A3 Ultra and A4 boot from
       Hyperdisk only; consumption through reservations, flex-start or Spot ⚠ re-check)

@@ -1,0 +1,26 @@
+"""The repository stands alone: the suite reads nothing beside it (a user clones only the repo)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+def test_reading_beside_the_repository_is_refused():
+    with pytest.raises(RuntimeError, match="outside the repository"):
+        (ROOT.parent / "shared" / "DESIGN.md").read_text()
+    with pytest.raises(RuntimeError, match="vendor what the test needs"):
+        list((ROOT.parent / "shared").glob("*"))
+
+
+def test_reading_inside_the_repository_is_allowed():
+    assert (ROOT / "schemas" / "crds" / "README.md").read_text().startswith("# Vendored")
+
+
+def test_every_vendored_file_is_listed_with_its_source():
+    listed = {line.split("\t")[0] for line in (ROOT / "schemas" / "sources.tsv").read_text().splitlines()
+              if line and not line.startswith("#")}
+    on_disk = {str(p.relative_to(ROOT / "schemas" / "crds")) for p in (ROOT / "schemas" / "crds").rglob("*.yaml")}
+    assert on_disk <= listed, f"vendored without a source row in schemas/sources.tsv: {sorted(on_disk - listed)}"
+    readme = (ROOT / "schemas" / "crds" / "README.md").read_text()
+    assert all(f"| {f} |" in readme for f in on_disk)
