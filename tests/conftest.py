@@ -22,13 +22,14 @@ def _stays_in_repo(event: str, args: tuple) -> None:
     """Audit hook: refuse any file or directory access under the repository's parent that is not inside the
     repository itself (a sibling checkout, ../shared): a user clones only the repo, so the suite must pass
     with nothing beside it. The interpreter, site-packages and /tmp lie elsewhere and are not affected."""
-    if event not in ("open", "os.listdir", "os.scandir", "glob.glob", "os.stat") or not args:
+    if event not in ("open", "os.listdir", "os.scandir", "glob.glob") or not args:
         return
     target = args[0]
     if not isinstance(target, (str, bytes, Path)) or isinstance(target, int):
         return
     path = os.path.abspath(os.fsdecode(target))
-    if path.startswith(_PARENT) and not (path == _ROOT or path.startswith(_ROOT + os.sep)):
+    beside = path == _PARENT.rstrip(os.sep) or path.startswith(_PARENT)
+    if beside and not (path == _ROOT or path.startswith(_ROOT + os.sep)):
         raise OutsideRepo(f"{path} is outside the repository {_ROOT}; vendor what the test needs into the repo")
 
 

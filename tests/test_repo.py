@@ -1,6 +1,8 @@
 """The repository stands alone: the suite reads nothing beside it (a user clones only the repo)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.conftest import ROOT
@@ -9,8 +11,11 @@ from tests.conftest import ROOT
 def test_reading_beside_the_repository_is_refused():
     with pytest.raises(RuntimeError, match="outside the repository"):
         (ROOT.parent / "shared" / "DESIGN.md").read_text()
+    # refused whether or not anything is there: a fresh clone has nothing beside it
     with pytest.raises(RuntimeError, match="vendor what the test needs"):
-        list((ROOT.parent / "shared").glob("*"))
+        (ROOT.parent / "no-such-sibling" / "x.yaml").read_text()
+    with pytest.raises(RuntimeError, match="vendor what the test needs"):
+        os.listdir(ROOT.parent)
 
 
 def test_reading_inside_the_repository_is_allowed():

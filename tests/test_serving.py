@@ -307,15 +307,6 @@ def test_every_rendered_serving_pod_is_guaranteed_qos(stack):
     assert {name: qos_class(pod) for name, pod in pods.items()} == {name: "Guaranteed" for name in pods}
 
 
-def test_dev_plan_stays_fast():
-    import time
-
-    from components.offline.runner import plan_stack_offline
-    started = time.perf_counter()
-    plan_stack_offline("dev")
-    assert time.perf_counter() - started < 5
-
-
 def test_serving_config_errors_name_the_field():
     base = {"cloud": "aws", "aws": {"region": "us-east-1"}, "models": [{"name": "x", "model": "llama-3.1-8b"}]}
     with pytest.raises(ConfigError) as e:
