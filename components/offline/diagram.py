@@ -33,13 +33,17 @@ def label(text: str) -> str:
 
 
 def packing(t: dict[str, Any]) -> str:
-    """'p5.48xlarge x2 (8 GPU/node, TP8xPP2)': the instance, how many nodes, how a replica sits on them."""
+    """'p5.48xlarge x2 (8 GPU/node, TP8xPP2, efa; 2–4 nodes)': the instance, how many nodes now, how a
+    replica sits on them, the fabric, and the range the autoscaler may move the node count in."""
     par = f"TP{t['tensor_parallel_size']}" + (f"xPP{t['pipeline_parallel_size']}"
                                               if t["pipeline_parallel_size"] > 1 else "")
+    if t.get("replicas_per_node", 1) > 1:
+        par += f", up to {t['replicas_per_node']} replicas/node"
     where = t["instance_type"] if t["cloud"] != "existing" else f"{t['accelerator']} nodes"
     fabric = f", {t['fabric']}" if t.get("fabric") and t["fabric"] != "none" else ""
-    return (f"{where} x{t['nodes']} ({t['gpus_per_node']} GPU/node, {par}{fabric}; "
-            f"{t['min_nodes']}–{t['max_nodes']} nodes)")
+    span = f"{t['min_nodes']}–{t['max_nodes']} nodes" if t["min_nodes"] != t["max_nodes"] else \
+        f"fixed at {t['min_nodes']} nodes"
+    return f"{where} x{t['nodes']} ({t['gpus_per_node']} GPU/node, {par}{fabric}; {span})"
 
 
 def _descendants(rows: list[Row], root: str) -> list[Row]:
