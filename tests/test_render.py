@@ -138,10 +138,15 @@ def test_plan_diff_shows_added_removed_and_changed_resources(tmp_path, capsys):
     assert "    - kubernetes:apps/v1:Deployment  vllm-llama-8b-b-deployment" in out
 
 
-def test_plan_diff_against_itself_is_empty(tmp_path, capsys):
-    """--diff may name the directory the plan replaces: it is read first."""
-    assert plan(capsys, "dev", "--out", str(tmp_path))[0] == 0
-    code, out, _ = plan(capsys, "dev", "--out", str(tmp_path), "--diff", str(tmp_path))
+def test_plan_diff_may_name_the_directory_the_plan_replaces(tmp_path, capsys):
+    """`plan dev --diff build/dev`: the earlier plan is read before the new one overwrites it."""
+    def two_models(config):
+        config["vllm-platform:models"].append({**config["vllm-platform:models"][0], "name": "llama-8b-b"})
+    assert plan(capsys, _dev_variant(tmp_path, two_models), "--out", str(tmp_path / "p"))[0] == 0
+    code, out, _ = plan(capsys, "dev", "--out", str(tmp_path / "p"), "--diff", str(tmp_path / "p"))
+    assert code == 0
+    assert "    - kubernetes:apps/v1:Deployment  vllm-llama-8b-b-deployment" in out
+    code, out, _ = plan(capsys, "dev", "--out", str(tmp_path / "p"), "--diff", str(tmp_path / "p"))
     assert code == 0 and "  0 to add, 0 to change, 0 to delete" in out
 
 
@@ -180,3 +185,16 @@ def test_a_secret_data_map_stays_base64():
     assert m["data"] == {"token": "W3NlY3JldF0=", "ca.crt": "W3NlY3JldF0="}  # base64("[secret]")
     kubernetes_validate.validate(m, "1.34", strict=True)
     assert "c2VjcmV0" not in json.dumps(m)
+
+
+def test_manifest_keys_are_sorted_below_the_head():
+    """apiVersion, kind, metadata first (as kubectl writes them), then every map in key order, at every
+    depth: the wire format does not promise an order, the files must not depend on one."""
+    from components.offline.mocks import Recorded
+    r = Recorded("kubernetes:core/v1:ConfigMap", "c", None, True,
+                 {"data": {"b": "2", "a": "1"}, "metadata": {"namespace": "n", "name": "c", "labels": {"z": "1", "y": "2"}},
+                  "kind": "ConfigMap", "apiVersion": "v1"})
+    m = manifests([r])["configmap_n_c.yaml"]
+    assert list(m) == ["apiVersion", "kind", "metadata", "data"]
+    assert list(m["data"]) == ["a", "b"] and list(m["metadata"]) == ["labels", "name", "namespace"]
+    assert list(m["metadata"]["labels"]) == ["y", "z"]

@@ -106,3 +106,9 @@ def test_readme_diagram_is_the_generated_one_for_the_default_stack():
     assert m, "README has no diagram markers"
     assert m.group(1) == diagram("dev"), \
         "README diagram is stale: paste build/dev/diagram.mmd from `python -m components plan` between the markers"
+
+
+def test_a_quote_in_a_label_does_not_end_it():
+    from components.offline.diagram import label, node_id
+    assert label('say "hi"') == '"say #quot;hi#quot;"'
+    assert node_id("svc", "llama-3.1.8b") == "svc_llama_3_1_8b"
