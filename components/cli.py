@@ -269,7 +269,9 @@ def version() -> str:
 
 def parser() -> argparse.ArgumentParser:
     f = _HelpFormatter
-    p = argparse.ArgumentParser(prog="python -m components", description=__doc__, formatter_class=f)
+    # `vllm-platform` when run as the installed console script, else the module form the README uses.
+    prog = "vllm-platform" if os.path.basename(sys.argv[0] or "") == "vllm-platform" else "python -m components"
+    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=f)
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     t = sub.add_parser("topology", help="plan one model on one GPU type", formatter_class=f,

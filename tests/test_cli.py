@@ -219,3 +219,10 @@ def test_version_is_the_projects(capsys):
         main(["--version"])
     assert e.value.code == 0
     assert capsys.readouterr().out.strip() == "python -m components 0.1.0"
+
+
+def test_version_says_the_console_scripts_name(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/vllm-platform", "--version"])
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == "vllm-platform 0.1.0"
