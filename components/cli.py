@@ -1,14 +1,17 @@
-"""python -m components: topology | table | plan.
+"""python -m components: topology | table | stacks | plan.
 
-Exit codes: 0 ok; 2 bad input (config or arguments); 3 no topology fits; 4 a mandatory policy failed.
+Exit codes: 0 ok; 2 bad input (arguments, a stack file's YAML or its config); 3 no topology fits;
+4 a mandatory policy failed.
 """
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import sys
 import time
-from collections import Counter
+from pathlib import Path
 
 from .catalog import ACCELERATORS, MODELS, find_model, instance_types
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
@@ -151,24 +154,44 @@ def render_stacks() -> str:
 
 
 def cmd_stacks(a) -> int:
-    print(render_stacks())
+    from .config import ConfigError
+    try:
+        text = render_stacks()
+    except ConfigError as e:
+        return _fail(EXIT_BAD_INPUT, str(e))
+    except NoFeasibleTopology as e:
+        return _fail(EXIT_NO_FIT, f"no topology fits: {e.message}")
+    print(text)
     return 0
 
 
 def cmd_plan(a) -> int:
     from .config import ConfigError
-    from .offline.render import write_plan
+    from .offline import diagram, review
+    from .offline.render import resource_rows, write_plan
     from .offline.runner import DEFAULT_STACK, ROOT, plan_stack_offline
 
     import pulumi
 
     stack = a.stack or DEFAULT_STACK
     started = time.perf_counter()
+    if a.out and Path(a.out).exists() and any(Path(a.out).iterdir()) and not (Path(a.out) / "resources.json").exists():
+        return _fail(EXIT_BAD_INPUT, f"--out: {a.out} exists and holds no earlier plan (resources.json); "
+                                     "the plan replaces its directory, so give a new or a plan directory")
+    old_rows = None
+    if a.diff is not None:  # read before the plan: --diff may name the directory this plan replaces
+        try:
+            old_rows = review.read_rows(Path(a.diff))
+        except (OSError, ValueError) as e:
+            return _fail(EXIT_BAD_INPUT, f"--diff: no earlier plan at {a.diff} ({e}); "
+                                         f"give a directory an earlier `plan --out DIR` wrote")
     try:
         result = plan_stack_offline(stack)
         stack = result.stack
     except FileNotFoundError as e:
         return _fail(EXIT_BAD_INPUT, str(e))
+    except ConfigError as e:
+        return _fail(EXIT_BAD_INPUT, f"{stack}: {e}")
     except pulumi.RunError as e:
         cause = e.__cause__
         if isinstance(cause, ConfigError):
@@ -177,21 +200,35 @@ def cmd_plan(a) -> int:
             return _fail(EXIT_NO_FIT, f"{stack}: no topology fits: {cause.message}")
         raise
     topology = result.exports.get("topology", {})
-    out = ROOT / "build" / stack
-    objs = write_plan(out, result.resources, topology)
+    out = Path(a.out) if a.out else ROOT / "build" / stack
+    rows = resource_rows(result.resources)
+    picture = diagram.mermaid(stack, rows, topology)
+    objs = write_plan(out, result.resources, topology,
+                      extra={"diagram.mmd": picture, "diagram.md": diagram.markdown(stack, picture)})
     for note in result.notes:
         print(f"note: {note}")
     for t in topology.values():
         print(summary(Topology(**{k: v for k, v in t.items() if k != "multi_node"})))
-    counts = Counter(r.type for r in result.resources)
-    print(f"\n{len(result.resources)} resources:")
-    for typ, n in sorted(counts.items()):
-        print(f"  {n:3d}  {typ}")
-    print(f"\nwrote {out.relative_to(ROOT)}/resources.json, topology.json and {len(objs)} manifests "
-          f"in {time.perf_counter() - started:.2f} s")
+    components = sum(1 for r in result.resources if not r.custom)
+    print(f"\nResources ({len(rows)}, of which {components} components):")
+    for line in review.tree_lines(rows):
+        print(f"  {line}")
+    if old_rows is not None:
+        print(f"\nChanges since {a.diff}:")
+        for line in review.diff_lines(old_rows, rows):
+            print(f"  {line}")
+    print(f"\nwrote {_shown(out, ROOT)}/: resources.json, topology.json, diagram.mmd, diagram.md and "
+          f"{len(objs)} manifests in {time.perf_counter() - started:.2f} s")
     verdicts = _policy_verdicts(result)
     print(f"policy pack: {len(verdicts)} mandatory violation(s)")
     return EXIT_POLICY if verdicts else 0
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def _policy_verdicts(result) -> list:
@@ -208,31 +245,118 @@ def _policy_verdicts(result) -> list:
     return mandatory
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m components", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("topology", help="plan one model on one GPU type")
-    t.add_argument("--model", required=True)
-    t.add_argument("--gpu")
-    t.add_argument("--precision", choices=["bf16", "fp8", "mxfp4"])
-    t.add_argument("--max-model-len", type=int)
-    t.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms)
-    t.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms)
-    t.add_argument("--concurrency", type=int, default=Sla.concurrency)
-    t.add_argument("--max-replicas", type=int, default=64)
-    t.add_argument("--cloud", choices=["aws", "gcp"], default="aws")
-    t.add_argument("--json", action="store_true")
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The module docstring as written, and each option's default after its help (where it has one
+    worth printing: an option without a value, or whose help says its default, gets none)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default in (None, False) or "default:" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+def version() -> str:
+    """The installed distribution's version, else the source tree's (components.__version__)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    from . import __version__
+    try:
+        return dist_version("vllm-platform")
+    except PackageNotFoundError:
+        return __version__
+
+
+def parser() -> argparse.ArgumentParser:
+    f = _HelpFormatter
+    # `vllm-platform` when run as the installed console script, else the module form the README uses.
+    prog = "vllm-platform" if os.path.basename(sys.argv[0] or "") == "vllm-platform" else "python -m components"
+    p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=f)
+    p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    t = sub.add_parser("topology", help="plan one model on one GPU type", formatter_class=f,
+                       description="Size one model: TP, PP, instance type, KV cache, replicas and the vllm flags.")
+    t.add_argument("--model", required=True, help="catalog id or Hugging Face repo id (see `table`)")
+    t.add_argument("--gpu", help="GPU type (e.g. h100, l4); default: the cheapest that fits")
+    t.add_argument("--precision", choices=["bf16", "fp8", "mxfp4"],
+                   help="weight precision; default: the model's native one (fp8 for an FP8 repo id)")
+    t.add_argument("--max-model-len", type=int, help="longest prompt + output in tokens; default: the model's limit")
+    t.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms, help="SLA: time per output token, ms")
+    t.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms, help="SLA: time to first token, ms")
+    t.add_argument("--concurrency", type=int, default=Sla.concurrency,
+                   help="SLA: concurrent requests the fleet must hold")
+    t.add_argument("--max-replicas", type=int, default=64, help="most replicas the fleet may scale to")
+    t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
+    t.add_argument("--json", action="store_true", help="print the topology as JSON instead of a summary")
     t.set_defaults(fn=cmd_topology)
-    tb = sub.add_parser("table", help="the model-to-topology table over the catalog")
-    tb.add_argument("--cloud", choices=["aws", "gcp"], default="aws")
-    tb.add_argument("--markdown", action="store_true")
+    tb = sub.add_parser("table", help="the model-to-topology table over the catalog", formatter_class=f,
+                        description="Every catalog model on every GPU type of one cloud.")
+    tb.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to table")
+    tb.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README)")
     tb.set_defaults(fn=cmd_table)
-    st = sub.add_parser("stacks", help="the shipped stacks and their plans, as a Markdown table")
+    st = sub.add_parser("stacks", help="the shipped stacks and their plans, as a Markdown table", formatter_class=f)
     st.set_defaults(fn=cmd_stacks)
-    pl = sub.add_parser("plan", help="evaluate __main__.py offline for stacks/Pulumi.STACK.yaml")
+    pl = sub.add_parser("plan", help="evaluate __main__.py offline for stacks/Pulumi.STACK.yaml", formatter_class=f,
+                        description="Run the Pulumi program in-process under mocks (no cloud, no Pulumi CLI): "
+                                    "print the topology and the resource tree, write the plan (resources.json, "
+                                    "topology.json, diagram.mmd/.md, manifests/) and run the policy pack.")
     pl.add_argument("stack", nargs="?", help="stack name (stacks/Pulumi.STACK.yaml) or a stack file path; "
-                                           "default: dev")
+                                             "default: dev (the README's quick start)")
+    pl.add_argument("--out", metavar="DIR", help="directory to write the plan to (replaced); default: build/STACK")
+    pl.add_argument("--diff", metavar="OLD_DIR",
+                    help="also show what changed since an earlier plan written to OLD_DIR "
+                         "(added, removed and changed resources with the changed input paths)")
     pl.set_defaults(fn=cmd_plan)
-    a = p.parse_args(argv)
-    return a.fn(a)
+    return p
+
+
+class _ClosedPipeSafe(io.TextIOBase):
+    """stdout that, once its reader has gone (`... | head -1`), drops further output instead of raising
+    BrokenPipeError: the command still finishes (a plan still writes its files) and exits with its own
+    code. Python's documented pattern: point the descriptor at /dev/null so the final flush succeeds."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.closed_pipe = False
+
+    def _devnull(self) -> None:
+        self.closed_pipe = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+
+    def write(self, text: str) -> int:
+        if not self.closed_pipe:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._devnull()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._devnull()
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line; returns the exit code (0 ok, 2 bad input, 3 no fit, 4 mandatory policy)."""
+    stdout = sys.stdout
+    sys.stdout = _ClosedPipeSafe(stdout)
+    try:
+        a = parser().parse_args(argv)  # --help, --version and bad arguments (exit 2) end here
+        return a.fn(a)
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout

@@ -190,9 +190,8 @@ def test_without_our_prometheus_the_stack_uses_the_clusters():
     releases = run.releases()
     dcgm = releases["gpu-operator"].inputs["values"]["dcgmExporter"]["serviceMonitor"]
     assert dcgm["additionalLabels"] == {"prometheus": "platform"}
-    for key in ("selector", "additionalLabels"):  # the chart's key before and since 1.7
-        assert releases["kuberay-operator"].inputs["values"]["metrics"]["serviceMonitor"][key] == \
-            {"prometheus": "platform"}
+    assert releases["kuberay-operator"].inputs["values"]["metrics"]["serviceMonitor"]["additionalLabels"] == \
+        {"prometheus": "platform"}
     for name in ("gpu-operator", "kuberay-operator"):
         assert not any("prometheus" in d for d in run.deps[f"vllm-addons-{name}"])
 

@@ -90,7 +90,7 @@ def test_gpu_operator_on_gke_uses_the_gke_driver_paths_cdi_and_a_priority_quota(
     assert v["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
     assert v["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
     assert {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"} in v["toolkit"]["env"]
-    assert v["cdi"] == {"enabled": True, "default": True}
+    assert v["cdi"] == {"enabled": True}
     assert gpu_operator.GPU_STACKS["gcp"].priority_quota and not gpu_operator.GPU_STACKS["aws"].priority_quota
     quota = gpu_operator.priority_quota()
     assert quota["metadata"]["namespace"] == gpu_operator.NAMESPACE
@@ -169,17 +169,12 @@ def test_the_clusters_own_dns_is_scraped(cloud, dns, other):
 
 # --- KubeRay ---------------------------------------------------------------------------------------------
 
-def kuberay_monitor_labels(values: dict, reads: str) -> dict:
-    """The labels templates/servicemonitor.yaml puts on the ServiceMonitor: `selector` up to chart 1.6,
-    `additionalLabels` since ray-project/kuberay#4979 (1.7)."""
-    return dict(values["metrics"]["serviceMonitor"].get(reads) or {})
-
-
-@pytest.mark.parametrize("reads", ["selector", "additionalLabels"])
-def test_kuberay_operator_monitor_carries_the_prometheus_labels_in_every_chart_version(reads):
+def test_kuberay_operator_monitor_carries_the_prometheus_labels():
+    """Chart 1.7.0's templates/servicemonitor.yaml labels the monitor from metrics.serviceMonitor.additionalLabels."""
     v = kuberay.kuberay_values(SYSTEM, prometheus.MONITOR_LABELS)
     assert v["metrics"]["enabled"] and v["metrics"]["serviceMonitor"]["enabled"]
-    assert kuberay_monitor_labels(v, reads) == {"release": "kube-prometheus-stack"}
+    assert v["metrics"]["serviceMonitor"]["additionalLabels"] == {"release": "kube-prometheus-stack"}
+    assert "selector" not in v["metrics"]["serviceMonitor"]  # read by no template of chart 1.7.0
 
 
 # --- placement: operators on system nodes, GPU DaemonSets tolerate the GPU taints -----------------------

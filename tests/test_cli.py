@@ -1,5 +1,6 @@
 """The command line: topology, table and plan, in the exact forms the README and CI use."""
 import json
+import os
 import subprocess
 import sys
 
@@ -61,13 +62,13 @@ def test_table_covers_the_catalog(capsys):
 def test_plan_default_stack_writes_files(capsys):
     code, out, _ = run(capsys, "plan")
     assert code == 0
-    assert "llama-8b: Llama-3.1-8B bf16" in out and "resources:" in out
+    assert "llama-8b: Llama-3.1-8B bf16" in out and "\nResources (" in out
     build = ROOT / "build" / "dev"
     rows = json.loads((build / "resources.json").read_text())
     assert {"type", "name", "parent", "inputs"} <= set(rows[0])
     assert json.loads((build / "topology.json").read_text())["llama-8b"]["tensor_parallel_size"] == 1
     secret = yaml.safe_load((build / "manifests" / "secret_vllm_hf-token.yaml").read_text())
-    assert secret["stringData"] == "[secret]"
+    assert secret["stringData"] == {"HF_TOKEN": "[secret]"}  # a valid Secret: keys kept, values redacted
     text = (build / "resources.json").read_text() + "".join(
         p.read_text() for p in (build / "manifests").iterdir())
     assert "offline-placeholder-secret" not in text  # secrets never reach the files
@@ -106,3 +107,122 @@ def test_python_dash_m_entrypoint():
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["tensor_parallel_size"] == 1
+
+
+# --- every door exits with the documented code -----------------------------------------------------------
+
+def test_yaml_syntax_error_is_a_config_error_naming_file_line_and_column(tmp_path, capsys):
+    bad = tmp_path / "Pulumi.typo.yaml"
+    bad.write_text("config:\n  vllm-platform:cloud: existing\n  vllm-platform:models: [\n    {name: x\n")
+    code, out, err = run(capsys, "plan", str(bad))
+    assert code == 2
+    assert f"{bad}:5:1: YAML syntax error at line 5, column 1:" in err
+    assert "Traceback" not in err and out == ""
+
+
+def test_a_tab_in_a_stack_file_points_at_its_line(tmp_path, capsys):
+    bad = tmp_path / "Pulumi.tabs.yaml"
+    bad.write_text("config:\n  vllm-platform:cloud: existing\n\tvllm-platform:namespace: llm\n")
+    code, _, err = run(capsys, "plan", str(bad))
+    assert code == 2 and f"{bad}:3:1: YAML syntax error at line 3, column 1:" in err
+
+
+def test_a_stack_file_that_is_not_a_mapping_exits_2(tmp_path, capsys):
+    bad = tmp_path / "Pulumi.list.yaml"
+    bad.write_text("- config\n")
+    code, _, err = run(capsys, "plan", str(bad))
+    assert code == 2 and "a stack file is a mapping with a `config:` mapping" in err
+
+
+def test_unknown_stack_and_bad_arguments_exit_2(capsys):
+    code, _, err = run(capsys, "plan", "no-such-stack")
+    assert code == 2 and "no stack file" in err and "stacks: dev," in err
+    with pytest.raises(SystemExit) as e:
+        main(["topology", "--model", "llama-3.1-8b", "--max-replicas", "many"])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        main(["bogus"])
+    assert e.value.code == 2
+
+
+def test_plan_out_refuses_to_replace_a_directory_that_is_not_a_plan(tmp_path, capsys):
+    (tmp_path / "keep.txt").write_text("mine")
+    code, _, err = run(capsys, "plan", "--out", str(tmp_path))
+    assert code == 2 and "holds no earlier plan" in err
+    assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_plan_diff_without_an_earlier_plan_exits_2(tmp_path, capsys):
+    code, _, err = run(capsys, "plan", "--diff", str(tmp_path / "nothing"))
+    assert code == 2 and err.startswith("--diff: no earlier plan at")
+
+
+@pytest.mark.parametrize("argv", [["table"], ["topology", "--model", "llama-3.1-8b", "--gpu", "l4", "--json"],
+                                  ["topology", "--model", "nope"]])
+def test_output_into_a_closed_pipe_does_not_traceback(argv):
+    """`python -m components table | head -1`: the reader is gone before the output is written."""
+    proc = subprocess.Popen([sys.executable, "-m", "components", *argv], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # no reader at all: the first flush meets EPIPE
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
+    assert code == (2 if "nope" in argv else 0)  # the command's own exit code, not the pipe's
+
+
+def test_closed_pipe_keeps_the_commands_exit_code(monkeypatch):
+    class Gone:
+        def write(self, text):
+            raise BrokenPipeError
+
+        def flush(self):
+            raise BrokenPipeError
+
+        def fileno(self):
+            raise OSError("no descriptor")  # the /dev/null redirect is best-effort
+
+    monkeypatch.setattr(sys, "stdout", Gone())
+    assert main(["topology", "--model", "llama-3.1-405b", "--gpu", "a10g"]) == 3
+    assert main(["table", "--cloud", "gcp"]) == 0
+
+
+@pytest.mark.parametrize("command, option, text", [
+    ("topology", "--tpot-ms", "SLA: time per output token, ms (default: 100.0)"),
+    ("topology", "--max-replicas", "most replicas the fleet may scale to (default: 64)"),
+    ("topology", "--cloud", "whose instance types to consider (default: aws)"),
+    ("topology", "--gpu", "default: the cheapest that"),
+    ("table", "--cloud", "whose instance types to table (default: aws)"),
+    ("plan", "--out", "default:"),
+    ("plan", "--diff", "changed input paths"),
+    ("plan", "stack", "default: dev"),
+])
+def test_help_shows_each_options_meaning_and_default(capsys, command, option, text):
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert option in out and text in out
+
+
+def test_every_option_has_help():
+    from components.cli import parser
+    sub = next(a for a in parser()._actions if a.dest == "cmd")
+    for name, p in sub.choices.items():
+        for action in p._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest}: no help text"
+
+
+def test_version_is_the_projects(capsys):
+    import components
+    assert components.__version__ == "0.1.0"
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == "python -m components 0.1.0"
+
+
+def test_version_says_the_console_scripts_name(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/vllm-platform", "--version"])
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == "vllm-platform 0.1.0"

@@ -9,13 +9,11 @@ NAMESPACE = "kuberay"
 
 
 def kuberay_values(system_selector: dict[str, str], monitor_labels: dict[str, str]) -> dict:
-    # The labels put on the chart's ServiceMonitor (what Prometheus selects it by) were read from
-    # metrics.serviceMonitor.selector up to 1.6 and from metrics.serviceMonitor.additionalLabels since
-    # ray-project/kuberay#4979 (in 1.7); the chart has no values schema, so setting both keeps the
-    # monitor selected whichever template renders it.
+    # Chart 1.7.0 (the pinned one) puts metrics.serviceMonitor.additionalLabels on its ServiceMonitor
+    # (templates/servicemonitor.yaml); the older `selector` key is read by no template there, and Helm
+    # ignores unknown keys, so it is not set.
     labels = dict(monitor_labels)
     return {
         "nodeSelector": system_selector,
-        "metrics": {"enabled": True, "serviceMonitor": {"enabled": True, "additionalLabels": labels,
-                                                        "selector": dict(labels)}},
+        "metrics": {"enabled": True, "serviceMonitor": {"enabled": True, "additionalLabels": labels}},
     }

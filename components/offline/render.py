@@ -1,6 +1,7 @@
 """Write what an offline plan registered: resources.json, topology.json and one YAML per Kubernetes object."""
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
@@ -13,13 +14,29 @@ from pulumi.runtime import rpc
 from .mocks import Recorded
 
 SECRET = "[secret]"
+# What a redacted value of a Secret's `data` becomes: base64 of SECRET, so the object stays a valid
+# Secret (data values are base64) and a reader still sees it is redacted.
+SECRET_DATA = base64.b64encode(SECRET.encode()).decode()
 NOT_MANIFESTS = ("kubernetes:helm.sh/", "kubernetes:yaml", "kubernetes:kustomize")
 
 
-def sanitize(value: Any) -> Any:
-    """Plain data for files: secrets masked, unknowns marked, resource references as URNs."""
+def redact(value: Any) -> Any:
+    """A secret's shape without its content: maps keep their keys and lists their length, every leaf
+    becomes SECRET (so a Secret's stringData stays a map of key -> string)."""
     if rpc.is_rpc_secret(value):
-        return SECRET
+        return redact(value.get("value"))
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    return SECRET
+
+
+def sanitize(value: Any) -> Any:
+    """Plain data for files: secrets redacted (shape kept, see redact), unknowns marked, resource
+    references as URNs."""
+    if rpc.is_rpc_secret(value):
+        return redact(value)
     if value is rpc.UNKNOWN or (isinstance(value, str) and value == rpc.UNKNOWN):
         return "[unknown]"
     if isinstance(value, dict):
@@ -35,15 +52,26 @@ def sanitize(value: Any) -> Any:
     return str(value)
 
 
+def sort_keys(value: Any) -> Any:
+    """Maps with their keys in order, at every depth (the wire format's map order is not stable)."""
+    if isinstance(value, dict):
+        return {k: sort_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [sort_keys(v) for v in value]
+    return value
+
+
 def is_manifest(r: Recorded) -> bool:
     return r.custom and r.type.startswith("kubernetes:") and not r.type.startswith(NOT_MANIFESTS) \
         and not r.type.startswith("pulumi:providers")
 
 
 def manifest(r: Recorded) -> dict:
-    body = sanitize(r.inputs)
+    body = sort_keys(sanitize(r.inputs))
     head = {"apiVersion": body.pop("apiVersion", None), "kind": body.pop("kind", None),
             "metadata": body.pop("metadata", {})}
+    if head["kind"] == "Secret" and isinstance(body.get("data"), dict):
+        body["data"] = {k: SECRET_DATA if v == SECRET else v for k, v in body["data"].items()}
     return {**head, **body}
 
 
@@ -66,14 +94,20 @@ def manifests(resources: list[Recorded]) -> dict[str, dict]:
 
 
 def resource_rows(resources: list[Recorded]) -> list[dict]:
-    return [{"type": r.type, "name": r.name, "parent": r.parent, "inputs": sanitize(r.inputs)} for r in resources]
+    """One row per resource, sorted by type and name: the same plan gives the same bytes every run."""
+    rows = [{"type": r.type, "name": r.name, "parent": r.parent, "inputs": sanitize(r.inputs)} for r in resources]
+    return sorted(rows, key=lambda row: (row["type"], row["name"]))
 
 
-def write_plan(out_dir: Path, resources: list[Recorded], topology: dict) -> dict[str, dict]:
+def write_plan(out_dir: Path, resources: list[Recorded], topology: dict,
+               extra: dict[str, str] | None = None) -> dict[str, dict]:
+    """Write the plan into `out_dir` (replacing it); `extra`: more files (name -> text), e.g. the diagram."""
     if out_dir.exists():
         shutil.rmtree(out_dir)
     (out_dir / "manifests").mkdir(parents=True)
     (out_dir / "resources.json").write_text(json.dumps(resource_rows(resources), indent=2, sort_keys=True) + "\n")
+    for name, text in (extra or {}).items():
+        (out_dir / name).write_text(text)
     (out_dir / "topology.json").write_text(json.dumps(topology, indent=2, sort_keys=True) + "\n")
     objs = manifests(resources)
     for name, m in objs.items():

@@ -21,6 +21,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from ..config.load import ConfigError
 from ..config.schema import PROJECT
 from .mocks import Recorded, RecordingMocks, RecordingMonitor
 
@@ -55,7 +56,21 @@ def stack_names() -> list[str]:
 
 
 def load_stack_yaml(path: Path) -> dict[str, Any]:
-    return (yaml.safe_load(path.read_text()) or {}).get("config") or {}
+    """The `config:` block of a stack file. A file that is not YAML, or not a mapping with a `config:`
+    mapping, is a configuration error naming the file, line and column (what `pulumi` would refuse)."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = " ".join(str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x) or str(e)
+        where = (f"{path}:{mark.line + 1}:{mark.column + 1}: YAML syntax error at line {mark.line + 1}, "
+                 f"column {mark.column + 1}" if mark else f"{path}: YAML syntax error")
+        raise ConfigError([f"{where}: {problem}"]) from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict) or not isinstance(doc.get("config") or {}, dict):
+        raise ConfigError([f"{path}: a stack file is a mapping with a `config:` mapping of `project:key: value`"])
+    return doc.get("config") or {}
 
 
 def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str], list[str]]:
