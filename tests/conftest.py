@@ -5,6 +5,7 @@ import functools
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,23 +19,36 @@ class OutsideRepo(RuntimeError):
     """The suite touched a file beside the repository: a fresh clone has nothing there."""
 
 
+def beside_repo(path: str, root: str, tempdir: str) -> bool:
+    """Whether `path` lies under the repository's parent directory but not inside the repository (a sibling
+    checkout, ../shared). Where the clone itself sits in the temp directory (a CI runner cloning into /tmp),
+    the temp files Python and pytest make there (tmp*, pytest-of-*) are not the repository's neighbours."""
+    parent = os.path.dirname(root)
+    if path == root or path.startswith(root + os.sep):
+        return False
+    if path == parent:
+        return True
+    if not path.startswith(parent + os.sep):
+        return False
+    sibling = path[len(parent) + 1:].split(os.sep, 1)[0]
+    return not (parent == tempdir and sibling.startswith(("tmp", "pytest-of-")))
+
+
 def _stays_in_repo(event: str, args: tuple) -> None:
-    """Audit hook: refuse any file or directory access under the repository's parent that is not inside the
-    repository itself (a sibling checkout, ../shared): a user clones only the repo, so the suite must pass
-    with nothing beside it. The interpreter, site-packages and /tmp lie elsewhere and are not affected."""
+    """Audit hook: refuse every file or directory access beside the repository (a user clones only the repo,
+    so the suite must pass with nothing beside it). The interpreter and site-packages lie elsewhere."""
     if event not in ("open", "os.listdir", "os.scandir", "glob.glob") or not args:
         return
     target = args[0]
-    if not isinstance(target, (str, bytes, Path)) or isinstance(target, int):
+    if not isinstance(target, (str, bytes, os.PathLike)):
         return
     path = os.path.abspath(os.fsdecode(target))
-    beside = path == _PARENT.rstrip(os.sep) or path.startswith(_PARENT)
-    if beside and not (path == _ROOT or path.startswith(_ROOT + os.sep)):
+    if beside_repo(path, _ROOT, _TEMP):
         raise OutsideRepo(f"{path} is outside the repository {_ROOT}; vendor what the test needs into the repo")
 
 
 _ROOT = str(ROOT)
-_PARENT = str(ROOT.parent) + os.sep
+_TEMP = os.path.realpath(tempfile.gettempdir())
 sys.addaudithook(_stays_in_repo)
 
 from components.offline.render import manifests, sanitize  # noqa: E402

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, beside_repo
 
 
 def test_reading_beside_the_repository_is_refused():
@@ -16,6 +16,19 @@ def test_reading_beside_the_repository_is_refused():
         (ROOT.parent / "no-such-sibling" / "x.yaml").read_text()
     with pytest.raises(RuntimeError, match="vendor what the test needs"):
         os.listdir(ROOT.parent)
+
+
+def test_what_counts_as_beside_the_repository():
+    root, tmp = "/srv/ci/main", "/tmp"
+    assert beside_repo("/srv/ci/shared/DESIGN.md", root, tmp)
+    assert beside_repo("/srv/ci", root, tmp)
+    assert beside_repo("/srv/ci/main-old/x", root, tmp)
+    assert not beside_repo("/srv/ci/main/schemas/crds/README.md", root, tmp)
+    assert not beside_repo("/usr/lib/python3.11/os.py", root, tmp)
+    # a clone in the temp directory still may not read its neighbours, but pytest's and Python's temp files pass
+    assert beside_repo("/tmp/shared/DESIGN.md", "/tmp/clone", tmp)
+    assert not beside_repo("/tmp/pytest-of-root/pytest-3/x", "/tmp/clone", tmp)
+    assert not beside_repo("/tmp/tmpab12cd/f", "/tmp/clone", tmp)
 
 
 def test_reading_inside_the_repository_is_allowed():
