@@ -13,12 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 from components.cluster.gcp.kubeconfig import AUTH_PLUGIN
 from components.offline.runner import ROOT, load_stack_yaml, stack_file, stack_names
 
 WORKFLOWS = ROOT / ".github" / "workflows"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 VENV_BIN = Path(sys.executable).parent
 # Every rule of the default profile, the SHA pin (unpinned-uses) included: the workflows hold deploy
 # credentials, so a third-party action is pinned by commit, with its tag in a comment for Dependabot.
@@ -164,7 +166,7 @@ def test_pulumi_runs_with_the_policy_pack_oidc_and_pull_request_comments():
     assert run["uses"] == PULUMI_ACTIONS
     assert run["with"]["command"] == "${{ inputs.command }}"
     # The CLI is pinned to the release of the pulumi SDK the program runs with, not "latest".
-    [sdk] = re.findall(r"^pulumi==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    [sdk] = [d.split("==")[1] for d in PYPROJECT["project"]["dependencies"] if d.startswith("pulumi==")]
     assert run["with"]["pulumi-version"] == sdk
     assert run["with"]["policyPacks"] == "policies" and (ROOT / "policies" / "PulumiPolicy.yaml").exists()
     assert run["with"]["comment-on-pr"] == "${{ github.event_name == 'pull_request' }}"
