@@ -3,7 +3,7 @@
 The package may run from a checkout (`python -m components`, an editable install) or from an installed
 copy (`pip install .`, the `vllm-platform` console script), so the project is found, in this order:
 VLLM_PLATFORM_PROJECT; the current directory or the nearest one above it whose Pulumi.yaml names this
-project; the checkout this package was loaded from. `topology`, `table` and `capacity` need none of it.
+project; the checkout this package was loaded from; else the current directory. `topology`, `table` and `capacity` need none of it.
 """
 from __future__ import annotations
 
@@ -36,4 +36,5 @@ def project_root(cwd: Path | None = None) -> Path:
     for candidate in (here, *here.parents):
         if is_project(candidate):
             return candidate
-    return SOURCE_ROOT
+    # An installed copy (site-packages) is no project: then the stacks are looked for where the user is.
+    return SOURCE_ROOT if is_project(SOURCE_ROOT) else here
