@@ -101,3 +101,16 @@ def service_config(args: VllmServiceArgs) -> dict[str, Any]:
         if args.get(key) is not None:
             config[camel] = args[key]
     return config
+
+
+def stack_output(ref: pulumi.StackReference, name: str) -> Any:
+    """A plain value of another stack's output, for inputs that must be known before any resource exists
+    (the sizing facts a workloads stack reads from its cluster stack: GPU nodes, StorageClass, Prometheus).
+    Outputs that are only passed on (a kubeconfig) should stay Outputs: `ref.require_output(name)`."""
+    from pulumi.runtime.sync_await import _sync_await
+
+    details = _sync_await(ref.get_output_details(name))
+    value = details.value if details.value is not None else details.secret_value
+    if value is None:
+        raise pulumi.RunError(f"stack {ref.name} has no output {name!r}: run `pulumi up` on it first")
+    return value

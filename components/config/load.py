@@ -174,18 +174,18 @@ def provider_defaults(raw: dict[str, Any], provider: dict[str, Any]) -> tuple[di
 
 
 def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] = frozenset(),
-          provider: dict[str, Any] | None = None) -> StackConfig:
+          provider: dict[str, Any] | None = None, required: set[str] = REQUIRED_SECRETS) -> StackConfig:
     """Validate the stack's `vllm-platform:` keys (without the prefix).
 
     `secrets` are the secret keys that are set as secrets, `plain` secret keys set in plain text;
     `provider` holds the cloud providers' own keys (`aws:region`, `gcp:project`, ...) the cloud block
-    defaults from.
+    defaults from; `required` the secrets the stack must set (a cluster-only stack needs no hfToken).
     """
     raw, errors = provider_defaults(raw, provider or {})
     for key in sorted(plain):
         errors.append(f"{key}: set in plain text; it must be a secret: "
                       f"`pulumi config set --secret {key} ...` ({SECRET_KEYS[key]})")
-    for key in sorted(REQUIRED_SECRETS - secrets - plain):
+    for key in sorted(set(required) - secrets - plain):
         errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} hf_...`")
     values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
     cfg, problems = _validate(values)
@@ -231,8 +231,8 @@ def provider_settings(all_keys: dict[str, str]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def load_stack_config() -> LoadedConfig:
-    """Read `vllm-platform:*` from the running Pulumi program."""
+def load_stack_config(required: set[str] = REQUIRED_SECRETS) -> LoadedConfig:
+    """Read `vllm-platform:*` (and the providers' `aws:*` / `gcp:*`) from the running Pulumi program."""
     import pulumi
     from pulumi.runtime import config as rc
 
@@ -243,6 +243,6 @@ def load_stack_config() -> LoadedConfig:
     plain = {k for k in SECRET_KEYS if k in raw} - secret
     defaults = {key: all_keys[key] for keys in PROVIDER_DEFAULTS.values() for key in keys.values()
                 if key in all_keys}
-    cfg = parse(raw, secret, plain, provider=defaults)
+    cfg = parse(raw, secret, plain, provider=defaults, required=required)
     conf = pulumi.Config(PROJECT)
     return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"), provider_settings(all_keys))
