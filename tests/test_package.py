@@ -103,3 +103,14 @@ def test_the_project_is_found_from_the_environment_the_directory_or_the_checkout
 @pytest.mark.parametrize("name", ["requirements.txt", "requirements-dev.txt"])
 def test_requirement_files_say_where_the_pins_are(name):
     assert "pyproject.toml" in (ROOT / name).read_text()
+
+
+def test_the_library_entry_points_load_lazily(tmp_path):
+    """`from components import Platform` works; the CLI's pure commands do not load the Pulumi providers."""
+    check = ("import sys, components, components.cli\n"
+             "assert 'pulumi_kubernetes' not in sys.modules and 'pulumi_aws' not in sys.modules\n"
+             "from components import Platform, PlatformArgs, VllmService, VllmServiceArgs\n"
+             "print(Platform.__module__, VllmService.__module__, sorted(PlatformArgs.__required_keys__))")
+    result = run_outside(tmp_path, "-c", check)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["components.platform", "components.package", "['config',", "'hf_token']"]
