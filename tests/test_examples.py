@@ -4,7 +4,6 @@ mocks, the workloads stack reading the cluster stack's real outputs."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
