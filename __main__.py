@@ -10,14 +10,25 @@ from components.providers import cloud_provider_opts
 try:
     loaded = load_stack_config()
     topologies = plan_stack(loaded.config)
+    providers = cloud_provider_opts(loaded.config, loaded.provider_config)  # aws:* / gcp:* honoured
 except (ConfigError, NoFeasibleTopology) as err:
     raise pulumi.RunError(str(err)) from err  # a clear message, no traceback
 
-platform = Platform("vllm", loaded, topologies, opts=cloud_provider_opts(loaded.config))
+platform = Platform("vllm", loaded, providers, topologies=topologies)
 
-pulumi.export("topology", {name: t.to_dict() for name, t in topologies.items()})
-pulumi.export("costPerHour", round(sum(t.cost_per_hour for t in topologies.values()), 2))
-pulumi.export("namespace", loaded.config.namespace)
-pulumi.export("endpoints", platform.endpoints)
-if platform.kubeconfig is not None:
-    pulumi.export("kubeconfig", pulumi.Output.secret(platform.kubeconfig))
+# What a platform team reads with `pulumi stack output` (docs/outputs.md); a cloud's own keys only on it.
+outputs = {
+    "clusterName": platform.cluster_name,
+    "apiEndpoint": platform.api_endpoint,
+    "oidcIssuer": platform.oidc_issuer,  # EKS: IAM roles for service accounts
+    "workloadIdentityPool": platform.workload_identity_pool,  # GKE
+    "kubeconfig": platform.kubeconfig,  # a secret
+    "grafana": platform.grafana,
+    "namespace": loaded.config.namespace,
+    "endpoints": platform.endpoints,
+    "topology": platform.topology,
+    "costPerHour": platform.cost_per_hour,
+}
+for key, value in outputs.items():
+    if value is not None:
+        pulumi.export(key, value)

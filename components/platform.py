@@ -1,39 +1,78 @@
-"""The top-level component: wires cluster, add-ons, model cache and serving from the plan."""
-from __future__ import annotations
+"""The top-level component: wires cluster, add-ons, model cache and serving from the plan.
+
+No `from __future__ import annotations` here: the component provider (provider/, components/package.py)
+infers Platform's schema from its annotations at run time, so they must be real types.
+"""
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .cluster.facts import AddonsFacts, ClusterFacts
+from .cluster.facts import AddonsFacts
 from .config import LoadedConfig
+from .library import PlatformArgs, resolve
+from .outputs import cluster_outputs, grafana
 from .planner import Topology
 
 PART_OF = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
 
 
-def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology],
-             opts: pulumi.ResourceOptions) -> ClusterFacts:
-    """The cluster component for the configured cloud; all of them hand back ClusterFacts."""
+def cluster_component(name: str, loaded: LoadedConfig, topologies: dict[str, Topology],
+                      opts: pulumi.ResourceOptions) -> pulumi.ComponentResource:
+    """The cluster component for the configured cloud; all of them carry `.facts` (ClusterFacts)."""
     cfg = loaded.config
     if cfg.cloud == "existing":
         from .cluster.existing import ExistingCluster
-        return ExistingCluster(name, cfg, topologies, loaded.kubeconfig, opts).facts
+        return ExistingCluster(name, cfg, topologies, loaded.kubeconfig, opts)
     if cfg.cloud == "aws":
         from .cluster.aws import AwsGpuCluster
-        return AwsGpuCluster(name, cfg, topologies, opts).facts
+        return AwsGpuCluster(name, cfg, topologies, opts)
     from .cluster.gcp import GcpGpuCluster
-    return GcpGpuCluster(name, cfg, topologies, opts).facts
+    return GcpGpuCluster(name, cfg, topologies, opts)
+
+
+def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], opts: pulumi.ResourceOptions):
+    """The cluster component's ClusterFacts."""
+    return cluster_component(name, loaded, topologies, opts).facts
 
 
 class Platform(pulumi.ComponentResource):
-    """One stack's whole fleet: a cluster (new or existing) and one vLLM service per model."""
+    """One stack's whole fleet: a cluster (new EKS / GKE, or one you already run) with its GPU node pools,
+    the add-ons (GPU Operator, KubeRay, KEDA, kube-prometheus-stack, fabric), the model cache, and one
+    sized, autoscaled vLLM service per model of the configuration.
 
-    def __init__(self, name: str, loaded: LoadedConfig, topologies: dict[str, Topology],
-                 opts: pulumi.ResourceOptions | None = None):
+    Python:  Platform("vllm", PlatformArgs(config={...}, hf_token=secret), opts=ResourceOptions(providers=...))
+    The cloud provider (aws / gcp) comes in through opts and every child inherits it; the topology is
+    planned from the config unless `topologies` is given. See docs/library.md.
+    """
+
+    endpoints: pulumi.Output[dict[str, str]]
+    """In-cluster OpenAI-compatible base URL per model name."""
+    topology: pulumi.Output[dict[str, Any]]
+    """The plan per model: instance type, parallelism, replicas, vLLM flags, KV cache, cost."""
+    cost_per_hour: pulumi.Output[float]
+    """On-demand price of the planned GPU nodes at their planned replica count, $/hour."""
+    cluster_name: pulumi.Output[str]
+    """Name of the Kubernetes cluster."""
+    api_endpoint: Optional[pulumi.Output[str]]
+    """The cluster's API server URL (EKS / GKE; none for an existing cluster)."""
+    oidc_issuer: Optional[pulumi.Output[str]]
+    """(EKS) OIDC issuer URL, for IAM roles for service accounts."""
+    workload_identity_pool: Optional[pulumi.Output[str]]
+    """(GKE) workload identity pool, PROJECT.svc.id.goog."""
+    kubeconfig: Optional[pulumi.Output[str]]
+    """Kubeconfig of the cluster (a secret)."""
+    grafana: Optional[pulumi.Output[dict[str, str]]]
+    """Grafana's in-cluster URL, a port-forward command and the admin Secret (when this stack installs it)."""
+
+    def __init__(self, name: str, args: PlatformArgs, opts: Optional[pulumi.ResourceOptions] = None, *,
+                 topologies: Optional[dict[str, Topology]] = None):
+        loaded, topologies = resolve(args, topologies)
         super().__init__("vllm-platform:index:Platform", name, None, opts)
         cfg = loaded.config
         child = pulumi.ResourceOptions(parent=self)
-        self.facts = _cluster(f"{name}-cluster", loaded, topologies, child)
+        self.cluster = cluster_component(f"{name}-cluster", loaded, topologies, child)
+        self.facts = self.cluster.facts
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.facts.provider,
                                           depends_on=self.facts.depends_on)
         labels = {**PART_OF, "vllm-platform/environment": cfg.environment}
@@ -62,6 +101,15 @@ class Platform(pulumi.ComponentResource):
                                depends_on=[*pods_need, self.cache], opts=child)
             for model, t in topologies.items()}
         self.endpoints = {model: s.endpoint for model, s in self.services.items()}
-        self.kubeconfig = self.facts.kubeconfig
+        self.kubeconfig = pulumi.Output.secret(self.facts.kubeconfig) if self.facts.kubeconfig is not None else None
         self.topologies = topologies
-        self.register_outputs({"namespace": cfg.namespace})
+        self.topology = {model: t.to_dict() for model, t in topologies.items()}
+        self.cost_per_hour = round(sum(t.cost_per_hour for t in topologies.values()), 2)
+        identity = cluster_outputs(self.cluster)
+        self.cluster_name = identity["cluster_name"]
+        self.api_endpoint = identity["api_endpoint"]
+        self.oidc_issuer = identity["oidc_issuer"]
+        self.workload_identity_pool = identity["workload_identity_pool"]
+        self.grafana = grafana(cfg)
+        self.register_outputs({"namespace": cfg.namespace, "endpoints": self.endpoints,
+                               "clusterName": self.cluster_name})

@@ -13,17 +13,19 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 from components.cluster.gcp.kubeconfig import AUTH_PLUGIN
 from components.offline.runner import ROOT, load_stack_yaml, stack_file, stack_names
 
 WORKFLOWS = ROOT / ".github" / "workflows"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 VENV_BIN = Path(sys.executable).parent
-# Actions are pinned to major-version tags (the action's current major, bumped deliberately), not
-# to commit SHAs, so the one default-profile rule left out is the SHA pin.
-LINT_ARGS = ["--no-color", "--ignore", "unpinned-uses"]
-PULUMI_ACTIONS = "pulumi/actions@v7"  # the current major of Pulumi's GitHub Action
+# Every rule of the default profile, the SHA pin (unpinned-uses) included: the workflows hold deploy
+# credentials, so a third-party action is pinned by commit, with its tag in a comment for Dependabot.
+LINT_ARGS = ["--no-color"]
+PULUMI_ACTIONS = "pulumi/actions@8e5e406f4007fca908480587cb9893c07090f58d"  # v7.0.0
 
 
 def workflow(name: str) -> dict:
@@ -53,7 +55,7 @@ def linter(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 def test_workflows_pass_the_linter_with_their_scripts_checked():
     files = sorted(str(p.relative_to(ROOT)) for p in WORKFLOWS.glob("*.yml"))
     assert len(files) == 4
-    result = linter(*files)
+    result = linter(*files, ".github/dependabot.yml")
     assert result.returncode == 0 and result.stdout == "", result.stdout + result.stderr
     assert "was not found" not in result.stderr  # shellcheck and pyflakes ran on the run: scripts
 
@@ -164,7 +166,7 @@ def test_pulumi_runs_with_the_policy_pack_oidc_and_pull_request_comments():
     assert run["uses"] == PULUMI_ACTIONS
     assert run["with"]["command"] == "${{ inputs.command }}"
     # The CLI is pinned to the release of the pulumi SDK the program runs with, not "latest".
-    [sdk] = re.findall(r"^pulumi==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    [sdk] = [d.split("==")[1] for d in PYPROJECT["project"]["dependencies"] if d.startswith("pulumi==")]
     assert run["with"]["pulumi-version"] == sdk
     assert run["with"]["policyPacks"] == "policies" and (ROOT / "policies" / "PulumiPolicy.yaml").exists()
     assert run["with"]["comment-on-pr"] == "${{ github.event_name == 'pull_request' }}"
@@ -208,3 +210,50 @@ def test_deploy_promotes_dev_then_staging_then_production_behind_an_approval():
     # The reusable job runs in that GitHub environment, whose protection rules (required reviewers for
     # production) gate it, and whose variables hold the deploy identities.
     assert workflow("pulumi.yml")["jobs"]["pulumi"]["environment"] == "${{ inputs.environment }}"
+
+
+USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+)(.*)$")
+PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+
+
+def unpinned_uses(text: str) -> list[str]:
+    """Every `uses:` of a third-party action that is not `owner/repo@<40-hex commit>  # vX.Y.Z`."""
+    bad = []
+    for line in text.splitlines():
+        m = USES.match(line)
+        if not m or m.group(1).startswith("./"):
+            continue
+        if not PINNED.match(m.group(1)) or not re.fullmatch(r"\s+#\s*v\d+\.\d+\.\d+\s*", m.group(2)):
+            bad.append(line.strip())
+    return bad
+
+
+@pytest.mark.parametrize("name", ["pull-request.yml", "deploy.yml", "pulumi.yml", "stacks.yml"])
+def test_third_party_actions_are_pinned_by_commit_with_their_tag(name):
+    text = (WORKFLOWS / name).read_text()
+    assert unpinned_uses(text) == []
+    assert "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1  # v7.0.1" in text
+
+
+def test_the_pin_check_and_the_linter_reject_a_tag_or_a_missing_tag_comment(tmp_path):
+    text = (WORKFLOWS / "pulumi.yml").read_text()
+    by_tag = text.replace("pulumi/actions@8e5e406f4007fca908480587cb9893c07090f58d  # v7.0.0", "pulumi/actions@v7")
+    no_comment = text.replace("@8e5e406f4007fca908480587cb9893c07090f58d  # v7.0.0",
+                              "@8e5e406f4007fca908480587cb9893c07090f58d")
+    assert unpinned_uses(by_tag) == ["uses: pulumi/actions@v7"]
+    assert unpinned_uses(no_comment) == ["uses: pulumi/actions@8e5e406f4007fca908480587cb9893c07090f58d"]
+    (tmp_path / ".git").mkdir()
+    shutil.copytree(WORKFLOWS, tmp_path / ".github" / "workflows")
+    (tmp_path / ".github" / "workflows" / "pulumi.yml").write_text(by_tag)
+    result = linter(".github/workflows/pulumi.yml", cwd=tmp_path)
+    assert result.returncode == 1 and "[unpinned-uses]" in result.stdout
+
+
+def test_dependabot_bumps_the_actions_and_the_python_pins():
+    conf = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
+    updates = {u["package-ecosystem"]: u for u in conf["updates"]}
+    assert set(updates) == {"github-actions", "pip"}
+    assert updates["github-actions"]["directory"] == "/"
+    # The program's pins (pyproject.toml) and the policy pack's own (policies/requirements.txt).
+    assert updates["pip"]["directories"] == ["/", "/policies"]
+    assert all(u["cooldown"]["default-days"] >= 7 for u in updates.values())

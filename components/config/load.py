@@ -10,6 +10,7 @@ import json
 import re
 import typing
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -141,16 +142,50 @@ def _validate(values: dict[str, Any]) -> tuple[StackConfig | None, list[str]]:
     return None, lines
 
 
-def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] = frozenset()) -> StackConfig:
+# The project's keys that default from the cloud provider's own stack settings (`aws:region` in a stack
+# file configures the AWS provider; the project reads it instead of asking for the region twice).
+PROVIDER_DEFAULTS: dict[str, dict[str, str]] = {
+    "aws": {"region": "aws:region"},
+    "gcp": {"project": "gcp:project", "region": "gcp:region", "zone": "gcp:zone"},
+}
+
+
+def provider_defaults(raw: dict[str, Any], provider: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`raw` with the configured cloud's block filled from the provider's keys (aws:region, gcp:project,
+    gcp:region, gcp:zone) where the project's own key is unset; an error per key set both ways apart."""
+    cloud = raw.get("cloud")
+    keys = PROVIDER_DEFAULTS.get(cloud) if isinstance(cloud, str) else None
+    if not keys or not any(provider.get(k) for k in keys.values()):
+        return raw, []
+    block = raw.get(cloud)
+    if block is not None and not isinstance(block, dict):
+        return raw, []  # the schema reports the wrong type
+    block, errors = dict(block or {}), []
+    for field, key in keys.items():
+        value = provider.get(key)
+        if not value:
+            continue
+        if field not in block:
+            block[field] = value
+        elif block[field] != value:
+            errors.append(f"{cloud}.{field}: {block[field]!r} disagrees with {key} {value!r} in the stack file; "
+                          f"set it once (remove {PROJECT}:{cloud}.{field}: it defaults from {key})")
+    return {**raw, cloud: block}, errors
+
+
+def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] = frozenset(),
+          provider: dict[str, Any] | None = None, required: set[str] = REQUIRED_SECRETS) -> StackConfig:
     """Validate the stack's `vllm-platform:` keys (without the prefix).
 
-    `secrets` are the secret keys that are set as secrets, `plain` secret keys set in plain text.
+    `secrets` are the secret keys that are set as secrets, `plain` secret keys set in plain text;
+    `provider` holds the cloud providers' own keys (`aws:region`, `gcp:project`, ...) the cloud block
+    defaults from; `required` the secrets the stack must set (a cluster-only stack needs no hfToken).
     """
-    errors = []
+    raw, errors = provider_defaults(raw, provider or {})
     for key in sorted(plain):
         errors.append(f"{key}: set in plain text; it must be a secret: "
                       f"`pulumi config set --secret {key} ...` ({SECRET_KEYS[key]})")
-    for key in sorted(REQUIRED_SECRETS - secrets - plain):
+    for key in sorted(set(required) - secrets - plain):
         errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} hf_...`")
     values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
     cfg, problems = _validate(values)
@@ -174,10 +209,30 @@ class LoadedConfig:
     config: StackConfig
     hf_token: Any  # pulumi.Output[str], secret
     kubeconfig: Any | None  # pulumi.Output[str], secret
+    # The stack's `aws:*` / `gcp:*` keys (`region`, `profile`, `assumeRoles`, ...; secrets as Pulumi secrets):
+    # the explicit providers (components/providers.py) get them, as the default provider would.
+    provider_config: dict[str, dict[str, Any]] = dc_field(default_factory=dict)
 
 
-def load_stack_config() -> LoadedConfig:
-    """Read `vllm-platform:*` from the running Pulumi program."""
+PROVIDER_PACKAGES = ("aws", "gcp")
+
+
+def provider_settings(all_keys: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """{"aws": {"region": ..., "profile": ...}, "gcp": {...}} from the stack's `aws:` / `gcp:` keys."""
+    import pulumi
+    from pulumi.runtime import config as rc
+
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in sorted(all_keys.items()):
+        package, _, name = key.partition(":")
+        if package in PROVIDER_PACKAGES and name:
+            value = _decode(value)
+            out.setdefault(package, {})[name] = pulumi.Output.secret(value) if rc.is_config_secret(key) else value
+    return out
+
+
+def load_stack_config(required: set[str] = REQUIRED_SECRETS) -> LoadedConfig:
+    """Read `vllm-platform:*` (and the providers' `aws:*` / `gcp:*`) from the running Pulumi program."""
     import pulumi
     from pulumi.runtime import config as rc
 
@@ -186,6 +241,8 @@ def load_stack_config() -> LoadedConfig:
     raw = {k[len(prefix):]: _decode(v) for k, v in all_keys.items() if k.startswith(prefix)}
     secret = {k for k in SECRET_KEYS if k in raw and rc.is_config_secret(prefix + k)}
     plain = {k for k in SECRET_KEYS if k in raw} - secret
-    cfg = parse(raw, secret, plain)
+    defaults = {key: all_keys[key] for keys in PROVIDER_DEFAULTS.values() for key in keys.values()
+                if key in all_keys}
+    cfg = parse(raw, secret, plain, provider=defaults, required=required)
     conf = pulumi.Config(PROJECT)
-    return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"))
+    return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"), provider_settings(all_keys))

@@ -23,6 +23,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from ..config.load import ConfigError
 from ..config.schema import PROJECT
+from ..project import project_root
 from .mocks import Recorded, RecordingMocks, RecordingMonitor
 
 # Modules that register the cloud's answers (CLOUD_OUTPUTS / INVOKES) for their provider's types.
@@ -31,7 +32,7 @@ for _mod in STUB_MODULES:
     if importlib.util.find_spec(_mod) is not None:
         importlib.import_module(_mod)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = project_root()  # the Pulumi project (components/project.py), also for an installed package
 STACKS = ROOT / "stacks"
 DEFAULT_STACK = "dev"
 # Stack files hold `secure:` ciphertext only the Pulumi CLI can decrypt; offline they become this,

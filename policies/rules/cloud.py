@@ -5,11 +5,8 @@ Property names are the serialized Pulumi inputs of pulumi-aws 7 / pulumi-gcp 10 
 the Karpenter v1 CRDs (schemas/crds/karpenter)."""
 from __future__ import annotations
 
-from components.catalog import INSTANCE_TYPES
-from components.cluster.facts import GPU_TAINT_KEY, POOL_LABEL
-from components.cluster.pools import ACCELERATOR_LABEL
-
 from .core import MANDATORY, UNKNOWN, as_dict, as_list, get, is_false, is_true, known, rule
+from .facts import ACCELERATOR_LABEL, GPU_TAINT_KEY, INSTANCE_TYPES, POOL_LABEL
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_NODEGROUP = "aws:eks/nodeGroup:NodeGroup"

@@ -11,11 +11,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from components.catalog import INSTANCE_TYPES, InstanceType
-from components.cluster.facts import GPU_RESOURCE, POOL_LABEL
-from components.cluster.pools import pool_name
-
 from .core import as_dict, as_list, as_number, get, known
+from .facts import GPU_RESOURCE, INSTANCE_TYPES, POOL_LABEL, InstanceType, pool_name
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 STATEFULSET = "kubernetes:apps/v1:StatefulSet"

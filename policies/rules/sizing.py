@@ -3,9 +3,8 @@ Serve engine_kwargs, checked against the instance-type facts of components/catal
 `pulumi preview` checks the same plan the planner made."""
 from __future__ import annotations
 
-from components.catalog import MIN_FABRIC_GBPS
-
 from .core import MANDATORY, rule
+from .facts import MIN_FABRIC_GBPS
 from .podspec import LWS, RAY_TYPES, SERVING_TYPES, PodTemplate, engines, has_fabric, instance_types, pod_templates
 
 # Outside this band vLLM either wastes KV-cache memory (below) or leaves no headroom for CUDA

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 
-from components.cluster.facts import GPU_RESOURCE
-
 from .core import ADVISORY, MANDATORY, UNKNOWN, as_dict, as_list, as_number, get, is_true, known, rule
+from .facts import GPU_RESOURCE
 from .podspec import (DAEMONSET, FABRIC_RESOURCE_PREFIXES, POD_TYPES, RAYSERVICE, SERVING_TYPES, command_words,
                       container_name, engine_containers, find_key, pod_templates, requested_resources,
                       runs_vllm_serve, serve_config)

@@ -1,0 +1,116 @@
+"""The project is a Python package: `pip install .` / `-e .` give the components and a `vllm-platform`
+command equal to `python -m components`, whose `topology` and `table` work anywhere; the dependencies are
+declared once, in pyproject.toml."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import setuptools
+
+import components
+from components import cli
+from components.offline.runner import ROOT
+from components.project import ENV, SOURCE_ROOT, project_root
+
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PROJECT = PYPROJECT["project"]
+
+
+def requirement_lines(name: str) -> list[str]:
+    return [line.strip() for line in (ROOT / name).read_text().splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_dependencies_are_declared_once_pinned_in_pyproject():
+    for dep in PROJECT["dependencies"] + PROJECT["optional-dependencies"]["dev"]:
+        assert re.fullmatch(r"[A-Za-z0-9_.-]+==\d[\w.]*", dep), f"{dep}: pin it with =="
+    assert "pulumi==3.272.0" in PROJECT["dependencies"] and "pulumi-policy==1.21.0" not in PROJECT["dependencies"]
+    # the requirements files Pulumi, CI and the README install are the project itself, no second list of pins
+    assert requirement_lines("requirements.txt") == ["-e ."]
+    assert requirement_lines("requirements-dev.txt") == ["-e .[dev]"]
+    assert "-r requirements-dev.txt" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_console_script_is_the_module_entry_point():
+    assert PROJECT["scripts"] == {"vllm-platform": "components.cli:main"}
+    assert "from .cli import main" in (ROOT / "components" / "__main__.py").read_text()
+    assert "sys.exit(main())" in (ROOT / "components" / "__main__.py").read_text()
+    assert callable(cli.main)
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "components.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", components.__version__)
+
+
+def test_every_module_is_packaged_and_nothing_else_is_read_at_run_time():
+    find = PYPROJECT["tool"]["setuptools"]["packages"]["find"]
+    assert find["namespaces"] is True  # components/offline has no __init__.py
+    found = set(setuptools.find_namespace_packages(str(ROOT), include=find["include"], exclude=find["exclude"]))
+    dirs = {".".join(p.parent.relative_to(ROOT).parts) for top in ("components", "policies")
+            for p in (ROOT / top).rglob("*.py") if "__pycache__" not in p.parts}
+    assert found == dirs
+    assert {"components.offline", "components.cluster.aws", "policies.rules"} <= found
+    # no package data: a data file read at run time would need [tool.setuptools.package-data]
+    data = [p for p in (ROOT / "components").rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
+    assert data == []
+
+
+def run_outside(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
+    """Run in a directory that is no project, as an installed `vllm-platform` would be."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop(ENV, None)
+    return subprocess.run([sys.executable, *argv], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+TOPOLOGY = ["topology", "--model", "llama-3.1-8b", "--gpu", "l4", "--max-model-len", "8192"]
+
+
+def test_topology_and_table_work_outside_the_repository(tmp_path):
+    script = run_outside(tmp_path, "-c", "import sys; from components.cli import main; sys.exit(main())", *TOPOLOGY)
+    module = run_outside(tmp_path, "-m", "components", *TOPOLOGY)
+    assert script.returncode == module.returncode == 0, script.stderr + module.stderr
+    assert script.stdout == module.stdout
+    assert script.stdout.startswith("llama-3.1-8b: Llama-3.1-8B bf16 on g6.xlarge (1 x l4)")
+    table = run_outside(tmp_path, "-c", "import sys; from components.cli import main; sys.exit(main())", "table")
+    assert table.returncode == 0 and "llama-3.1-8b     bf16       l4         g6.xlarge" in table.stdout
+    assert list(tmp_path.iterdir()) == []  # nothing written where it ran
+
+
+def write_project(path: Path, name: str = "vllm-platform") -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "Pulumi.yaml").write_text(f"name: {name}\nruntime: python\n")
+    (path / "__main__.py").write_text("")
+    return path
+
+
+def test_the_project_is_found_from_the_environment_the_directory_or_the_checkout(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    checkout = write_project(tmp_path / "checkout")
+    (checkout / "stacks").mkdir()
+    assert project_root(checkout / "stacks") == checkout  # from a directory inside it
+    assert project_root(checkout) == checkout
+    other = write_project(tmp_path / "someone-elses", name="platform-team")  # another Pulumi project
+    assert project_root(other) == SOURCE_ROOT == ROOT  # falls back to the checkout the package runs from
+    monkeypatch.setenv(ENV, str(checkout))
+    assert project_root(other) == checkout
+
+
+@pytest.mark.parametrize("name", ["requirements.txt", "requirements-dev.txt"])
+def test_requirement_files_say_where_the_pins_are(name):
+    assert "pyproject.toml" in (ROOT / name).read_text()
+
+
+def test_the_library_entry_points_load_lazily(tmp_path):
+    """`from components import Platform` works; the CLI's pure commands do not load the Pulumi providers."""
+    check = ("import sys, components, components.cli\n"
+             "assert 'pulumi_kubernetes' not in sys.modules and 'pulumi_aws' not in sys.modules\n"
+             "from components import Platform, PlatformArgs, VllmService, VllmServiceArgs\n"
+             "print(Platform.__module__, VllmService.__module__, sorted(PlatformArgs.__required_keys__))")
+    result = run_outside(tmp_path, "-c", check)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["components.platform", "components.package", "['config',", "'hf_token']"]
