@@ -55,7 +55,9 @@ def test_production_gcs_persists_in_the_stacks_redis_with_the_password_by_refere
     assert cluster(rs)["gcsFaultToleranceOptions"] == {
         "redisAddress": "llama-405b-gcs-redis.llm.svc.cluster.local:6379",
         "redisPassword": {"valueFrom": {"secretKeyRef": {"name": "llama-405b-gcs-redis", "key": "password"}}}}
-    # KubeRay refuses a password in rayStartParams or the head's env next to gcsFaultToleranceOptions
+    # KubeRay >= 1.3 refuses the older ray.io/ft-enabled annotation next to gcsFaultToleranceOptions, and a
+    # password in rayStartParams or the head's env
+    assert "ray.io/ft-enabled" not in (rs["metadata"].get("annotations") or {})
     assert "redis-password" not in cluster(rs)["headGroupSpec"]["rayStartParams"]
     assert not {"REDIS_PASSWORD", "RAY_REDIS_ADDRESS"} & {e["name"] for c in head(rs)["spec"]["containers"]
                                                             for e in c["env"]}
