@@ -89,6 +89,17 @@ RAY_PREFIX = "ray_vllm_"  # "ray_" + "vllm:" with the colon sanitized
 NAME_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_:])((?:ray_)?vllm:[A-Za-z0-9_:]+|ray_vllm_[A-Za-z0-9_:]+)")
 
 
+# Series of other exporters that the alerts join with vLLM's (spelt here, next to vLLM's, so that rules never
+# invent one). kube-state-metrics, which kube-prometheus-stack ships, publishes every HPA's replica counts
+# (kube-state-metrics docs/metrics/workload/horizontalpodautoscaler-metrics.md; labels namespace,
+# horizontalpodautoscaler). Ray Serve's controller reports one 0/1 gauge per replica (docs.ray.io
+# serve/monitoring, "serve_deployment_replica_healthy"; labels application, deployment, replica), prefixed
+# `ray_` by Ray's metrics agent as Ray's own Serve dashboard queries it.
+KSM_HPA_CURRENT_REPLICAS = "kube_horizontalpodautoscaler_status_current_replicas"
+KSM_HPA_MAX_REPLICAS = "kube_horizontalpodautoscaler_spec_max_replicas"
+RAY_SERVE_REPLICA_HEALTHY = "ray_serve_deployment_replica_healthy"
+
+
 def _sanitize(series: str) -> str:
     """What Ray's metrics agent accepts as a name (vLLM's _get_sanitized_opentelemetry_name)."""
     return re.sub(r"[^a-zA-Z0-9_]", "_", series)

@@ -90,3 +90,8 @@ GKE_NRI_DEVICE_INJECTOR_IMAGE = \
     "gcr.io/gke-release/nri-device-injector@sha256:7704e2bd74b8edbb76b6913c7904cc2362f1fa887c4d4aba7b19778ea353537c"
 # A shell on the GPU nodes for the installers' host set-up steps (nsenter, sysctls).
 HOST_SHELL_IMAGE = "ubuntu:24.04@sha256:c4a8d5503dfb2a3eb8ab5f807da5bc69a85730fb49b5cfca2330194ebcc41c7b"
+# The Redis that backs the Ray head's GCS fault tolerance (components/serving/redis.py): the official image,
+# pinned by its multi-platform index digest as docker-library/repo-info records it
+# (repos/redis/remote/8.10.2-alpine.md at commit 0bdd94409df031423d112c6f22cab289fa8fc401). It runs as the
+# image's own `redis` user (uid 999, gid 1000, from the same Dockerfile).
+REDIS_IMAGE = "redis:8.10.2-alpine@sha256:72cedd9603038893af961e90ac5e1a1a0d8377d5e338dbdad8fe284ea25de18f"

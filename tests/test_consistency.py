@@ -253,7 +253,7 @@ def test_services_select_exactly_their_workload_on_a_declared_port(p):
     for svc in p.kind("Service"):
         ns, name, spec = svc["metadata"]["namespace"], svc["metadata"]["name"], svc["spec"]
         chosen = _selected(p, ns, {"matchLabels": spec["selector"]})
-        assert [(t.kind, t.name) for t in chosen] == [("Deployment", name)], \
+        assert [(t.kind, t.name) for t in chosen] in ([("Deployment", name)], [("StatefulSet", name)]), \
             f"{p.name}: Service {name} selects {[t.name for t in chosen]}"
         for port in spec["ports"]:
             declared = chosen[0].port(port.get("targetPort", port["port"]))
@@ -381,6 +381,14 @@ def test_network_policies_admit_prometheus_and_the_operator_from_their_namespace
         if t.kind == "RayService" and t.name.endswith("/head") and kuberay_ns:
             assert allows(KUBERAY_POD_LABELS, kuberay_ns, namespace_labels(p, kuberay_ns), 8265), \
                 f"{p.name}: the KubeRay operator cannot reach the Ray dashboard"
+        if t.labels.get("vllm-platform/role") == "ray-gcs-store":  # the Ray GCS's Redis: its own head only
+            model = t.labels["vllm-platform/model"]
+            head = {"vllm-platform/model": model, "vllm-platform/role": "ray-head"}
+            own = namespace_labels(p, t.namespace)
+            assert allows(head, t.namespace, own, 6379), f"{p.name}: the Ray head cannot reach {t.name}"
+            for labels in ({}, {**head, "vllm-platform/model": "other"}, {**head, "vllm-platform/role": "ray-worker"}):
+                assert not allows(labels, t.namespace, own, 6379), f"{p.name}: {labels} reaches {t.name}"
+            continue
         for svc in p.kind("Service", t.namespace):
             if label_selector_matches({"matchLabels": svc["spec"]["selector"]}, t.labels):
                 for port in svc["spec"]["ports"]:

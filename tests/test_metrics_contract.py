@@ -83,3 +83,16 @@ def test_no_code_spells_a_metric_name_outside_the_contract_module():
             if re.search(r"(?<![A-Za-z0-9_])(?:(?:ray_)?vllm:|ray_vllm_)[a-z_]+", line):
                 offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_alerts_join_only_the_declared_series_of_other_exporters():
+    """Besides vLLM's, the alerts read kube-state-metrics' HPA counts (Deployments) and Ray Serve's replica
+    health (RayServices), spelt once in components/metrics.py."""
+    declared = {metrics.KSM_HPA_CURRENT_REPLICAS, metrics.KSM_HPA_MAX_REPLICAS, metrics.RAY_SERVE_REPLICA_HEALTHY}
+    assert declared == {"kube_horizontalpodautoscaler_status_current_replicas",
+                        "kube_horizontalpodautoscaler_spec_max_replicas", "ray_serve_deployment_replica_healthy"}
+    for stack, expected in (("dev", set(declared) - {metrics.RAY_SERVE_REPLICA_HEALTHY}),
+                            ("prod-llama405b-onprem", {metrics.RAY_SERVE_REPLICA_HEALTHY})):
+        rules = [t for name, t in _rendered_texts(stack).items() if "PrometheusRule" in name]
+        used = set(re.findall(r"\b(?:kube_[a-z_]+|ray_serve_[a-z_]+)", " ".join(rules)))
+        assert used == expected, f"{stack}: {sorted(used)}"

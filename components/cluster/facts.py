@@ -57,6 +57,8 @@ class ClusterFacts:
     cache_read_gbps: float  # sustained read throughput of the model cache, for start-up budgets
     driver_preinstalled: bool  # GPU driver on the node image (EKS NVIDIA AMI, GKE-managed) or not
     kubeconfig: Any | None = None  # pulumi.Output[str], secret
+    # StorageClass for ReadWriteOnce block volumes (Prometheus, the Ray GCS Redis); None: the cluster's default
+    block_storage_class: str | None = None
     depends_on: list[Any] = field(default_factory=list)  # what must exist before Kubernetes objects
 
     def pool_for(self, instance_type: str) -> GpuPool:

@@ -65,9 +65,17 @@ def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[s
 
 def pdb_spec(model: str, t: Topology) -> dict:
     """Voluntary disruptions (drains, node upgrades, autoscaler scale-down) take at most one replica at
-    a time (for a multi-node replica: its nodes). Not minAvailable = min replicas: at idle the fleet runs
-    exactly that many, and such a budget would block every node upgrade forever (EKS managed node
-    groups then fail with PodEvictionFailure). Production keeps serving through a drain because its
-    replicas are spread over at least two nodes (the planner's spread_nodes)."""
-    role, per_replica = ("ray-worker", t.nodes_per_replica) if t.multi_node else ("server", 1)
-    return {"maxUnavailable": per_replica, "selector": {"matchLabels": selector(model, role)}}
+    a time. Not minAvailable = min replicas: at idle the fleet runs exactly that many, and such a budget
+    would block every node upgrade forever (EKS managed node groups then fail with PodEvictionFailure).
+    Production keeps serving through a drain because its replicas are spread over at least two nodes (the
+    planner's spread_nodes).
+
+    Ray workers belong to a RayCluster, which has no scale subresource: on such pods the disruption
+    controller cannot evaluate maxUnavailable and fails safe to zero disruptions allowed (a drain that
+    never ends). Only an integer minAvailable works there (kubernetes.io, "Specifying a Disruption Budget",
+    arbitrary workloads): one worker pod fewer than the minimum fleet, so drains proceed one pod at a time,
+    each waiting until the evicted worker's replacement is up."""
+    if t.multi_node:
+        return {"minAvailable": max(0, t.nodes_per_replica * t.min_replicas - 1),
+                "selector": {"matchLabels": selector(model, "ray-worker")}}
+    return {"maxUnavailable": 1, "selector": {"matchLabels": selector(model, "server")}}

@@ -7,20 +7,46 @@ not used here: a RayService has no scale subresource.
 
 Field names: KubeRay v1.7.0 CRD (schemas/crds/kuberay/ray.io_rayservices.yaml); Serve LLM config:
 docs.ray.io serve/llm configuration reference (LLMConfig: model_loading_config, engine_kwargs,
-accelerator_type, deployment_config.autoscaling_config) and the `ray.serve.llm:build_openai_app` builder.
+accelerator_type, runtime_env, deployment_config.autoscaling_config) and the `ray.serve.llm:build_openai_app`
+builder.
+
+Operations (README "Multi-node HA"):
+- Upgrades: `upgradeStrategy: None`. KubeRay's default (NewCluster) brings up a whole second RayCluster and
+  switches over when it is ready: twice the GPUs, which a pool sized for max replicas never has, so the new
+  cluster would sit Pending for ever. NewClusterWithIncrementalUpgrade still surges a new cluster and needs
+  Gateway API plus an operator feature gate. With None, Serve config changes (engine flags, autoscaling,
+  timeouts: everything in serveConfigV2) roll in place, replica by replica; a cluster spec change (a new
+  image) is not applied by KubeRay: delete the active RayCluster in a maintenance window and KubeRay
+  builds it again from the new spec.
+- Auth: `authOptions.mode: token` (KubeRay >= 1.5.1, Ray >= 2.52): the dashboard / job-submission API and
+  the GCS refuse calls without the cluster's token, which KubeRay generates into a Secret and hands to the
+  Ray containers, the autoscaler and its own client. The NetworkPolicy (network.py) stays the second layer.
+  Serve's HTTP proxy and the metrics port are data plane and stay open to whom the policy admits.
+- Start-up: the LLM replica waits RAYLLM_ENGINE_START_TIMEOUT_S (Serve LLM, default 3600 s) for the engine,
+  and vLLM waits VLLM_ENGINE_READY_TIMEOUT_S (default 600 s) for its engine core; both are set from the
+  start-up budget the Deployment's startupProbe uses (probes.topology_budget_s), through the LLM config's
+  runtime_env, which Serve LLM applies to the replica and its engine workers and which an in-place Serve
+  config update can change. serviceUnhealthySecondThreshold / deploymentUnhealthySecondThreshold are
+  deprecated and unread since KubeRay 1.1 (ray-project/kuberay#1685) and are not set.
 """
 from __future__ import annotations
+
+import math
 
 import yaml
 
 from ..cache import CacheFacts, cache_env
 from ..cluster.facts import GpuPool
+from ..config.schema import Serving
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import RAY_VERSION
+from .autoscaling import kv_threshold, waiting_threshold
 from .fabric import fabric_env, fabric_resources
 from .pods import (CONTAINER_SECURITY, POD_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env,
                    model_labels, pod_metadata, shm_volume)
+from .probes import topology_budget_s
+from .redis import NO_CONSOLIDATION, GcsStore
 
 # LLMConfig.accelerator_type for the catalog's GPUs. Serve LLM adds `accelerator_type:<name>` to every
 # placement-group bundle, and a Ray node advertises only the type it detects: the first upper-case
@@ -38,6 +64,19 @@ HEAD_RESOURCES = {"cpu": "4", "memory": "16Gi"}  # GCS, Serve controller, proxy 
 UPSCALE_DELAY_S = 30
 DOWNSCALE_DELAY_S = 600  # a multi-node replica takes many minutes to come back: give load time to return
 WORKER_GROUP = "gpu"
+APP_NAME = "llm"
+UPGRADE_STRATEGY = "None"  # see the module docstring: NewCluster needs twice the GPUs
+AUTH_MODE = "token"
+# Serve marks a replica unhealthy after 3 failed checks in a row and replaces it, which for a multi-node
+# replica is a full reload: give a stalled engine ~3 minutes (the pods' liveness allows ~2) before that.
+# Health checks start once the replica's constructor (the engine start, bounded by the budget) returned.
+HEALTH_CHECK_PERIOD_S = 30
+HEALTH_CHECK_TIMEOUT_S = 30
+GRACEFUL_SHUTDOWN_S = 120  # in-flight generations finish on scale-down (the worker pods' grace period)
+# With GCS fault tolerance the workers keep serving while the head is away and reconnect when it is back:
+# a head evicted from a drained system node is rescheduled and pulls the multi-GB Ray image there first.
+# KubeRay's default is 600 s; past it the raylets exit and every replica reloads.
+GCS_RECONNECT_TIMEOUT_S = 900
 
 
 def _value(text: str):
@@ -71,16 +110,42 @@ def engine_kwargs(vllm_args: tuple[str, ...] | list[str]) -> tuple[str, str, dic
     return source, model_id, kwargs
 
 
-def target_ongoing_requests(t: Topology) -> int:
-    """Ray Serve adds replicas when ongoing requests per replica exceed this: the planner's
-    concurrency per replica is what one replica holds within the SLA."""
-    return max(1, t.concurrency_per_replica)
+def target_ongoing_requests(t: Topology, serving: Serving) -> int:
+    """Ongoing requests per replica at which Ray Serve adds a replica: the point where KEDA would scale a
+    single-node replica (autoscaling.py). The engine's batch (--max-num-seqs) is the planner's concurrency
+    per replica, which the KV cache holds at the SLA's request length. KV-bound plans scale at the KV
+    threshold's share of that batch, before preemptions start; the others once the batch is full and the
+    queue reaches KEDA's waiting threshold."""
+    batch = t.concurrency_per_replica
+    if t.concurrency_bound == "kv-cache":
+        return max(1, math.floor(kv_threshold(t, serving) * batch))
+    return batch + int(waiting_threshold(t, serving))
 
 
-def llm_config(t: Topology) -> dict:
+def max_ongoing_requests(t: Topology, serving: Serving) -> int:
+    """Requests Serve hands one replica at once: its batch plus a queue of twice KEDA's waiting threshold.
+    Beyond that requests wait in Serve's router, which gives them to the next free replica (a new one
+    included) rather than to one engine's queue; the engine still shows a queue the alerts can see."""
+    return t.concurrency_per_replica + 2 * int(waiting_threshold(t, serving))
+
+
+def engine_env(budget_s: int) -> dict[str, str]:
+    """How long the replica waits for its engine: the start-up budget (probes.py) for both waits."""
+    return {"RAYLLM_ENGINE_START_TIMEOUT_S": str(budget_s), "VLLM_ENGINE_READY_TIMEOUT_S": str(budget_s)}
+
+
+def serve_deployment_name(model_id: str) -> str:
+    """The Serve deployment Serve LLM builds for a model: "LLMServer:" + the model id with "/" -> "--" and
+    "." -> "_" (ray/llm/_internal/serve/core/server/builder.py, _get_deployment_name); the Serve metrics
+    (ray_serve_deployment_replica_healthy) carry it as `deployment`."""
+    return "LLMServer:" + model_id.replace("/", "--").replace(".", "_")
+
+
+def llm_config(t: Topology, serving: Serving | None = None, budget_s: int | None = None) -> dict:
+    serving = serving or Serving()
     source, model_id, kwargs = engine_kwargs(t.vllm_args)
-    target = target_ongoing_requests(t)
-    return {
+    target, ceiling = target_ongoing_requests(t, serving), max_ongoing_requests(t, serving)
+    cfg = {
         "model_loading_config": {"model_id": model_id, "model_source": source},
         "accelerator_type": RAY_ACCELERATOR[t.accelerator],
         "engine_kwargs": kwargs,
@@ -93,15 +158,19 @@ def llm_config(t: Topology) -> dict:
                 "target_ongoing_requests": target,
                 "upscale_delay_s": UPSCALE_DELAY_S, "downscale_delay_s": DOWNSCALE_DELAY_S,
             },
-            # room for a short queue in front of the engine's batch before Serve routes elsewhere
-            "max_ongoing_requests": 2 * target,
+            "max_ongoing_requests": ceiling,
+            "health_check_period_s": HEALTH_CHECK_PERIOD_S, "health_check_timeout_s": HEALTH_CHECK_TIMEOUT_S,
+            "graceful_shutdown_timeout_s": GRACEFUL_SHUTDOWN_S,
         },
     }
+    if budget_s is not None:
+        cfg["runtime_env"] = {"env_vars": engine_env(budget_s)}
+    return cfg
 
 
-def serve_config(t: Topology) -> str:
-    app = {"name": "llm", "route_prefix": "/", "import_path": "ray.serve.llm:build_openai_app",
-           "args": {"llm_configs": [llm_config(t)]}}
+def serve_config(t: Topology, serving: Serving | None = None, budget_s: int | None = None) -> str:
+    app = {"name": APP_NAME, "route_prefix": "/", "import_path": "ray.serve.llm:build_openai_app",
+           "args": {"llm_configs": [llm_config(t, serving, budget_s)]}}
     return yaml.safe_dump({"applications": [app]}, sort_keys=False)
 
 
@@ -161,25 +230,55 @@ def worker_group(t: Topology, pool: GpuPool, cache: CacheFacts, image: str, labe
     }
 
 
+def head_stays_put(head: dict) -> dict:
+    """The head is on the system pool (head_group); the node autoscalers do not move it to consolidate nodes,
+    and a crashed head container restarts in place (KubeRay's own default, spelled out)."""
+    template = head["template"]
+    template.setdefault("metadata", {}).setdefault("annotations", {}).update(NO_CONSOLIDATION)
+    template["spec"]["restartPolicy"] = "Always"
+    return head
+
+
+def gcs_fault_tolerance(cluster: dict, gcs: GcsStore) -> dict:
+    """GCS state in the stack's Redis (redis.py), password by Secret reference; workers wait for a head
+    that comes back instead of exiting after KubeRay's 600 s."""
+    cluster["gcsFaultToleranceOptions"] = {
+        "redisAddress": gcs.address,
+        "redisPassword": {"valueFrom": {"secretKeyRef": {"name": gcs.secret, "key": gcs.password_key}}},
+    }
+    for group in cluster["workerGroupSpecs"]:
+        for c in group["template"]["spec"]["containers"]:
+            c["env"] = [*c.get("env", []), {"name": "RAY_gcs_rpc_server_reconnect_timeout_s",
+                                            "value": str(GCS_RECONNECT_TIMEOUT_S)}]
+    return cluster
+
+
 def rayservice_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, image: str,
-                    system_node_selector: dict[str, str], base_labels: dict[str, str]) -> dict:
+                    system_node_selector: dict[str, str], base_labels: dict[str, str], *,
+                    serving: Serving | None = None, gcs: GcsStore | None = None) -> dict:
+    """gcs: where the GCS persists (production), or None for an in-memory GCS."""
+    cluster = {
+        "rayVersion": RAY_VERSION,
+        "authOptions": {"mode": AUTH_MODE},
+        "enableInTreeAutoscaling": True,
+        "autoscalerOptions": {
+            "upscalingMode": "Default", "idleTimeoutSeconds": DOWNSCALE_DELAY_S,
+            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},
+                          "limits": {"cpu": "500m", "memory": "512Mi"}},
+            "securityContext": CONTAINER_SECURITY,
+        },
+        "headGroupSpec": head_stays_put(head_group(t, cache, image, model_labels(model, "ray-head", base_labels),
+                                                   system_node_selector)),
+        "workerGroupSpecs": [worker_group(t, pool, cache, image, model_labels(model, "ray-worker", base_labels))],
+    }
+    if gcs is not None:
+        gcs_fault_tolerance(cluster, gcs)
     return {
-        "serveConfigV2": serve_config(t),
+        "serveConfigV2": serve_config(t, serving, topology_budget_s(t, cache.read_gbps)),
         # the OpenAI endpoint under the model's name, as for a single-node replica
         "serveService": {"metadata": {"name": model, "labels": model_labels(model, "server", base_labels)},
                          "spec": {"type": "ClusterIP",
                                   "ports": [{"name": "serve", "port": VLLM_PORT, "protocol": "TCP"}]}},
-        "rayClusterConfig": {
-            "rayVersion": RAY_VERSION,
-            "enableInTreeAutoscaling": True,
-            "autoscalerOptions": {
-                "upscalingMode": "Default", "idleTimeoutSeconds": DOWNSCALE_DELAY_S,
-                "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},
-                              "limits": {"cpu": "500m", "memory": "512Mi"}},
-                "securityContext": CONTAINER_SECURITY,
-            },
-            "headGroupSpec": head_group(t, cache, image, model_labels(model, "ray-head", base_labels),
-                                        system_node_selector),
-            "workerGroupSpecs": [worker_group(t, pool, cache, image, model_labels(model, "ray-worker", base_labels))],
-        },
+        "upgradeStrategy": {"type": UPGRADE_STRATEGY},
+        "rayClusterConfig": cluster,
     }

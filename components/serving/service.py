@@ -22,7 +22,9 @@ from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
 from .pods import model_labels
+from .probes import topology_budget_s
 from .rayservice import rayservice_spec
+from .redis import GcsRedis
 
 
 def serving_images(cfg: StackConfig, t: Topology) -> list[str]:
@@ -57,12 +59,17 @@ class VllmService(pulumi.ComponentResource):
 
         runtime = "ray" if t.multi_node else "vllm"
         if t.multi_node:
+            # production: the head's GCS persists in a Redis of its own (redis.py), so a head restart is no reload
+            self.gcs_redis = GcsRedis(f"{name}-gcs", model, ns, facts.system_node_selector, facts.block_storage_class,
+                                      labels, opts=child) if cfg.production else None
             with as_run_error():
                 spec = rayservice_spec(model, t, pool, cache, ray_image(t, cfg.serving.ray_image),
-                                       facts.system_node_selector, labels)
+                                       facts.system_node_selector, labels, serving=cfg.serving,
+                                       gcs=self.gcs_redis.store if self.gcs_redis else None)
             self.workload = k8s.apiextensions.CustomResource(
                 f"{name}-rayservice", api_version="ray.io/v1", kind="RayService", metadata=meta(model, "ray"),
-                spec=spec, opts=needs("kuberay"))
+                spec=spec, opts=pulumi.ResourceOptions.merge(needs("kuberay"), pulumi.ResourceOptions(
+                    depends_on=[self.gcs_redis] if self.gcs_redis else [])))
             self.monitor = k8s.apiextensions.CustomResource(
                 f"{name}-podmonitor", api_version="monitoring.coreos.com/v1", kind="PodMonitor",
                 metadata=meta(model, "ray", addons.monitor_labels), spec=pod_monitor_spec(model),
@@ -98,7 +105,8 @@ class VllmService(pulumi.ComponentResource):
         self.rules = k8s.apiextensions.CustomResource(
             f"{name}-rules", api_version="monitoring.coreos.com/v1", kind="PrometheusRule",
             metadata=meta(f"{model}-sla", runtime, addons.monitor_labels),
-            spec=rules_spec(t, ns, runtime, waiting_threshold(t, cfg.serving), severity), opts=needs("monitoring"))
+            spec=rules_spec(t, ns, runtime, waiting_threshold(t, cfg.serving), severity,
+                            startup_s=topology_budget_s(t, cache.read_gbps)), opts=needs("monitoring"))
         key, value = addons.dashboard_label
         self.dashboard = k8s.core.v1.ConfigMap(
             f"{name}-dashboard", metadata=meta(f"{model}-dashboard", runtime, {key: value}),

@@ -1,0 +1,164 @@
+"""The SLA alerts as Prometheus evaluates them: the PrometheusRule objects every shipped stack plans, run
+through `promtool test rules` against synthetic series named and labelled as vLLM, Ray Serve and
+kube-state-metrics publish them. For every alert a healthy fleet does not fire and a breached one does.
+
+promtool comes from the Debian package `prometheus`, which .ci/run installs. Without it this module fails
+rather than skips; VLLM_PLATFORM_SKIP_PROMTOOL=1 skips it on a workstation that cannot install it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from components import metrics
+from components.offline.runner import stack_names
+from tests.conftest import planned
+from tests.test_serving import objs, topology
+
+ALERTS = {"VllmTimeToFirstTokenAboveSla", "VllmTimePerOutputTokenAboveSla", "VllmQueueHighAtMaxReplicas",
+          "VllmQueueHighScaleUpStalled", "VllmKvCacheNearFull"}
+STEP_S = 60
+
+
+def promtool() -> str:
+    found = shutil.which("promtool")
+    if found:
+        return found
+    if os.environ.get("VLLM_PLATFORM_SKIP_PROMTOOL") == "1":
+        pytest.skip("promtool not installed and VLLM_PLATFORM_SKIP_PROMTOOL=1")
+    pytest.fail("promtool not found: install the Debian package `prometheus` "
+                "(apt-get install -y --no-install-recommends prometheus), as .ci/run does")
+
+
+def minutes(duration: str) -> int:
+    m = re.fullmatch(r"(\d+)m", duration)
+    assert m, f"for: {duration!r} is not in minutes"
+    return int(m.group(1))
+
+
+class Fleet:
+    """Synthetic series for one model, spelt the way the exporters publish them."""
+
+    def __init__(self, rule_obj: dict, t):
+        self.ns, self.model, self.t = rule_obj["metadata"]["namespace"], t.served_model_name, t
+        self.runtime = "ray" if t.multi_node else "vllm"
+        self.sel = f'namespace="{self.ns}",model_name="{self.model}"'
+
+    def name(self, metric: str, suffix: str = "") -> str:
+        return metrics.name(metric, self.runtime, suffix)
+
+    def histogram(self, metric: str, seconds: float, per_min: int = 60) -> list[dict]:
+        """`per_min` observations a minute, all in the bucket whose upper bound is `seconds`."""
+        out = [{"series": f'{self.name(metric, "_bucket")}{{{self.sel},le="{le}"}}',
+                "values": f"0+{per_min if le == '+Inf' or float(le) >= seconds else 0}x90"}
+               for le in (f"{seconds / 8:g}", f"{seconds:g}", "+Inf")]
+        return out + [{"series": f'{self.name(metric, "_count")}{{{self.sel}}}', "values": f"0+{per_min}x90"}]
+
+    def gauge(self, metric: str, value: float, pods: int = 1) -> list[dict]:
+        return [{"series": f'{self.name(metric)}{{{self.sel},pod="{self.model}-{i}"}}', "values": f"{value:g}x90"}
+                for i in range(pods)]
+
+    def replicas(self, running: int) -> list[dict]:
+        """How many replicas run: KEDA's HPA (kube-state-metrics) or Ray Serve's replica health gauges."""
+        if self.runtime == "ray":
+            return [{"series": f'ray_serve_deployment_replica_healthy{{namespace="{self.ns}",application="llm",'
+                               f'deployment="LLMServer:{self.model}",replica="r{i}"}}', "values": "1x90"}
+                    for i in range(running)]
+        hpa = f'namespace="{self.ns}",horizontalpodautoscaler="keda-hpa-{self.model}",job="kube-state-metrics"'
+        return [{"series": f"kube_horizontalpodautoscaler_status_current_replicas{{{hpa}}}", "values": f"{running}x90"},
+                {"series": f"kube_horizontalpodautoscaler_spec_max_replicas{{{hpa}}}",
+                 "values": f"{self.t.max_replicas}x90"}]
+
+    def queue(self, per_replica: float, running: int) -> list[dict]:
+        return self.gauge("num_requests_waiting", per_replica, running) + self.replicas(running)
+
+
+def scenarios(fleet: Fleet, rules: dict[str, dict]) -> list[tuple[str, str, list[dict], int, bool]]:
+    """(alert, what, series, eval minute, fires). Values sit far from every threshold: the thresholds
+    themselves are pinned in tests/test_serving_ray.py and below."""
+    t = fleet.t
+    ttft, tpot = t.sla_ttft_ms / 1000, t.sla_tpot_ms / 1000
+    flood = 10 * t.concurrency_per_replica  # waiting per replica, far above any autoscaling threshold
+    below_max = max(1, t.max_replicas - 1) if t.max_replicas > 1 else None
+    stalled = minutes(rules["VllmQueueHighScaleUpStalled"]["for"])
+    out = [
+        ("VllmTimeToFirstTokenAboveSla", "fast first tokens", fleet.histogram("time_to_first_token_seconds", ttft / 4), 30, False),
+        ("VllmTimeToFirstTokenAboveSla", "slow first tokens", fleet.histogram("time_to_first_token_seconds", ttft * 4), 30, True),
+        ("VllmTimeToFirstTokenAboveSla", "slow but a trickle of traffic",
+         fleet.histogram("time_to_first_token_seconds", ttft * 4, per_min=1), 30, False),
+        ("VllmTimePerOutputTokenAboveSla", "fast decoding",
+         fleet.histogram("request_time_per_output_token_seconds", tpot / 2), 30, False),
+        ("VllmTimePerOutputTokenAboveSla", "slow decoding",
+         fleet.histogram("request_time_per_output_token_seconds", tpot * 4), 30, True),
+        # a single slow inter-token step per request is not what this alert reads
+        ("VllmTimePerOutputTokenAboveSla", "slow inter-token steps, per-request TPOT fine",
+         fleet.histogram("request_time_per_output_token_seconds", tpot / 2)
+         + fleet.histogram("inter_token_latency_seconds", tpot * 8), 30, False),
+        ("VllmQueueHighAtMaxReplicas", "at max, nothing waiting", fleet.queue(0, t.max_replicas), 30, False),
+        ("VllmQueueHighAtMaxReplicas", "at max, a queue stuck flat", fleet.queue(flood, t.max_replicas), 30, True),
+        ("VllmQueueHighScaleUpStalled", "at max: the other alert's case", fleet.queue(flood, t.max_replicas),
+         stalled + 10, False),
+        ("VllmKvCacheNearFull", "KV half used", fleet.gauge("kv_cache_usage_perc", 0.5), 30, False),
+        ("VllmKvCacheNearFull", "KV full", fleet.gauge("kv_cache_usage_perc", 0.99), 30, True),
+    ]
+    if below_max:
+        out += [
+            ("VllmQueueHighAtMaxReplicas", "queue below max", fleet.queue(flood, below_max), 30, False),
+            ("VllmQueueHighScaleUpStalled", "queue below max, a new replica still has time",
+             fleet.queue(flood, below_max), stalled - 5, False),
+            ("VllmQueueHighScaleUpStalled", "queue below max for longer than a replica takes",
+             fleet.queue(flood, below_max), stalled + 5, True),
+        ]
+    return out
+
+
+def unit_tests(fleet: Fleet, rules: dict[str, dict]) -> dict:
+    tests = []
+    for alert, what, series, at, fires in scenarios(fleet, rules):
+        rule = rules[alert]
+        expected = [{"exp_labels": dict(rule["labels"]), "exp_annotations": dict(rule["annotations"])}] if fires else []
+        tests.append({"name": f"{alert}: {what}", "interval": f"{STEP_S}s", "input_series": series,
+                      "alert_rule_test": [{"eval_time": f"{at}m", "alertname": alert, "exp_alerts": expected}]})
+    return {"rule_files": ["rules.yaml"], "evaluation_interval": f"{STEP_S}s", "tests": tests}
+
+
+def rule_objects(stack: str):
+    result = planned(stack)
+    for rule_obj in objs(result.resources, "PrometheusRule"):
+        model = rule_obj["metadata"]["labels"]["vllm-platform/model"]
+        yield rule_obj, topology(result, model)
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_alert_fires_on_a_breach_and_stays_quiet_when_healthy(stack, tmp_path):
+    tool = promtool()
+    ran = 0
+    for rule_obj, t in rule_objects(stack):
+        rules = {r["alert"]: r for g in rule_obj["spec"]["groups"] for r in g["rules"]}
+        assert set(rules) == ALERTS, f"{stack}: alerts {sorted(rules)}"
+        for r in rules.values():  # every alert says how long, how bad and what to do
+            assert minutes(r["for"]) >= 5 and r["labels"]["severity"] in ("critical", "warning")
+            assert r["annotations"]["summary"] and len(r["annotations"]["description"]) > 60
+        (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule_obj["spec"]["groups"]}))
+        (tmp_path / "tests.yaml").write_text(yaml.safe_dump(unit_tests(Fleet(rule_obj, t), rules), sort_keys=False))
+        check = subprocess.run([tool, "check", "rules", "rules.yaml"], cwd=tmp_path, capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        run = subprocess.run([tool, "test", "rules", "tests.yaml"], cwd=tmp_path, capture_output=True, text=True)
+        assert run.returncode == 0, f"{stack}: {run.stdout}{run.stderr}"
+        ran += 1
+    assert ran, f"{stack}: no PrometheusRule planned"
+
+
+def test_production_pages_and_development_warns():
+    sev = lambda stack: {r["alert"]: r["labels"]["severity"]  # noqa: E731
+                         for o, _ in rule_objects(stack) for g in o["spec"]["groups"] for r in g["rules"]}
+    assert sev("prod-llama405b-onprem") == {
+        "VllmTimeToFirstTokenAboveSla": "critical", "VllmTimePerOutputTokenAboveSla": "critical",
+        "VllmQueueHighAtMaxReplicas": "critical", "VllmQueueHighScaleUpStalled": "critical",
+        "VllmKvCacheNearFull": "warning"}
+    assert set(sev("dev").values()) == {"warning"}
