@@ -216,7 +216,7 @@ def test_control_plane_is_private_unless_cidrs_may_reach_it(cidrs, private_flag,
 
     cfg = parse({"cloud": "gcp", "gcp": {**GCP, "masterAuthorizedNetworks": cidrs, "privateEndpoint": private_flag},
                  "models": MODEL}, {"hfToken"})
-    args = cluster_args(cfg, PrimaryNetwork("net", "sub", "pods", "services"))
+    args = cluster_args(cfg, PrimaryNetwork("net", "sub", "pods", "services"), {})
     assert args["private_cluster_config"]["enable_private_endpoint"] is private
     assert args["private_cluster_config"]["enable_private_nodes"] is True
     assert [b["cidr_block"] for b in args["master_authorized_networks_config"]["cidr_blocks"]] == cidrs

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 
+import grpc
+
 from .mocks import _FAKE_CA, cloud_outputs, invoke
 
 _API = "https://www.googleapis.com/compute/v1"
@@ -130,6 +132,20 @@ def _filestore(name, inputs):
     return {"id": path, "networks": networks, "createTime": "2026-01-01T00:00:00Z", "project": p}
 
 
+class _DataSourceError(grpc.RpcError):
+    """How the engine answers an invoke the provider failed: a gRPC error whose details carry the API's."""
+
+    def __init__(self, tok: str, message: str):
+        super().__init__(message)
+        self._details = f"invocation of {tok} returned an error: {message}"
+
+    def code(self):
+        return grpc.StatusCode.UNKNOWN
+
+    def details(self):
+        return self._details
+
+
 @invoke("gcp:compute/getMachineTypes:getMachineTypes")
 def _machine_types(args):
     """machineTypes.list in a zone with a `name = "..."` filter: the type if the zone offers it."""
@@ -150,7 +166,8 @@ def _reservation(args):
     path = f"projects/{p}/zones/{zone}/reservations/{name}"
     known = {(rp, rn): (rz, held) for (rp, rz, rn), held in RESERVATIONS.items()}
     if (p, name) in known and known[(p, name)][0] != zone:
-        raise Exception(f"googleapi: Error 404: The resource '{path}' was not found, notFound")
+        raise _DataSourceError("gcp:compute/getReservation:getReservation",
+                               f"googleapi: Error 404: The resource '{path}' was not found, notFound")
     held = known.get((p, name), (zone, None))[1]
     specific = [] if held is None else [{
         "count": held[1], "inUseCount": 0, "assuredCount": held[1], "sourceInstanceTemplate": "",

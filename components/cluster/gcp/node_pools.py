@@ -208,12 +208,17 @@ def system_node_pool_args(cfg: StackConfig, cluster_id, service_account, labels:
 
 # --- what GCE says about the zone and the reservation -------------------------------------------------
 
+def _api_error(e: Exception) -> str:
+    """The API's own words out of `invoke of T failed: invocation of T returned an error: ...`."""
+    return str(e).splitlines()[0].rsplit("returned an error: ", 1)[-1]
+
+
 def _reservation(cfg: StackConfig, opts: pulumi.InvokeOptions) -> tuple[Reservation | None, str | None]:
     project, name = reservation_ref(cfg)
     try:
         r = gcp.compute.get_reservation(name=name, project=project, zone=cfg.gcp.zone, opts=opts)
     except Exception as e:  # GCE answers 404 for a reservation of another zone
-        return None, str(e).splitlines()[0]
+        return None, _api_error(e)
     specific = (r.specific_reservations or [None])[0]
     props = (specific.instance_properties or [None])[0] if specific else None
     return Reservation(project, name, props.machine_type if props else None,
@@ -230,12 +235,17 @@ def capacity_checks(cfg: StackConfig, specs: list[PoolSpec], opts: pulumi.Invoke
                                                   opts=opts).machine_types
         except Exception as e:
             return [f"gcp.zone: cannot list the machine types of {g.zone} in project {g.project}: "
-                    f"{str(e).splitlines()[0]}"]
+                    f"{_api_error(e)}"]
         offered |= {m.name for m in found or []}
     errors = zone_errors(cfg, specs, offered)
     if g.reservation:
         errors += reservation_errors(cfg, specs, *_reservation(cfg, opts))
     return errors
+
+
+class CapacityError(ConfigError, pulumi.RunError):
+    """Raised inside an apply: Pulumi re-raises it as its own cause, so it must be both the RunError that
+    `pulumi up` prints without a traceback and the ConfigError the offline plan reports as bad input."""
 
 
 def checked_zone(cfg: StackConfig, specs: list[PoolSpec], compute_api: pulumi.Resource,
@@ -246,7 +256,6 @@ def checked_zone(cfg: StackConfig, specs: list[PoolSpec], compute_api: pulumi.Re
     def check(_):
         errors = capacity_checks(cfg, specs, pulumi.InvokeOptions(parent=parent))
         if errors:
-            err = ConfigError(errors)
-            raise pulumi.RunError(str(err)) from err
+            raise CapacityError(errors)
         return cfg.gcp.zone
     return compute_api.id.apply(check)
