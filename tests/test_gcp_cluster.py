@@ -308,7 +308,10 @@ def test_new_vpc_has_cloud_nat_and_an_existing_one_is_used_as_is():
 
 
 def test_kubeconfig_is_a_secret_that_reaches_the_dns_endpoint_with_the_exec_plugin():
-    res, exports = plan("g2")
+    """No CIDR may reach the IP endpoint (the default), so Pulumi goes through the DNS endpoint."""
+    extra, model = CASES["g2"]
+    private = {k: v for k, v in GCP.items() if k != "masterAuthorizedNetworks"}
+    res, exports = cluster_plan({"cloud": "gcp", "gcp": private, "models": [model]})
     provider = one(res, "pulumi:providers:kubernetes").inputs
     assert sanitize(provider["kubeconfig"]) == "[secret]"
     doc = yaml.safe_load(exports["kubeconfig"])
@@ -322,13 +325,16 @@ def test_kubeconfig_is_a_secret_that_reaches_the_dns_endpoint_with_the_exec_plug
     assert c["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
 
 
-def test_without_the_dns_endpoint_the_kubeconfig_reaches_the_ip_endpoint_with_the_cluster_ca():
+@pytest.mark.parametrize("dns", [True, False])
+def test_where_the_deployers_cidrs_reach_the_ip_endpoint_the_kubeconfig_names_it_with_the_cluster_ca(dns):
+    """A stack deployed through the public IP endpoint keeps it: the Kubernetes provider would take another
+    `server` for another cluster and replace every object."""
     extra, model = CASES["g2"]
-    res, exports = cluster_plan({"cloud": "gcp", "gcp": {**GCP, "dnsEndpoint": False}, "models": [model]})
+    res, exports = cluster_plan({"cloud": "gcp", "gcp": {**GCP, "dnsEndpoint": dns}, "models": [model]})
     cluster = yaml.safe_load(exports["kubeconfig"])["clusters"][0]["cluster"]
     assert cluster["server"].startswith("https://34.") and cluster["certificate-authority-data"]
     assert one(res, CLUSTER).inputs["controlPlaneEndpointsConfig"] == {
-        "dnsEndpointConfig": {"allowExternalTraffic": False}}
+        "dnsEndpointConfig": {"allowExternalTraffic": dns}}
 
 
 # --- Filestore model cache -----------------------------------------------------------------------

@@ -119,7 +119,8 @@ class GcpSettings(_Base):
     dns_endpoint: bool = Field(
         True, description="reach the control plane through its DNS-based endpoint (*.gke.goog): from anywhere "
                           "Google APIs answer, each request authorised by IAM container.clusters.connect; Pulumi's "
-                          "kubeconfig uses it. The way in for the first `pulumi up` of a private cluster")
+                          "kubeconfig uses it unless masterAuthorizedNetworks opens the IP endpoint. The way in "
+                          "for the first `pulumi up` of a private cluster")
     master_authorized_networks: list[str] = Field(
         default_factory=list, description="CIDRs that may reach the control plane's IP endpoint; empty "
                                           "(default): no public IP endpoint, as privateEndpoint")

@@ -60,6 +60,13 @@ def private_ip_endpoint(cfg: StackConfig) -> bool:
     return cfg.gcp.private_endpoint or not cfg.gcp.master_authorized_networks
 
 
+def kubeconfig_via_dns(cfg: StackConfig) -> bool:
+    """Which endpoint Pulumi's kubeconfig names: the IP endpoint where the deployer's CIDRs may reach it,
+    else the DNS endpoint if on. The Kubernetes provider takes a different `server` for a different cluster
+    and replaces every object it manages, so a stack that reached the public IP endpoint keeps it."""
+    return cfg.gcp.dns_endpoint and private_ip_endpoint(cfg)
+
+
 def cluster_args(cfg: StackConfig, net: PrimaryNetwork, labels: dict[str, str]) -> dict:
     """Arguments of gcp.container.Cluster (pulumi_gcp 10.x names)."""
     g = cfg.gcp
@@ -169,7 +176,7 @@ def _dns_endpoint(config) -> str:
 
 class GkeControlPlane:
     """The cluster (a child of the calling component, so its URN is unchanged) and the kubeconfig Pulumi's
-    Kubernetes provider uses: the DNS endpoint where it is on, else the IP endpoint with the cluster CA."""
+    Kubernetes provider uses (kubeconfig_via_dns): the DNS endpoint, or the IP endpoint with the cluster CA."""
 
     def __init__(self, name: str, cfg: StackConfig, net: PrimaryNetwork, labels: dict[str, str],
                  opts: pulumi.ResourceOptions):
@@ -180,7 +187,7 @@ class GkeControlPlane:
             f"{name}-gke", **self.args,
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=IGNORED_CLUSTER_CHANGES)))
         context = context_name(g.project, g.region, cfg.cluster.name)
-        if g.dns_endpoint:
+        if kubeconfig_via_dns(cfg):
             server = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
             config = server.apply(lambda host: kubeconfig_yaml(context, host, None))
         else:
