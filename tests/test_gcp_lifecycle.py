@@ -157,7 +157,7 @@ def a3_ultra(reservation: str, zone: str = "us-central1-a") -> dict:
 
 def test_a_reservation_of_another_zone_is_refused_naming_both_fields(monkeypatch):
     monkeypatch.setitem(gcp_stubs.RESERVATIONS, ("my-proj-123", "us-central1-b", "h200-b"), ("a3-ultragpu-8g", 4))
-    assert ("gcp.reservation: no reservation h200-b in gcp.zone us-central1-a of project my-proj-123 "
+    assert ("gcp.reservation: cannot read reservation h200-b in gcp.zone us-central1-a of project my-proj-123 "
             "(googleapi: Error 404") in refused(a3_ultra("h200-b"))
     assert "set gcp.zone to the reservation's zone" in refused(a3_ultra("h200-b"))
 

@@ -114,9 +114,10 @@ def reservation_errors(cfg: StackConfig, specs: list[PoolSpec], found: Reservati
     g = cfg.gcp
     project, name = reservation_ref(cfg)
     if found is None:
-        return [f"gcp.reservation: no reservation {name} in gcp.zone {g.zone} of project {project} "
+        return [f"gcp.reservation: cannot read reservation {name} in gcp.zone {g.zone} of project {project} "
                 f"({lookup_error or 'not found'}); a reservation lives in one zone: set gcp.zone to the "
-                f"reservation's zone, or name a reservation in {g.zone}"]
+                f"reservation's zone, or name a reservation in {g.zone} (a shared one: "
+                f"projects/OWNER/reservations/NAME, readable by the deployer)"]
     errors = []
     for spec in specs:
         if found.machine_type and found.machine_type != spec.instance.name:
