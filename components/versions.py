@@ -45,8 +45,10 @@ CHARTS = {
 KARPENTER_VERSION = "1.14.1"
 LWS_VERSION = "0.9.0"
 
-# GKE (components/cluster/gcp). The control plane follows cluster.kubernetesVersion ("1.33" = the
-# channel's newest 1.33 patch) inside this release channel; node pools follow the control plane.
+# GKE (components/cluster/gcp/control_plane.py). cluster.kubernetesVersion is the control plane's
+# minimum (min_master_version: "1.34" = the channel's newest 1.34 patch at creation); the release channel
+# then moves the cluster to newer patches and minors inside the maintenance window, node pools after
+# it (auto-upgrade). REGULAR carries 1.34 (cloud.google.com/kubernetes-engine/docs/release-notes).
 GKE_RELEASE_CHANNEL = "REGULAR"
 # GKE-managed NVIDIA driver on COS (gpu_driver_installation_config): LATEST, not DEFAULT, because
 # the vLLM image's CUDA needs a recent driver branch; GKE picks the build per node version.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pulumi
 import pytest
+import yaml
 
 from components.config import ConfigError
 from components.config.schema import ClusterSettings
@@ -48,10 +49,13 @@ pulumi.export("shape", {f.name: kind(getattr(facts, f.name)) for f in dataclasse
 pulumi.export("pool_shape", {k: {f.name: kind(getattr(p, f.name)) for f in dataclasses.fields(p)}
                              for k, p in facts.gpu_pools.items()})
 pulumi.export("depends_on", [kind(r) for r in facts.depends_on])
+pulumi.export("depends_on_urns", [r.urn for r in facts.depends_on])
 pulumi.export("pools", {k: plain(p) for k, p in facts.gpu_pools.items()})
 pulumi.export("facts", {"cloud": facts.cloud, "name": facts.name, "system_node_selector": facts.system_node_selector,
                         "rwx_storage_class": facts.rwx_storage_class, "cache_read_gbps": facts.cache_read_gbps,
-                        "driver_preinstalled": facts.driver_preinstalled})
+                        "driver_preinstalled": facts.driver_preinstalled,
+                        "block_storage_class": facts.block_storage_class,
+                        "network_policy_enforced": facts.network_policy_enforced})
 if facts.kubeconfig is not None:
     pulumi.export("kubeconfig", facts.kubeconfig)
 """
@@ -303,13 +307,34 @@ def test_new_vpc_has_cloud_nat_and_an_existing_one_is_used_as_is():
     assert one(res2, FILESTORE).inputs["networks"][0]["network"] == "shared-vpc"
 
 
-def test_kubeconfig_is_a_secret_with_the_exec_plugin():
-    res, exports = plan("g2")
+def test_kubeconfig_is_a_secret_that_reaches_the_dns_endpoint_with_the_exec_plugin():
+    """No CIDR may reach the IP endpoint (the default), so Pulumi goes through the DNS endpoint."""
+    extra, model = CASES["g2"]
+    private = {k: v for k, v in GCP.items() if k != "masterAuthorizedNetworks"}
+    res, exports = cluster_plan({"cloud": "gcp", "gcp": private, "models": [model]})
     provider = one(res, "pulumi:providers:kubernetes").inputs
     assert sanitize(provider["kubeconfig"]) == "[secret]"
-    kubeconfig = exports["kubeconfig"]
-    assert "command: gke-gcloud-auth-plugin" in kubeconfig and "token" not in kubeconfig
-    assert "server: https://34." in kubeconfig
+    doc = yaml.safe_load(exports["kubeconfig"])
+    cluster = doc["clusters"][0]["cluster"]
+    # the DNS endpoint's certificate is publicly trusted: no cluster CA, which would fail TLS against it
+    assert cluster["server"].startswith("https://gke-") and cluster["server"].endswith(".us-central1.gke.goog")
+    assert "certificate-authority-data" not in cluster
+    assert doc["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert "token" not in exports["kubeconfig"]
+    c = one(res, CLUSTER).inputs
+    assert c["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
+
+
+@pytest.mark.parametrize("dns", [True, False])
+def test_where_the_deployers_cidrs_reach_the_ip_endpoint_the_kubeconfig_names_it_with_the_cluster_ca(dns):
+    """A stack deployed through the public IP endpoint keeps it: the Kubernetes provider would take another
+    `server` for another cluster and replace every object."""
+    extra, model = CASES["g2"]
+    res, exports = cluster_plan({"cloud": "gcp", "gcp": {**GCP, "dnsEndpoint": dns}, "models": [model]})
+    cluster = yaml.safe_load(exports["kubeconfig"])["clusters"][0]["cluster"]
+    assert cluster["server"].startswith("https://34.") and cluster["certificate-authority-data"]
+    assert one(res, CLUSTER).inputs["controlPlaneEndpointsConfig"] == {
+        "dnsEndpointConfig": {"allowExternalTraffic": dns}}
 
 
 # --- Filestore model cache -----------------------------------------------------------------------

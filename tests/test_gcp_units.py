@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from components.catalog import INSTANCE_TYPES, instance_types
-from components.cluster.gcp import filestore
+from components.cluster.gcp import storage as filestore
 from components.cluster.gcp.gpudirect import (additional_node_networks, fabric_vpcs,
                                               machine_family, network_objects, pod_annotations)
-from components.cluster.gcp.kubeconfig import kubeconfig_yaml
-from components.cluster.gcp.nodepools import local_ssd_read_gbps
+from components.cluster.gcp.control_plane import kubeconfig_yaml
+from components.cluster.gcp.node_pools import local_ssd_read_gbps
 from components.config import ConfigError
 from components.config.load import parse
 
@@ -211,12 +211,12 @@ def test_gcp_settings_errors_name_the_field(change, expected):
 @pytest.mark.parametrize("cidrs,private_flag,private", [
     (["203.0.113.7/32"], False, False), (["10.8.0.0/16"], True, True), ([], False, True)])
 def test_control_plane_is_private_unless_cidrs_may_reach_it(cidrs, private_flag, private):
-    from components.cluster.gcp.gke import cluster_args
+    from components.cluster.gcp.control_plane import cluster_args
     from components.cluster.gcp.network import PrimaryNetwork
 
     cfg = parse({"cloud": "gcp", "gcp": {**GCP, "masterAuthorizedNetworks": cidrs, "privateEndpoint": private_flag},
                  "models": MODEL}, {"hfToken"})
-    args = cluster_args(cfg, PrimaryNetwork("net", "sub", "pods", "services"))
+    args = cluster_args(cfg, PrimaryNetwork("net", "sub", "pods", "services"), {})
     assert args["private_cluster_config"]["enable_private_endpoint"] is private
     assert args["private_cluster_config"]["enable_private_nodes"] is True
     assert [b["cidr_block"] for b in args["master_authorized_networks_config"]["cidr_blocks"]] == cidrs

@@ -16,7 +16,7 @@ import pytest
 import tomllib
 import yaml
 
-from components.cluster.gcp.kubeconfig import AUTH_PLUGIN
+from components.cluster.gcp.control_plane import AUTH_PLUGIN
 from components.offline.runner import ROOT, load_stack_yaml, stack_file, stack_names
 
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -178,7 +178,7 @@ def test_pulumi_runs_with_the_policy_pack_oidc_and_pull_request_comments():
     gcp = step(job, uses="google-github-actions/auth@")
     assert gcp["if"] == "matrix.cloud == 'gcp'"
     assert set(gcp["with"]) == {"workload_identity_provider", "service_account"}
-    # The GKE kubeconfig's exec plugin (components/cluster/gcp/kubeconfig.py), after the credentials.
+    # The GKE kubeconfig's exec plugin (components/cluster/gcp/control_plane.py), after the credentials.
     plugin = step(job, uses="google-github-actions/setup-gcloud@")
     assert plugin["if"] == "matrix.cloud == 'gcp'"
     assert plugin["with"] == {"install_components": AUTH_PLUGIN}

@@ -57,8 +57,10 @@ class ClusterFacts:
     cache_read_gbps: float  # sustained read throughput of the model cache, for start-up budgets
     driver_preinstalled: bool  # GPU driver on the node image (EKS NVIDIA AMI, GKE-managed) or not
     kubeconfig: Any | None = None  # pulumi.Output[str], secret
-    # StorageClass for ReadWriteOnce block volumes (Prometheus, the Ray GCS Redis); None: the cluster's default
+    # StorageClass that non-RWX claims (Prometheus) name: one the cluster component creates or the cluster
+    # kind guarantees (GKE: standard-rwo); None: the claim must name one from config.
     block_storage_class: str | None = None
+    network_policy_enforced: bool = False  # the CNI enforces NetworkPolicy (GKE Dataplane V2, VPC CNI policy on)
     depends_on: list[Any] = field(default_factory=list)  # what must exist before Kubernetes objects
 
     def pool_for(self, instance_type: str) -> GpuPool:

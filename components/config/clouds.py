@@ -1,6 +1,7 @@
 """Where the fleet runs: the AWS, GCP and existing-cluster blocks, and cluster settings."""
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Literal
 
@@ -115,18 +116,23 @@ class GcpSettings(_Base):
     subnetwork: str | None = Field(None, description="existing subnet in `region` of `network`")
     pods_range: str | None = Field(None, description="secondary range name of `subnetwork` for pods")
     services_range: str | None = Field(None, description="secondary range name of `subnetwork` for services")
+    dns_endpoint: bool = Field(
+        True, description="reach the control plane through its DNS-based endpoint (*.gke.goog): from anywhere "
+                          "Google APIs answer, each request authorised by IAM container.clusters.connect; Pulumi's "
+                          "kubeconfig uses it unless masterAuthorizedNetworks opens the IP endpoint. The way in "
+                          "for the first `pulumi up` of a private cluster")
     master_authorized_networks: list[str] = Field(
-        default_factory=list, description="CIDRs that may reach the control plane (where `pulumi up` runs); "
-                                          "empty (default): private endpoint only, as privateEndpoint")
-    private_endpoint: bool = Field(False, description="control plane on an internal IP only (reach it over "
-                                                      "VPN / Interconnect / a bastion in the VPC)")
+        default_factory=list, description="CIDRs that may reach the control plane's IP endpoint; empty "
+                                          "(default): no public IP endpoint, as privateEndpoint")
+    private_endpoint: bool = Field(False, description="IP endpoint on an internal address only (reached from the "
+                                                      "VPC, VPN / Interconnect ranges in masterAuthorizedNetworks)")
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] | None = Field(
         None, description="default: components/versions.py GKE_RELEASE_CHANNEL")
     system_machine_type: str = Field("e2-standard-8", pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
                                      description="nodes for operators, Prometheus and the Ray heads")
     filestore_tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] = Field(
         "BASIC_SSD", description="RWX model cache tier; read throughput per tier in "
-                                 "components/cluster/gcp/filestore.py")
+                                 "components/cluster/gcp/storage.py")
     spot: bool = Field(False, description="GPU nodes as Spot VMs (preemptible at 30 s notice)")
     reservation: str | None = Field(
         None, pattern=r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
@@ -149,7 +155,29 @@ class GcpSettings(_Base):
                                             "`servicesRange` (the subnet and its secondary range names)")
         if self.spot and self.reservation:
             raise field_error("spot", "Spot VMs cannot consume a reservation; set `spot` or `reservation`")
+        self._reachable()
         return self
+
+    def _reachable(self):
+        """Refuse control-plane settings that no `pulumi up` can ever get through (control_plane.py)."""
+        public = [c for c in self.master_authorized_networks if ipaddress.ip_network(c).is_global]
+        if self.private_endpoint and public:
+            # GKE: "... is not a reserved network, which is required for private endpoints"
+            raise field_error("masterAuthorizedNetworks", f"{', '.join(public)} are public addresses, but with "
+                                                          f"privateEndpoint: true only internal ranges can reach the "
+                                                          f"IP endpoint (GKE refuses them); list VPN / Interconnect "
+                                                          f"ranges, or use dnsEndpoint: true to deploy from outside")
+        if self.dns_endpoint or self.network:
+            return
+        no_public_ip = self.private_endpoint or not self.master_authorized_networks
+        if no_public_ip:
+            why = "privateEndpoint: true" if self.private_endpoint else "masterAuthorizedNetworks is empty"
+            raise field_error("dnsEndpoint", f"false, {why} and the stack creates its VPC (network unset): "
+                                             f"nothing can reach the control plane on the first `pulumi up`; set "
+                                             f"dnsEndpoint: true (recommended: IAM-gated, reachable from anywhere), "
+                                             f"or privateEndpoint: false with the deployer's egress CIDRs in "
+                                             f"masterAuthorizedNetworks, or an existing `network` you reach over "
+                                             f"VPN / Interconnect")
 
 
 class NodeTaint(_Base):

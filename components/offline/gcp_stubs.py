@@ -7,10 +7,21 @@ from __future__ import annotations
 
 import hashlib
 
-from .mocks import _FAKE_CA, cloud_outputs
+import grpc
+
+from .mocks import _FAKE_CA, cloud_outputs, invoke
 
 _API = "https://www.googleapis.com/compute/v1"
 _provider = {"project": "offline-project"}
+
+# The offline project's specific reservations: (project, zone, name) -> (machine type, VM count). A name it
+# does not list is answered as GCE answers a reservation without instance properties (one made from an
+# instance template): it exists in the zone asked, and says nothing the plan could check it against.
+RESERVATIONS: dict[tuple[str, str, str], tuple[str, int]] = {
+    ("my-proj-123", "us-central1-a", "h200-dense"): ("a3-ultragpu-8g", 4),
+}
+# Machine types the offline project's zones do not offer, as (zone, machine type); every other one is offered.
+NOT_OFFERED: set[tuple[str, str]] = set()
 
 
 def _n(name: str, mod: int) -> int:
@@ -88,6 +99,14 @@ def _cluster(name, inputs):
             "masterAuth": {**(inputs.get("masterAuth") or {}), "clusterCaCertificate": _FAKE_CA,
                            "clientCertificateConfig": {"issueClientCertificate": False}},
             "masterVersion": version, "operation": None, "project": p,
+            # Every cluster has a DNS endpoint (gke-<uid>-<project number>.<location>.gke.goog).
+            "controlPlaneEndpointsConfig": {
+                "dnsEndpointConfig": {
+                    "allowExternalTraffic": False,
+                    **((inputs.get("controlPlaneEndpointsConfig") or {}).get("dnsEndpointConfig") or {}),
+                    "endpoint": f"gke-{_n(path, 16**8):08x}{_n(path + 'u', 16**8):08x}-"
+                                f"{10**11 + _n(p, 10**11)}.{loc}.gke.goog"},
+                "ipEndpointsConfig": {"enabled": True}},
             "labelFingerprint": f"{_n(path, 16**8):08x}"}
 
 
@@ -111,6 +130,52 @@ def _filestore(name, inputs):
                  "reservedIpRange": f"10.{_n(path, 200) + 40}.{_n(path + 'x', 250)}.0/29"}
                 for n in inputs.get("networks") or []]
     return {"id": path, "networks": networks, "createTime": "2026-01-01T00:00:00Z", "project": p}
+
+
+class _DataSourceError(grpc.RpcError):
+    """How the engine answers an invoke the provider failed: a gRPC error whose details carry the API's."""
+
+    def __init__(self, tok: str, message: str):
+        super().__init__(message)
+        self._details = f"invocation of {tok} returned an error: {message}"
+
+    def code(self):
+        return grpc.StatusCode.UNKNOWN
+
+    def details(self):
+        return self._details
+
+
+@invoke("gcp:compute/getMachineTypes:getMachineTypes")
+def _machine_types(args):
+    """machineTypes.list in a zone with a `name = "..."` filter: the type if the zone offers it."""
+    p, zone = _project(args), args["zone"]
+    name = args.get("filter", "").split("=", 1)[-1].strip().strip('"')
+    offered = [] if (zone, name) in NOT_OFFERED else [{
+        "name": name, "id": str(_n(name, 10**10)), "description": name, "guestCpus": 0, "memoryMb": 0,
+        "isSharedCpus": False, "maximumPersistentDisks": 128, "maximumPersistentDisksSizeGb": "263168",
+        "accelerators": [], "bundledLocalSsds": [], "deprecateds": [],
+        "selfLink": f"{_API}/projects/{p}/zones/{zone}/machineTypes/{name}"}]
+    return {"id": f"projects/{p}/zones/{zone}", "project": p, "zone": zone, "filter": args.get("filter"),
+            "machineTypes": offered}
+
+
+@invoke("gcp:compute/getReservation:getReservation")
+def _reservation(args):
+    p, zone, name = _project(args), args["zone"], args["name"]
+    path = f"projects/{p}/zones/{zone}/reservations/{name}"
+    known = {(rp, rn): (rz, held) for (rp, rz, rn), held in RESERVATIONS.items()}
+    if (p, name) in known and known[(p, name)][0] != zone:
+        raise _DataSourceError("gcp:compute/getReservation:getReservation",
+                               f"googleapi: Error 404: The resource '{path}' was not found, notFound")
+    held = known.get((p, name), (zone, None))[1]
+    specific = [] if held is None else [{
+        "count": held[1], "inUseCount": 0, "assuredCount": held[1], "sourceInstanceTemplate": "",
+        "instanceProperties": [{"machineType": held[0], "guestAccelerators": [], "localSsds": [],
+                                "minCpuPlatform": "", "maintenanceInterval": "", "locationHint": ""}]}]
+    return {"id": path, "name": name, "project": p, "zone": zone, "status": "READY",
+            "specificReservationRequired": True, "specificReservations": specific,
+            "selfLink": f"{_API}/{path}"}
 
 
 __all__: list[str] = []

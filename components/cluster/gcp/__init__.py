@@ -1,7 +1,8 @@
-"""GKE: network, cluster, GPU node pools (GPUDirect / RDMA), Filestore model cache, kubeconfig.
+"""GKE: network, control plane, GPU node pools (GPUDirect / RDMA), Filestore model cache.
 
-Split by concern like Google's cluster-toolkit: network.py, gke.py, nodepools.py, gpudirect.py,
-filestore.py, kubeconfig.py; component.py wires them into GcpGpuCluster.
+The same files per cloud as components/cluster/aws: component.py wires control_plane.py, network.py,
+node_pools.py and storage.py into GcpGpuCluster; gpudirect.py holds the GPU NIC network plan per machine
+family (cluster-toolkit's split by concern).
 """
 from .component import GcpGpuCluster
 

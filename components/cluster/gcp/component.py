@@ -1,5 +1,11 @@
 """GcpGpuCluster: GKE Standard with GPU node pools from the plan; hands back the same ClusterFacts as
-the AWS and existing-cluster paths. The GCP provider comes in through opts (providers.py)."""
+the AWS and existing-cluster paths. The GCP provider comes in through opts (providers.py).
+
+Files as on AWS: control_plane.py (APIs, node identity, cluster, kubeconfig), network.py (VPCs),
+node_pools.py (system + GPU pools, zone and reservation checks), storage.py (Filestore cache, block
+StorageClass), gpudirect.py (GPU NIC networks per machine family). Every resource is a direct child of
+this component, so the URNs are those of the single-file layout they came from.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -13,13 +19,12 @@ from ...config.schema import StackConfig
 from ...planner import Topology
 from ..facts import ClusterFacts, GpuPool
 from ..pools import PoolSpec, gpu_pool_specs, model_cache_gib
-from . import filestore
-from .gke import cluster_args, enable_services, node_identity
+from . import storage
+from .control_plane import GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
-from .kubeconfig import context_name, kubeconfig_yaml
 from .network import fabric_networks, primary_network
-from .nodepools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, capacity_errors,
-                        gpu_node_pool_args, local_ssd_read_gbps, system_node_pool_args)
+from .node_pools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, capacity_errors, checked_zone,
+                         gpu_node_pool_args, local_ssd_read_gbps, system_node_pool_args)
 
 
 def check(cfg: StackConfig, topologies: dict[str, Topology]) -> list[str]:
@@ -27,7 +32,7 @@ def check(cfg: StackConfig, topologies: dict[str, Topology]) -> list[str]:
     errors = capacity_errors(cfg, gpu_pool_specs(topologies))
     if cfg.model_cache.kind == "rwx":
         try:
-            filestore.capacity_gib(cfg.gcp.filestore_tier, model_cache_gib(cfg.model_cache.size_gib, topologies))
+            storage.capacity_gib(cfg.gcp.filestore_tier, model_cache_gib(cfg.model_cache.size_gib, topologies))
         except ValueError as e:
             errors.append(str(e))
     return errors
@@ -60,65 +65,75 @@ class GcpGpuCluster(pulumi.ComponentResource):
         super().__init__("vllm-platform:cluster:GcpGpuCluster", name, None, opts)
         g, prefix = cfg.gcp, cfg.cluster.name
         specs = gpu_pool_specs(topologies)
+        stack = pulumi.get_stack()
         child = pulumi.ResourceOptions(parent=self)
 
         apis = enable_services(name, child)
-        after_apis = pulumi.ResourceOptions(parent=self, depends_on=apis)
+        after_apis = pulumi.ResourceOptions(parent=self, depends_on=list(apis.values()))
         net = primary_network(name, prefix, g, after_apis)
         # GPU NIC networks only where a replica spans nodes: within a node, NVLink carries TP traffic.
         vpcs = fabric_vpcs(prefix, g.zone, [machine_family(s.instance) for s in specs if s.multi_node])
         fabric = fabric_networks(name, prefix, g.project, g.region, vpcs, after_apis)
         account, grants = node_identity(name, cfg, after_apis)
 
-        self.cluster = gcp.container.Cluster(
-            f"{name}-gke", **cluster_args(cfg, net),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*apis, *net.resources]))
+        every_model = [m for s in specs for m in s.models]
+        control = GkeControlPlane(
+            name, cfg, net, cost_labels(stack, cfg.environment, every_model),
+            pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources]))
+        self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
 
         # The autoscaler owns the node count after creation; a changed initial count must not replace a pool.
-        pool_opts = pulumi.ResourceOptions(parent=self, depends_on=[*grants, *fabric],
-                                           ignore_changes=["initialNodeCount"])
         self.system_pool = gcp.container.NodePool(
-            f"{name}-system", **system_node_pool_args(cfg, self.cluster.id, account.email), opts=pool_opts)
+            f"{name}-system", **system_node_pool_args(cfg, self.cluster.id, account.email, control.labels),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=grants, ignore_changes=["initialNodeCount"]))
+        # GPU pools are created in the zone GCE confirmed offers their machine type (and holds the reservation).
+        zone = checked_zone(cfg, specs, apis["compute.googleapis.com"], self)
+        gpu_opts = pulumi.ResourceOptions(parent=self, depends_on=[*grants, *fabric], ignore_changes=["initialNodeCount"])
         self.node_pools: dict[str, gcp.container.NodePool] = {}
         for spec in specs:
             extra = additional_node_networks(machine_family(spec.instance), vpcs) if spec.multi_node else []
+            args = gpu_node_pool_args(spec, cfg, self.cluster.id, account.email, extra,
+                                      cost_labels(stack, cfg.environment, spec.models))
             self.node_pools[spec.instance.name] = gcp.container.NodePool(
-                f"{name}-{spec.name}", **gpu_node_pool_args(spec, cfg, self.cluster.id, account.email, extra),
-                opts=pool_opts)
+                f"{name}-{spec.name}", **{**args, "node_locations": [zone]}, opts=gpu_opts)
 
-        context = context_name(g.project, g.region, cfg.cluster.name)
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate)
-            .apply(lambda a: kubeconfig_yaml(context, a[0], a[1])))
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider)
-
+        # The Network objects name the GPU NIC VPCs and subnets: those come first.
         self.network_objects = [
             k8s.apiextensions.CustomResource(f"{name}-{o['kind'].lower()}-{o['metadata']['name']}",
                                              api_version=o["apiVersion"], kind=o["kind"],
-                                             metadata=o["metadata"], spec=o["spec"], opts=k8s_opts)
+                                             metadata=o["metadata"], spec=o["spec"],
+                                             opts=pulumi.ResourceOptions.merge(
+                                                 k8s_opts, pulumi.ResourceOptions(depends_on=fabric)))
             for o in network_objects(vpcs)]
 
         self.cache = None
         cache_resources: list[pulumi.Resource] = []
         if cfg.model_cache.kind == "rwx":
             tier = g.filestore_tier
-            gib = filestore.capacity_gib(tier, model_cache_gib(cfg.model_cache.size_gib, topologies))
-            self.cache = filestore.FilestoreCache(
+            gib = storage.capacity_gib(tier, model_cache_gib(cfg.model_cache.size_gib, topologies))
+            self.cache = storage.FilestoreCache(
                 name, prefix, tier, gib, g.region, g.zone, net.network, cfg.production,
-                pulumi.ResourceOptions(parent=self, depends_on=[*apis, *net.resources]), k8s_opts)
+                pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources]), k8s_opts,
+                labels=control.labels)
             cache_resources = [self.cache.storage_class, self.cache.volume]
-            read = filestore.read_gbps(tier, gib)
+            read = storage.read_gbps(tier, gib)
         else:
             read = min(local_ssd_read_gbps(bundled_local_ssds(s)) for s in specs)
 
         self.facts = ClusterFacts(
             cloud="gcp", name=cfg.cluster.name, provider=self.provider,
             gpu_pools=gpu_pools(cfg, specs), system_node_selector=dict(SYSTEM_SELECTOR),
-            rwx_storage_class=filestore.STORAGE_CLASS if self.cache else None,
+            rwx_storage_class=storage.STORAGE_CLASS if self.cache else None,
             cache_read_gbps=cfg.model_cache.read_gbps or read,
             driver_preinstalled=True,  # gpu_driver_installation_config: GKE installs the NVIDIA driver
             kubeconfig=self.kubeconfig,
-            depends_on=[self.system_pool, *self.node_pools.values(), *self.network_objects, *cache_resources])
+            block_storage_class=storage.BLOCK_STORAGE_CLASS,
+            network_policy_enforced=control.network_policy_enforced,
+            # Operators and serving objects need the control plane (through the provider), the system pool and
+            # the storage and networks they name, not the GPU pools: a GPU pool still waiting for capacity
+            # (a stockout, a reservation not yet active) leaves serving pods Pending instead of failing the run.
+            depends_on=[self.system_pool, *self.network_objects, *cache_resources])
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})

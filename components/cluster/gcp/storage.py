@@ -19,6 +19,11 @@ TIB = 1024  # GiB
 SHARE = "models"
 CSI_DRIVER = "filestore.csi.storage.gke.io"
 STORAGE_CLASS = "filestore-model-cache"
+# What non-RWX claims (Prometheus) name: GKE installs it with the Compute Engine PD CSI driver, which
+# cluster_args enables (cloud.google.com/kubernetes-engine/docs/how-to/persistent-volumes/gce-pd-csi-driver:
+# standard-rwo = pd-balanced, premium-rwo = pd-ssd). pd-balanced attaches to the system nodes (E2/N2);
+# A3 Ultra and A4 take Hyperdisk only, so no such claim may land on those GPU nodes.
+BLOCK_STORAGE_CLASS = "standard-rwo"
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,8 @@ class FilestoreCache:
     """The instance (GCP provider) and its StorageClass + PersistentVolume (Kubernetes provider)."""
 
     def __init__(self, name: str, cluster_name: str, tier: str, gib: int, region: str, zone: str, network,
-                 production: bool, gcp_opts: pulumi.ResourceOptions, k8s_opts: pulumi.ResourceOptions):
+                 production: bool, gcp_opts: pulumi.ResourceOptions, k8s_opts: pulumi.ResourceOptions,
+                 labels: dict[str, str] | None = None):
         self.location = location(tier, region, zone)
         self.instance_name = f"{cluster_name}-models"
         self.capacity_gib = gib
@@ -110,7 +116,8 @@ class FilestoreCache:
             f"{name}-filestore", name=self.instance_name, location=self.location, tier=tier,
             file_shares={"name": SHARE, "capacity_gb": gib},
             networks=[{"network": network, "modes": ["MODE_IPV4"], "connect_mode": "DIRECT_PEERING"}],
-            deletion_protection_enabled=production, description="vllm-platform model cache", opts=gcp_opts)
+            deletion_protection_enabled=production, description="vllm-platform model cache",
+            labels=dict(labels or {}), opts=gcp_opts)
         ip = self.instance.networks.apply(lambda nets: nets[0].ip_addresses[0])
         self.storage_class = k8s.storage.v1.StorageClass(f"{name}-filestore-sc", **storage_class(), opts=k8s_opts)
         self.volume = k8s.core.v1.PersistentVolume(
