@@ -19,5 +19,6 @@ pulumi.export("topology", {name: t.to_dict() for name, t in topologies.items()})
 pulumi.export("costPerHour", round(sum(t.cost_per_hour for t in topologies.values()), 2))
 pulumi.export("namespace", loaded.config.namespace)
 pulumi.export("endpoints", platform.endpoints)
+pulumi.export("serving", platform.serving)  # start-up budget terms, rollout, production warnings
 if platform.kubeconfig is not None:
     pulumi.export("kubeconfig", pulumi.Output.secret(platform.kubeconfig))

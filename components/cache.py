@@ -102,12 +102,13 @@ def prefetch_script(repo: str, revision: str | None = None, expected_gib: float 
         "set -eu",
         f'if [ -f {marker} ]; then echo "{repo} is cached"; exit 0; fi',
         # progress for `kubectl logs -f`: the Hub client's own bars do not reach a pod log line by line
-        f"(while sleep {PROGRESS_EVERY_S}; do echo \"progress: $(du -sm {repo_dir(repo)} 2>/dev/null | cut -f1)"
+        f"(while sleep {PROGRESS_EVERY_S} </dev/null >/dev/null 2>&1; do echo \"progress: $(du -sm {repo_dir(repo)} 2>/dev/null | cut -f1)"
         f" MiB{of} of {repo}\"; done) &",
+        # the reporter must end with the script, failed or not, or the container (and the Job) never exits
+        "PROGRESS=$!; trap 'kill $PROGRESS 2>/dev/null || true' EXIT",
         f"hf download {shlex.quote(repo)}{rev} {excludes} --max-workers 8",
         f"mkdir -p {COMPILE_CACHE} && chmod -R a+rwX {HF_HOME} {CACHE_MOUNT}/compile-cache",
         f'mkdir -p {READY_DIR} && touch {marker} && echo "{repo} cached: {marker}"',
-        "kill %1 2>/dev/null || true",
     ])
 
 
@@ -281,13 +282,13 @@ def prepull_spec(pool: GpuPool, images: list[str], labels: dict[str, str]) -> di
     """A DaemonSet on the pool whose init containers pull the serving images (and exit at once), so
     that a node the autoscaler adds has them before the first serving pod lands."""
     inits = [{"name": f"pull-{i}", "image": image, "command": ["/bin/sh", "-c", "exit 0"],
-              "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+              "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
               "securityContext": container_security()} for i, image in enumerate(images)]
     pod = {
         "initContainers": inits, "securityContext": pod_security(), "enableServiceLinks": False,
         "automountServiceAccountToken": False,
         "containers": [{"name": "pause", "image": PAUSE_IMAGE,
-                        "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "16Mi"}},
+                        "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"cpu": "10m", "memory": "16Mi"}},
                         "securityContext": container_security()}],
         "terminationGracePeriodSeconds": 1,
         **gpu_placement(pool),
