@@ -391,3 +391,21 @@ def test_offline_serving_containers_hold_no_token():
     for stack in STACKS:
         for where, c, _ in _serving_containers(planned(stack).resources):
             assert "HF_TOKEN" not in _env(c), f"{stack}: {where}"
+
+
+def test_policy_admits_ipc_lock_on_gke_rdma_workers_and_nothing_else():
+    """GKE attaches RDMA NICs by annotation (no device resource): the pack must not refuse their IPC_LOCK."""
+    from policies.rules import StackResource, evaluate_resources
+    t, spec = _p5_405b()
+    t = dataclasses.replace(t, cloud="gcp", fabric="rdma", accelerator="h200")
+    pool = dataclasses.replace(spec.gpu_pool(), pod_annotations={"networking.gke.io/interfaces": "[]"})
+    rs = rayservice_spec("m", t, pool, CacheFacts("rwx", 2.0, claim="model-cache"), "img:1", {}, {})
+    rule = "no-added-capabilities"
+    found = [v for v in evaluate_resources([StackResource("kubernetes:ray.io/v1:RayService", "m", {"spec": rs})])
+             if v.rule == rule]
+    assert found == []
+    bare = dataclasses.replace(spec.gpu_pool(), pod_annotations={})
+    rs = rayservice_spec("m", t, bare, CacheFacts("rwx", 2.0, claim="model-cache"), "img:1", {}, {})
+    found = [v for v in evaluate_resources([StackResource("kubernetes:ray.io/v1:RayService", "m", {"spec": rs})])
+             if v.rule == rule]
+    assert found and "adds capability IPC_LOCK" in found[0].message

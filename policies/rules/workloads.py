@@ -7,8 +7,8 @@ import re
 from components.cluster.facts import GPU_RESOURCE
 
 from .core import ADVISORY, MANDATORY, UNKNOWN, as_dict, as_list, as_number, get, is_true, known, rule
-from .podspec import (DAEMONSET, FABRIC_RESOURCE_PREFIXES, POD_TYPES, RAYSERVICE, SERVING_TYPES, command_words,
-                      container_name, engine_containers, find_key, pod_templates, requested_resources,
+from .podspec import (DAEMONSET, FABRIC_ANNOTATIONS, FABRIC_RESOURCE_PREFIXES, POD_TYPES, RAYSERVICE,
+                      SERVING_TYPES, command_words, container_name, engine_containers, find_key, pod_templates, requested_resources,
                       runs_vllm_serve, serve_config)
 
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"
@@ -109,6 +109,9 @@ def no_added_capabilities(resource_type, props):
             name = str(cap).upper().removeprefix("CAP_")
             needs = CAPABILITY_NEEDS.get(name)
             if needs and any(r.startswith(needs) for r in resources):
+                continue
+            # GKE attaches RDMA NICs per pod through multi-networking annotations, not a device resource
+            if name == "IPC_LOCK" and any(a in (tpl.annotations or {}) for a in FABRIC_ANNOTATIONS):
                 continue
             yield f"{tpl.where} container {container_name(c)}: adds capability {name}"
 
