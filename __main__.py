@@ -28,6 +28,7 @@ outputs = {
     "endpoints": platform.endpoints,
     "topology": platform.topology,
     "costPerHour": platform.cost_per_hour,
+    "serving": platform.serving,  # start-up budget terms, rollout, production warnings
 }
 for key, value in outputs.items():
     if value is not None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -27,14 +26,18 @@ from .cluster.pools import model_cache_gib
 from .config import ConfigError
 from .config.schema import StackConfig
 from .planner import Topology
-from .serving.pods import CONTAINER_SECURITY, POD_SECURITY, gpu_placement, hf_token_env
+from .serving.k8s import (CACHE_MOUNT, CACHE_VOLUME, COMPILE_CACHE, HF_HOME, READY_DIR, cache_mount,
+                          container_security, offline_cache_env, pod_security, ready_marker, root_container_security,
+                          slug)
+from .serving.pods import gpu_placement, hf_token_env
+from .serving.probes import LOADERS
 from .versions import PAUSE_IMAGE, PREFETCH_IMAGE
 
-MOUNT = "/models"
-HF_HOME = f"{MOUNT}/hf"
-READY_DIR = f"{MOUNT}/.ready"
-VOLUME = "model-cache"
+# The layout is defined once in the k8s layer (serving/k8s.py); these names stay for their importers.
+MOUNT = CACHE_MOUNT
+VOLUME = CACHE_VOLUME
 CLAIM = "model-cache"
+__all__ = ["MOUNT", "HF_HOME", "READY_DIR", "COMPILE_CACHE", "VOLUME", "CLAIM", "ready_marker", "slug"]
 # Llama repositories also ship the original consolidated checkpoint (as large as the safetensors);
 # vLLM reads only the safetensors.
 EXCLUDE = ("original/*",)
@@ -43,6 +46,10 @@ EXCLUDE = ("original/*",)
 HUB_DOWNLOAD_GBPS = 0.2
 PREFETCH_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
 WAIT_RESOURCES = {"cpu": "10m", "memory": "64Mi"}
+PROGRESS_EVERY_S = 60
+WARM_READERS = 8  # parallel readers that pull the shards into the page cache on a node-local cache
+PREPULL_TIMEOUT_S = 1800  # a 9 GB image onto every node of a pool, nodes coming up included
+WARM_MEMORY_SHARE = 0.8  # warm only weights that fit this share of the pod's memory (else the kernel drops them)
 
 
 def guaranteed(amounts: dict[str, str]) -> dict:
@@ -70,58 +77,76 @@ def as_run_error():
         raise pulumi.RunError(str(err)) from err
 
 
-def slug(repo: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", repo.lower()).strip("-")
-
-
-def ready_marker(repo: str) -> str:
-    return f"{READY_DIR}/{slug(repo)}"
-
-
 def download_seconds(weights_gib: float) -> int:
     return int(math.ceil(weights_gib * 1024**3 / (HUB_DOWNLOAD_GBPS * 1e9)))
 
 
 def cache_env() -> list[dict]:
     """Serving pods read the cache the prefetch filled and never reach the Hub."""
-    return [{"name": "HF_HOME", "value": HF_HOME}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
+    return offline_cache_env()
 
 
-def prefetch_script(repo: str) -> str:
+def repo_dir(repo: str) -> str:
+    """Where huggingface_hub keeps a repository under HF_HOME."""
+    return f"{HF_HOME}/hub/models--{repo.replace('/', '--')}"
+
+
+def prefetch_script(repo: str, revision: str | None = None, expected_gib: float | None = None) -> str:
     excludes = " ".join(f"--exclude {shlex.quote(p)}" for p in EXCLUDE)
-    marker = ready_marker(repo)
-    # world-readable and -writable: Ray images run as uid 1000, the vLLM image as root, and the Hub
-    # client writes lock and ref files next to the weights even when offline
+    marker = ready_marker(repo, revision)
+    rev = f" --revision {shlex.quote(revision)}" if revision else ""
+    of = f" of ~{int(expected_gib * 1024)} MiB" if expected_gib else ""
+    # world-readable and -writable: serving pods run as uid 1000, and the Hub client writes lock and
+    # ref files next to the weights even when offline; the compile cache is written by every replica
     return "\n".join([
         "set -eu",
         f'if [ -f {marker} ]; then echo "{repo} is cached"; exit 0; fi',
-        f"hf download {shlex.quote(repo)} {excludes} --max-workers 8",
-        f"chmod -R a+rwX {HF_HOME}",
-        f"mkdir -p {READY_DIR} && touch {marker}",
+        # progress for `kubectl logs -f`: the Hub client's own bars do not reach a pod log line by line
+        f"(while sleep {PROGRESS_EVERY_S} </dev/null >/dev/null 2>&1; do echo \"progress: $(du -sm {repo_dir(repo)} 2>/dev/null | cut -f1)"
+        f" MiB{of} of {repo}\"; done) &",
+        # the reporter must end with the script, failed or not, or the container (and the Job) never exits
+        "PROGRESS=$!; trap 'kill $PROGRESS 2>/dev/null || true' EXIT",
+        f"hf download {shlex.quote(repo)}{rev} {excludes} --max-workers 8",
+        f"mkdir -p {COMPILE_CACHE} && chmod -R a+rwX {HF_HOME} {CACHE_MOUNT}/compile-cache",
+        f'mkdir -p {READY_DIR} && touch {marker} && echo "{repo} cached: {marker}"',
     ])
 
 
-def prefetch_container(repo: str, image: str = PREFETCH_IMAGE, resources: dict | None = None) -> dict:
+def warm_script(repo: str, revision: str | None = None) -> str:
+    """Reads the snapshot's shards with parallel readers, so that vLLM's one-shard-at-a-time mmap load
+    then hits the page cache instead of the disk."""
+    snap = f"{repo_dir(repo)}/snapshots/{revision or '*'}"
+    return (f"find -L {snap} -name '*.safetensors' -print0 | "
+            f"xargs -0 -r -P {WARM_READERS} -I{{}} dd if={{}} of=/dev/null bs=16M status=none")
+
+
+def prefetch_container(repo: str, image: str = PREFETCH_IMAGE, resources: dict | None = None,
+                       revision: str | None = None, expected_gib: float | None = None, warm: bool = False) -> dict:
     """`image` needs huggingface_hub's `hf` CLI: the vLLM and Ray Serve LLM images both carry it.
     `resources`: the Job's by default; a serving pod's init container passes Guaranteed ones."""
+    script = prefetch_script(repo, revision, expected_gib)
+    if warm:
+        # a subshell: the cached case's early `exit 0` must not skip the warm-up
+        script = f"set -eu\n(\n{script}\n)\n{warm_script(repo, revision)}"
     return {
-        "name": "prefetch", "image": image, "command": ["/bin/sh", "-c", prefetch_script(repo)],
+        "name": "prefetch", "image": image, "command": ["/bin/sh", "-c", script],
         "env": [hf_token_env(), {"name": "HF_HOME", "value": HF_HOME}],
-        "volumeMounts": [{"name": VOLUME, "mountPath": MOUNT}],
+        "volumeMounts": [cache_mount()],
         # root (without capabilities) so that it can fill a hostPath the kubelet created root-owned, also
         # from the Ray image whose default user is uid 1000; the script then opens the cache to all
-        "resources": resources or PREFETCH_RESOURCES, "securityContext": {**CONTAINER_SECURITY, "runAsUser": 0},
+        "resources": resources or PREFETCH_RESOURCES, "securityContext": root_container_security(),
     }
 
 
-def wait_container(repo: str, image: str = PREFETCH_IMAGE) -> dict:
-    marker = ready_marker(repo)
-    script = f'until [ -f {marker} ]; do echo "waiting for the prefetch Job to cache {repo}"; sleep 15; done'
+def wait_container(repo: str, image: str = PREFETCH_IMAGE, revision: str | None = None) -> dict:
+    marker = ready_marker(repo, revision)
+    script = (f'until [ -f {marker} ]; do echo "waiting for {repo} in the model cache ({marker}); the '
+              f'prefetch Job logs its progress"; sleep 15; done')
     return {
         "name": "wait-for-cache", "image": image, "command": ["/bin/sh", "-c", script],
-        "volumeMounts": [{"name": VOLUME, "mountPath": MOUNT, "readOnly": True}],
+        "volumeMounts": [cache_mount(read_only=True)],
         "resources": guaranteed(WAIT_RESOURCES),  # it runs in the serving pod (see guaranteed())
-        "securityContext": CONTAINER_SECURITY,
+        "securityContext": container_security(),
     }
 
 
@@ -129,24 +154,62 @@ def wait_container(repo: str, image: str = PREFETCH_IMAGE) -> dict:
 class CacheFacts:
     """What a serving pod needs to read the cache."""
     kind: str  # "rwx" | "nvme"
-    read_gbps: float  # sustained read throughput per node (start-up budgets)
+    read_gbps: float  # sustained read throughput per node (the storage's figure)
     claim: str | None = None
     nvme_paths: dict[str, str] = field(default_factory=dict)  # instance type -> host path
+    loader: str = "auto"  # modelCache.loader
+    revisions: dict[str, str] = field(default_factory=dict)  # repo -> pinned commit (models[].revision)
 
     def volume(self, instance_type: str) -> dict:
         if self.kind == "rwx":
             return {"name": VOLUME, "persistentVolumeClaim": {"claimName": self.claim}}
         return {"name": VOLUME, "hostPath": {"path": self.nvme_paths[instance_type], "type": "DirectoryOrCreate"}}
 
-    def init_container(self, repo: str, image: str = PREFETCH_IMAGE) -> dict:
-        """Runs in the serving pod's own image (already on the node) before the server starts."""
+    def revision(self, repo: str) -> str | None:
+        return self.revisions.get(repo)
+
+    def init_container(self, repo: str, image: str = PREFETCH_IMAGE, pod_resources: dict | None = None,
+                       expected_gib: float | None = None, warm: bool = False) -> dict:
+        """Runs in the serving pod's own image (already on the node) before the server starts. On NVMe it
+        fills the node's copy and, with `warm`, reads it into the page cache; it then takes the serving
+        container's CPU and memory (`pod_resources`): the page cache it fills is charged to its memory
+        limit, and an init container's resources do not add to the pod's."""
+        rev = self.revision(repo)
         if self.kind == "rwx":
-            return wait_container(repo, image)
-        return prefetch_container(repo, image, guaranteed(PREFETCH_RESOURCES["limits"]))
+            return wait_container(repo, image, rev)
+        res = pod_resources or guaranteed(PREFETCH_RESOURCES["limits"])
+        return prefetch_container(repo, image, res, rev, expected_gib, warm)
+
+    def warms(self, t: Topology) -> bool:
+        """Node-local cache: read the shards into the page cache first when they fit the pod's memory."""
+        return self.kind == "nvme" and t.weights_gib <= WARM_MEMORY_SHARE * t.pod_memory_gib
+
+    def loader_for(self, multi_node: bool) -> str:
+        """auto: the Run:ai streamer where it pays (a shared file system, the vLLM image that carries it);
+        eager shards on a shared file system under Ray Serve LLM (its image has no streamer); vLLM's default
+        on local NVMe, whose page cache the init container warms."""
+        if self.loader != "auto":
+            return self.loader
+        if self.kind == "nvme":
+            return "safetensors"
+        return "eager" if multi_node else "runai-streamer"
+
+    def engine_args(self, t: Topology) -> list[str]:
+        """`vllm serve` flags the cache decides: the loader and the pinned revision."""
+        out = list(LOADERS[self.loader_for(t.multi_node)].flags)
+        rev = self.revision(t.model_repo)
+        if rev:
+            out += ["--revision", rev, "--tokenizer-revision", rev]
+        return out
+
+    def budget(self, t: Topology):
+        """The start-up budget of one of t's pods on this cache (probes.StartupBudget)."""
+        from .serving.probes import budget
+        return budget(t, self.read_gbps, self.kind, self.loader_for(t.multi_node))
 
     @property
     def mount(self) -> dict:
-        return {"name": VOLUME, "mountPath": MOUNT}
+        return cache_mount()
 
 
 def cache_size_gib(cfg: StackConfig, topologies: dict[str, Topology]) -> int:
@@ -154,14 +217,37 @@ def cache_size_gib(cfg: StackConfig, topologies: dict[str, Topology]) -> int:
     return model_cache_gib(cfg.model_cache.size_gib, topologies)
 
 
+def pinned_revisions(cfg: StackConfig, topologies: dict[str, Topology]) -> dict[str, str]:
+    """models[].revision by the repository the plan loads; two deployments of one repository must agree."""
+    out: dict[str, str] = {}
+    for i, dep in enumerate(cfg.models):
+        t = topologies.get(dep.name)
+        if t is None or not dep.revision:
+            continue
+        if out.setdefault(t.model_repo, dep.revision) != dep.revision:
+            raise CacheError(f"models[{i}].revision: {dep.revision} differs from another deployment of "
+                             f"{t.model_repo} ({out[t.model_repo]}); the cache holds one snapshot per repository")
+    return out
+
+
+def check_loader(loader: str, topologies: dict[str, Topology]) -> None:
+    multi = sorted(t.served_model_name for t in topologies.values() if t.multi_node)
+    if loader == "runai-streamer" and multi:
+        raise CacheError(f"modelCache.loader: runai-streamer needs the runai-model-streamer package, which the "
+                         f"vLLM image carries but the Ray Serve LLM image of multi-node model(s) {', '.join(multi)} "
+                         f"does not; use auto or eager")
+
+
 def cache_facts(cfg: StackConfig, topologies: dict[str, Topology], facts: ClusterFacts) -> CacheFacts:
     mc = cfg.model_cache
     read = mc.read_gbps or facts.cache_read_gbps
+    check_loader(mc.loader, topologies)
+    pins = {"loader": mc.loader, "revisions": pinned_revisions(cfg, topologies)}
     if mc.kind == "rwx":
         if not facts.rwx_storage_class:
             raise CacheError(f"modelCache.kind: rwx needs a ReadWriteMany StorageClass and cluster "
                              f"{facts.name} provides none; set modelCache.storageClass or use kind nvme")
-        return CacheFacts("rwx", read, claim=CLAIM)
+        return CacheFacts("rwx", read, claim=CLAIM, **pins)
     paths = {}
     for t in topologies.values():
         pool = facts.pool_for(t.instance_type)
@@ -169,7 +255,7 @@ def cache_facts(cfg: StackConfig, topologies: dict[str, Topology], facts: Cluste
             raise CacheError(f"modelCache.kind: nvme needs local NVMe on the GPU nodes, and {t.instance_type} "
                              f"(model {t.served_model_name}) has none mounted; use kind rwx")
         paths[t.instance_type] = f"{pool.nvme_path.rstrip('/')}/{VOLUME}"
-    return CacheFacts("nvme", read, nvme_paths=paths)
+    return CacheFacts("nvme", read, nvme_paths=paths, **pins)
 
 
 def pvc_spec(storage_class: str, size_gib: int) -> dict:
@@ -177,12 +263,13 @@ def pvc_spec(storage_class: str, size_gib: int) -> dict:
             "resources": {"requests": {"storage": f"{size_gib}Gi"}}}
 
 
-def prefetch_job_spec(repo: str, system_node_selector: dict[str, str], labels: dict[str, str]) -> dict:
+def prefetch_job_spec(repo: str, system_node_selector: dict[str, str], labels: dict[str, str],
+                      revision: str | None = None, expected_gib: float | None = None) -> dict:
     """Runs on a system node: a prefetch must not hold CPU a GPU node's serving pod is sized for."""
     pod = {
         "restartPolicy": "Never", "enableServiceLinks": False, "automountServiceAccountToken": False,
-        "securityContext": POD_SECURITY,
-        "containers": [prefetch_container(repo)],
+        "securityContext": pod_security(root=True),
+        "containers": [prefetch_container(repo, revision=revision, expected_gib=expected_gib)],
         "volumes": [{"name": VOLUME, "persistentVolumeClaim": {"claimName": CLAIM}}],
     }
     if system_node_selector:
@@ -195,14 +282,14 @@ def prepull_spec(pool: GpuPool, images: list[str], labels: dict[str, str]) -> di
     """A DaemonSet on the pool whose init containers pull the serving images (and exit at once), so
     that a node the autoscaler adds has them before the first serving pod lands."""
     inits = [{"name": f"pull-{i}", "image": image, "command": ["/bin/sh", "-c", "exit 0"],
-              "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
-              "securityContext": CONTAINER_SECURITY} for i, image in enumerate(images)]
+              "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
+              "securityContext": container_security()} for i, image in enumerate(images)]
     pod = {
-        "initContainers": inits, "securityContext": POD_SECURITY, "enableServiceLinks": False,
+        "initContainers": inits, "securityContext": pod_security(), "enableServiceLinks": False,
         "automountServiceAccountToken": False,
         "containers": [{"name": "pause", "image": PAUSE_IMAGE,
-                        "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "16Mi"}},
-                        "securityContext": CONTAINER_SECURITY}],
+                        "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"cpu": "10m", "memory": "16Mi"}},
+                        "securityContext": container_security()}],
         "terminationGracePeriodSeconds": 1,
         **gpu_placement(pool),
     }
@@ -229,18 +316,21 @@ class ModelCache(pulumi.ComponentResource):
                 f"{name}-pvc", metadata={"name": CLAIM, "namespace": ns, "labels": base},
                 spec=pvc_spec(facts.rwx_storage_class, size), opts=child)
             job_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.claim]))
-            repos = {}
+            repos: dict[str, Topology] = {}
             for t in topologies.values():
-                repos.setdefault(t.model_repo, t.served_model_name)
-            for repo, model in repos.items():
+                repos.setdefault(t.model_repo, t)
+            for repo, t in repos.items():
+                model = t.served_model_name
                 job_labels = {**base, "app.kubernetes.io/component": "prefetch", "vllm-platform/model": model}
                 self.jobs.append(k8s.batch.v1.Job(
                     f"{name}-prefetch-{model}",
                     # Serving pods wait for the ready marker themselves, so `pulumi up` does not block
-                    # for the hours a 405B download can take.
+                    # for the hours a 405B download can take; the Job logs its progress every minute
+                    # (`kubectl -n NAMESPACE logs -f job/prefetch-MODEL`).
                     metadata={"name": f"prefetch-{model}", "namespace": ns, "labels": job_labels,
                               "annotations": {"pulumi.com/skipAwait": "true"}},
-                    spec=prefetch_job_spec(repo, facts.system_node_selector, job_labels), opts=job_opts))
+                    spec=prefetch_job_spec(repo, facts.system_node_selector, job_labels,
+                                           self.facts.revision(repo), t.weights_gib), opts=job_opts))
         self.prepull = []
         by_pool: dict[str, tuple[GpuPool, list[str]]] = {}
         for itype, imgs in sorted(images.items()):
@@ -249,9 +339,13 @@ class ModelCache(pulumi.ComponentResource):
             entry[1].extend(i for i in imgs if i not in entry[1])
         for pool_name, (pool, imgs) in sorted(by_pool.items()):
             ds_labels = {**base, "app.kubernetes.io/component": "image-prepull", "vllm-platform/gpu-pool": pool_name}
+            # Awaited (no skipAwait): Pulumi waits until every node of the pool has pulled the images, and
+            # the serving workloads depend on this DaemonSet, so a new image is on the nodes before a
+            # rollout starts (and a first deploy's pods do not pay the pull inside their start-up).
             self.prepull.append(k8s.apps.v1.DaemonSet(
                 f"{name}-prepull-{pool_name}",
-                metadata={"name": f"image-prepull-{pool_name}", "namespace": ns, "labels": ds_labels,
-                          "annotations": {"pulumi.com/skipAwait": "true"}},
-                spec=prepull_spec(pool, imgs, ds_labels), opts=child))
+                metadata={"name": f"image-prepull-{pool_name}", "namespace": ns, "labels": ds_labels},
+                spec=prepull_spec(pool, imgs, ds_labels),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(
+                    create=f"{PREPULL_TIMEOUT_S}s", update=f"{PREPULL_TIMEOUT_S}s")))))
         self.register_outputs({"kind": self.facts.kind})

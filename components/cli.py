@@ -41,6 +41,19 @@ def summary(t: Topology) -> str:
     ])
 
 
+def serving_lines(s: dict) -> str:
+    """The serving summary of one model (serving.service.serving_summary): start-up terms, rollout, warnings."""
+    lines = []
+    if s.get("startup"):
+        lines.append(f"  {s['startup']['text']}")
+    if s.get("rollout"):
+        r = s["rollout"]
+        lines.append(f"  rollout: maxSurge {r['maxSurge']} / maxUnavailable {r['maxUnavailable']}; "
+                     f"drain {s['drainS']} s after a 15 s preStop")
+    lines += [f"  WARNING: {w}" for w in s.get("warnings", [])]
+    return "\n".join(lines)
+
+
 def cmd_topology(a) -> int:
     a.gpu = a.gpu.lower() if a.gpu else None
     model = find_model(a.model)
@@ -207,8 +220,10 @@ def cmd_plan(a) -> int:
                       extra={"diagram.mmd": picture, "diagram.md": diagram.markdown(stack, picture)})
     for note in result.notes:
         print(f"note: {note}")
-    for t in topology.values():
+    serving = result.exports.get("serving", {})
+    for name, t in topology.items():
         print(summary(Topology(**{k: v for k, v in t.items() if k != "multi_node"})))
+        print(serving_lines(serving.get(name, {})))
     components = sum(1 for r in result.resources if not r.custom)
     print(f"\nResources ({len(rows)}, of which {components} components):")
     for line in review.tree_lines(rows):

@@ -98,9 +98,12 @@ class Platform(pulumi.ComponentResource):
                                 depends_on=pods_need, opts=child)
         self.services = {
             model: VllmService(f"{name}-{model}", cfg, t, self.facts, self.addons, self.cache.facts, labels,
-                               depends_on=[*pods_need, self.cache], opts=child)
+                               # the pre-pull DaemonSets (awaited) first: a new image is on the nodes
+                               # before the serving pods that need it roll
+                               depends_on=[*pods_need, self.cache, *self.cache.prepull], opts=child)
             for model, t in topologies.items()}
         self.endpoints = {model: s.endpoint for model, s in self.services.items()}
+        self.serving = {model: s.summary for model, s in self.services.items()}
         self.kubeconfig = pulumi.Output.secret(self.facts.kubeconfig) if self.facts.kubeconfig is not None else None
         self.topologies = topologies
         self.topology = {model: t.to_dict() for model, t in topologies.items()}

@@ -15,7 +15,11 @@ class Chart:
 
 
 VLLM_VERSION = "v0.31.0"
-VLLM_IMAGE = f"vllm/vllm-openai:{VLLM_VERSION}"
+# Pinned by digest (the tag stays for humans): the manifest-list digest of vllm/vllm-openai:v0.31.0 as
+# Docker Hub served it in 2026-10 (`docker buildx imagetools inspect vllm/vllm-openai:v0.31.0`), the same
+# in several independent pins of that release. A tag can be re-pushed; a digest cannot.
+VLLM_IMAGE_DIGEST = "sha256:c1c9f6fd5c109ba7f0546a59f5b2f15fb87f64c77782e90a27b648b42a8e67c3"
+VLLM_IMAGE = f"vllm/vllm-openai:{VLLM_VERSION}@{VLLM_IMAGE_DIGEST}"
 
 # Multi-node replicas run Ray Serve LLM (KubeRay RayService). The image carries Ray, Serve LLM and its
 # own vLLM (ray-llm 2.58.0 bundles vLLM 0.26.0); the metric names the stack uses exist in both releases.

@@ -63,8 +63,12 @@ def prod70b():
 def test_container_runs_exactly_the_planned_vllm_arguments(dev):
     d = obj(dev.resources, "Deployment", DEV_MODEL)
     c = container(d)
-    assert c["image"] == "vllm/vllm-openai:v0.31.0"
-    assert c["args"] == dev.exports["topology"][DEV_MODEL]["vllm_args"]
+    # pinned by digest, the tag kept for humans
+    assert c["image"] == ("vllm/vllm-openai:v0.31.0@sha256:"
+                          "c1c9f6fd5c109ba7f0546a59f5b2f15fb87f64c77782e90a27b648b42a8e67c3")
+    # the plan's flags, then the loader the shared cache gets (Run:ai streamer) and the drain
+    assert c["args"] == [*dev.exports["topology"][DEV_MODEL]["vllm_args"], "--load-format", "runai_streamer",
+                         "--shutdown-timeout", "410"]
     assert "command" not in c  # the image's entrypoint is `vllm serve`
 
 
@@ -143,9 +147,12 @@ def test_hf_token_never_appears_in_plain_text():
     # ... but only ever as a Pulumi secret: with secrets masked, no input of any resource holds it
     for r in resources:
         assert token not in json.dumps(sanitize(r.inputs)), f"{r.type} {r.name} carries the token in plain text"
+    # the serving pod reads the cache offline and holds no token; only the prefetch Job reaches the Hub
     env = container(obj(resources, "Deployment", "chat"))["env"]
-    assert {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}} in env
+    assert "HF_TOKEN" not in [e["name"] for e in env]
     assert {"name": "HF_HUB_OFFLINE", "value": "1"} in env
+    job_env = obj(resources, "Job", "prefetch-chat")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "HF_TOKEN"}}} in job_env
 
 
 def test_scaled_object_targets_the_deployment(dev, prod70b):
@@ -252,7 +259,13 @@ def test_no_privileged_mode_and_no_added_capabilities(stack):
             for c in pod.get("containers", []) + pod.get("initContainers", []):
                 sc = c.get("securityContext", {})
                 assert sc.get("privileged") is False and sc.get("allowPrivilegeEscalation") is False, c["name"]
-                assert not sc.get("capabilities", {}).get("add"), c["name"]
+                assert sc["capabilities"]["drop"] == ["ALL"], c["name"]
+                added = sc.get("capabilities", {}).get("add", [])
+                # only IPC_LOCK, only on a worker that holds an RDMA/EFA device (test_fabric_runtime.py)
+                assert added in ([], ["IPC_LOCK"]), c["name"]
+                if added:
+                    limits = c["resources"]["limits"]
+                    assert any(k.startswith(("rdma/", "vpc.amazonaws.com/efa")) for k in limits), c["name"]
 
 
 def qos_class(pod: dict) -> str:

@@ -132,7 +132,7 @@ def test_infiniband_workers_get_nccl_ib_and_the_pinned_image(onprem):
     env = {e["name"]: e.get("value") for e in w["env"]}
     assert env["NCCL_IB_DISABLE"] == "0" and env["NCCL_IB_HCA"] == "mlx5" and env["NCCL_DEBUG"] == "WARN"
     assert w["image"] == RAY_LLM_IMAGE
-    assert env["HF_HUB_OFFLINE"] == "1" and "HF_TOKEN" in env and env["HF_TOKEN"] is None  # by reference
+    assert env["HF_HUB_OFFLINE"] == "1" and "HF_TOKEN" not in env  # offline: no token in the workers
 
 
 def test_head_has_no_gpus_and_the_endpoint_keeps_the_model_name(onprem):
@@ -241,7 +241,7 @@ def test_head_reads_the_shared_cache_but_not_a_node_local_one(p5_405b):
         env = {e["name"]: e.get("value") for e in head["env"]}
         assert ("HF_HUB_OFFLINE" in env) is offline
         assert any(m["name"] == "model-cache" for m in head["volumeMounts"]) is offline
-        assert "HF_TOKEN" in env
+        assert ("HF_TOKEN" in env) is not offline  # a head that fetches from the Hub needs the token
 
 
 @pytest.mark.parametrize("stack, manifest, kind", [

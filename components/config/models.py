@@ -61,6 +61,10 @@ class ModelDeployment(_Base):
         "any", description="auto = the model dtype; fp8 halves KV memory; any = the planner picks")
     sla: Sla = Sla()
     replicas: Replicas = Replicas()
+    revision: str | None = Field(
+        None, pattern=r"^[0-9a-f]{40}$",
+        description="Hugging Face commit (40 hex digits) to serve: the prefetch downloads it and vLLM runs with "
+                    "--revision / --tokenizer-revision; unset: the repository's main branch at download time")
 
     # Field validators see the fields declared above them (info.data), so that one bad value
     # does not hide the others: every problem is reported at once.
@@ -163,3 +167,8 @@ class ModelCache(_Base):
     storage_class: str | None = Field(None, description="existing RWX StorageClass (existing clusters)")
     read_gbps: float | None = Field(None, gt=0, description="sustained read GB/s of the cache per node; "
                                                             "default: what the cloud's storage documents")
+    loader: Literal["auto", "safetensors", "eager", "runai-streamer"] = Field(
+        "auto", description="how vLLM reads the weights: safetensors (vLLM's default mmap loader), eager "
+                            "(--safetensors-load-strategy eager), runai-streamer (--load-format runai_streamer, "
+                            "concurrent reads; single-node replicas only); auto: runai-streamer on a shared file "
+                            "system, eager for Ray Serve LLM there, safetensors with a page-cache warm-up on NVMe")

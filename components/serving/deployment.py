@@ -1,64 +1,111 @@
-"""A replica that fits one node: a Deployment running `vllm serve` with exactly the planner's arguments."""
+"""A replica that fits one node: a Deployment running `vllm serve` with exactly the planner's arguments,
+hardened (non-root, read-only root file system), started within its budget and drained on the way out."""
 from __future__ import annotations
 
-from ..cache import CacheFacts, cache_env, download_seconds
+import math
+
+from ..cache import CacheFacts, download_seconds
 from ..cluster.facts import GpuPool
 from ..planner import Topology
-from ..planner.vllm_args import VLLM_PORT
 from ..versions import VLLM_IMAGE
-from .pods import (CONTAINER_SECURITY, POD_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env, spread,
-                   pod_metadata, selector, shm_volume)
-from .probes import probes, topology_budget_s
+from .fabric import capabilities, single_node_env
+from .k8s import (container_security, http_port, offline_cache_env, pod_security, probes, scratch_env,
+                  scratch_mounts, scratch_volumes)
+from .pods import SHM_MOUNT, gpu_placement, gpu_resources, pod_metadata, selector, shm_volume, spread
+from .probes import IMAGE_PULL_S, engine_ready_env
 
 ROLE = "server"
-# vLLM finishes in-flight requests on SIGTERM; long generations need more than the default 30 s.
-GRACE_S = 120
+# Drain: the preStop sleep lets the endpoint removal reach every kube-proxy / gateway before SIGTERM
+# (new requests stop arriving); vLLM (>= 0.18, `--shutdown-timeout`) then rejects new requests and
+# finishes the in-flight ones for up to that long (its default, 0, aborts them on SIGTERM).
+PRESTOP_S = 15
+# The longest request a drain waits for: a completion this long at the SLA's time per output token.
+LONGEST_OUTPUT_TOKENS = 4096
+MIN_DRAIN_S, MAX_DRAIN_S = 30, 600
+GRACE_MARGIN_S = 15  # after the drain, before the kubelet's SIGKILL
+
+
+def drain_s(t: Topology) -> int:
+    return max(MIN_DRAIN_S, min(MAX_DRAIN_S, math.ceil(LONGEST_OUTPUT_TOKENS * t.sla_tpot_ms / 1000)))
+
+
+def grace_s(t: Topology) -> int:
+    return PRESTOP_S + drain_s(t) + GRACE_MARGIN_S
+
+
+def vllm_args(t: Topology, cache: CacheFacts) -> list[str]:
+    """The planner's arguments, then what the cache decides (loader, revision) and the drain."""
+    return [*t.vllm_args, *cache.engine_args(t), "--shutdown-timeout", str(drain_s(t))]
 
 
 def vllm_container(t: Topology, cache: CacheFacts, budget_s: int) -> dict:
     return {
         "name": "vllm",
         "image": VLLM_IMAGE,
+        "imagePullPolicy": "IfNotPresent",  # pinned by digest: the node's copy is the right one
         # the image's entrypoint is `vllm serve`: args are the model, then the flags, as planned
-        "args": list(t.vllm_args),
-        "ports": [{"name": "http", "containerPort": VLLM_PORT, "protocol": "TCP"}],
-        "env": [hf_token_env(), *cache_env(),
+        "args": vllm_args(t, cache),
+        "ports": [http_port()],
+        # no HF_TOKEN: the pod reads the cache offline; only the prefetch talks to the Hub
+        "env": [*offline_cache_env(), engine_ready_env(budget_s), *scratch_env(), *single_node_env(t),
                 {"name": "VLLM_NO_USAGE_STATS", "value": "1"}, {"name": "DO_NOT_TRACK", "value": "1"}],
         "resources": gpu_resources(t.gpus_per_replica, t.pod_cpu, t.pod_memory_gib),
-        "volumeMounts": [SHM_MOUNT, cache.mount],
-        "securityContext": CONTAINER_SECURITY,
+        "volumeMounts": [SHM_MOUNT, cache.mount, *scratch_mounts()],
+        "securityContext": container_security(capabilities(t)),
+        "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", f"sleep {PRESTOP_S}"]}}},
         **probes(budget_s),
     }
 
 
 def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int) -> dict:
+    main = vllm_container(t, cache, budget_s)
+    cpu_memory = {k: {r: v for r, v in main["resources"][k].items() if r in ("cpu", "memory")}
+                  for k in ("requests", "limits")}
+    init = cache.init_container(t.model_repo, VLLM_IMAGE, pod_resources=cpu_memory, expected_gib=t.weights_gib,
+                                warm=cache.warms(t))
     return {
         # Service links would put e.g. VLLM_PORT=tcp://... into the environment for a Service named
         # "vllm", which vLLM reads as its own setting and fails on.
         "enableServiceLinks": False,
         "automountServiceAccountToken": False,
-        "securityContext": POD_SECURITY,
-        "terminationGracePeriodSeconds": GRACE_S,
-        "initContainers": [cache.init_container(t.model_repo)],
-        "containers": [vllm_container(t, cache, budget_s)],
-        "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type)],
+        # a node-local cache is filled by a uid 0 init container (the host path is root's)
+        "securityContext": pod_security(root=cache.kind == "nvme"),
+        "terminationGracePeriodSeconds": grace_s(t),
+        "initContainers": [init],
+        "containers": [main],
+        "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type), *scratch_volumes()],
         **gpu_placement(pool),
         **spread(t, selector(t.served_model_name, ROLE)),
     }
 
 
+def surge_room(t: Topology) -> int:
+    """Replicas the pool holds beyond max_replicas at its maximum size (its nodes x replicas per node)."""
+    return t.max_nodes * t.replicas_per_node - t.max_replicas
+
+
+def rollout_strategy(t: Topology) -> dict:
+    """maxSurge 1 / maxUnavailable 0 keeps every ready replica through a rollout, but its extra pod
+    needs room: at max_replicas on a pool whose maximum fits exactly max_replicas, the surge pod stays
+    Pending forever and the rollout (and `pulumi up`) hangs. Such a pool rolls one replica at a time in
+    place instead (maxSurge 0 / maxUnavailable 1): one replica's capacity is missing for one start-up
+    budget per replica. Where the pool has a free slot at max (e.g. 2 replicas per node, odd max), it surges."""
+    if surge_room(t) >= 1:
+        return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+
+
 def first_start_s(t: Topology, cache: CacheFacts) -> int:
-    """Longest a fresh pod may take: the cache filling (first deploy) and then the model loading."""
-    return download_seconds(t.weights_gib) + topology_budget_s(t, cache.read_gbps)
+    """Longest a fresh pod may take: the cache filling (first deploy), the image pull, then the start-up."""
+    return download_seconds(t.weights_gib) + IMAGE_PULL_S + cache.budget(t).total_s
 
 
 def deployment_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict[str, str]) -> dict:
-    budget = topology_budget_s(t, cache.read_gbps)
+    budget = cache.budget(t).total_s
     return {
         "replicas": t.replicas,
         "selector": {"matchLabels": selector(model, ROLE)},
-        # never below the ready replicas: a new pod must pass its startup probe before an old one goes
-        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+        "strategy": rollout_strategy(t),
         # Kubernetes (and Pulumi's await) would call a rollout failed after the default 600 s
         "progressDeadlineSeconds": first_start_s(t, cache),
         "revisionHistoryLimit": 3,
@@ -68,6 +115,6 @@ def deployment_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, l
 
 def rollout_timeouts(t: Topology, cache: CacheFacts) -> tuple[int, int]:
     """(create, update) seconds Pulumi waits for the Deployment: the first start includes filling
-    the cache; an update replaces the replicas one by one (maxSurge 1)."""
-    budget = topology_budget_s(t, cache.read_gbps)
-    return first_start_s(t, cache) + 300, budget * max(1, t.replicas) + 300
+    the cache; an update replaces up to max_replicas one by one (the images are pre-pulled by then)."""
+    budget = cache.budget(t).total_s
+    return first_start_s(t, cache) + 300, (budget + grace_s(t)) * max(1, t.max_replicas) + 300

@@ -1,5 +1,21 @@
-"""What a pod of a multi-node replica needs for its GPU fabric: the image, the device resources and
-the NCCL / libfabric environment. A data table per fabric, no branching on instance types."""
+"""What a serving pod needs for its GPU fabric at run time: the image, the device resources, the NCCL /
+libfabric environment, the Linux capabilities and the host libraries. A data table per fabric family,
+no branching on instance types.
+
+Families: a pool's fabric as the cluster names it, made unambiguous by the cloud ("rdma" is GPUDirect
+RDMA with Google's gIB NCCL plugin on GKE, RoCE on a cluster of your own):
+  efa, gpudirect-tcpx, gpudirect-tcpxo, gke-rdma, infiniband, roce, none.
+
+Capabilities. RDMA verbs (InfiniBand, RoCE, GKE's RDMA NICs, and EFA, whose libfabric provider
+registers memory through the same kernel path) pin the buffers they register; the kernel refuses a
+registration beyond RLIMIT_MEMLOCK unless the process holds CAP_IPC_LOCK (ib_umem_get). Kubernetes has
+no ulimit field, and a container inherits the runtime's limit (containerd's systemd unit: often
+LimitMEMLOCK=infinity, but that is the node image's choice, not ours), so the workers hold IPC_LOCK
+(drop ALL, add IPC_LOCK) instead of relying on it; with it the memlock limit no longer applies, so no
+`ulimit -l` is needed in the command. A capability is only effective for uid 0 (k8s.container_security).
+TCPX / TCPXO pools carry pipeline-parallel traffic over NCCL's socket transport here: no registration,
+no capability.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,44 +26,77 @@ from ..planner import Topology
 from ..versions import RAY_LLM_EFA_IMAGE, RAY_LLM_IMAGE
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # aws-efa-k8s-device-plugin
+IPC_LOCK = "IPC_LOCK"
 
 
 @dataclass(frozen=True)
 class Fabric:
     image: str  # a Ray Serve LLM image whose NCCL can use this fabric
     env: dict[str, str] = field(default_factory=dict)
+    capabilities: tuple[str, ...] = ()  # added to drop: [ALL] on the multi-node workers
+    # (volume name, host path, mount path): host libraries the fabric's NCCL plugin lives in
+    host_mounts: tuple[tuple[str, str, str], ...] = ()
+    # on a single-node replica of this pool (no NCCL traffic leaves the node)
+    single_node_env: dict[str, str] = field(default_factory=dict)
     source: str = ""
 
 
 # NCCL_DEBUG=WARN: INFO (the seeds' setting) logs every ring and channel on every rank in production.
-FABRICS: dict[str | None, Fabric] = {
-    # libfabric's EFA provider through the aws-ofi-nccl plugin, which the AWS Ray Serve LLM image
-    # carries (EFA installer 1.49). The interface for NCCL's bootstrap is detected: the image's
-    # /etc/nccl.conf excludes the wrong ones, and EKS pods do not always call theirs eth0.
-    "efa": Fabric(RAY_LLM_EFA_IMAGE, {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1", "NCCL_DEBUG": "WARN"},
-                  "aws/deep-learning-containers docker/ray_llm/Dockerfile.cuda; aws-ofi-nccl docs"),
-    # NCCL's built-in IB verbs transport; the RDMA device comes from the Network Operator's shared
-    # device plugin. eth0 (the pod network) only carries NCCL's and Gloo's bootstrap.
-    "infiniband": Fabric(RAY_LLM_IMAGE, {"NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "mlx5",
-                                         "NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0",
-                                         "NCCL_DEBUG": "WARN"},
-                         "NCCL environment variables (docs.nvidia.com/deeplearning/nccl)"),
-    # RoCE v2: the same verbs transport; GID index 3 is RoCE v2 over IPv4 on ConnectX NICs.
-    "rdma": Fabric(RAY_LLM_IMAGE, {"NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "mlx5", "NCCL_IB_GID_INDEX": "3",
-                                   "NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0",
-                                   "NCCL_DEBUG": "WARN"},
-                   "NCCL environment variables; NVIDIA RoCE configuration guide"),
-}
+_WARN = {"NCCL_DEBUG": "WARN"}
+# GKE mounts the node's /home/kubernetes/bin/nvidia into every GPU container at /usr/local/nvidia, and
+# the GPUDirect installers (addons/gke_nccl.py) copy their NCCL net plugin into its lib64: a process
+# whose NCCL finds it there would load it. A single-node replica (and the socket transport below) names
+# NCCL's built-in socket transport, so the plugin (which needs the TCPX(O) receive-data-path daemon, or
+# RDMA devices this pod did not ask for) is never picked up.
+_GKE_SOCKET = {"NCCL_NET": "Socket"}
 # A3 High / A3 Mega (GPUDirect-TCPX / TCPXO): the zero-copy path needs a receive-datapath-manager
 # sidecar in every GPU pod that runs privileged (TCPX) or with NET_ADMIN (TCPXO); this stack runs
 # neither. A replica spans nodes only by pipeline parallelism, whose traffic is one step's activations
 # per stage hand-off (batch x hidden x 2 bytes, a few MB), so NCCL's socket transport striped over the
 # pod's GPU NICs (multi-networking: eth1..ethN, see GpuPool.pod_annotations) carries it well within a
 # decode step. Tensor parallelism never leaves a node in our plans.
-_SOCKETS = {"NCCL_SOCKET_IFNAME": "eth", "GLOO_SOCKET_IFNAME": "eth0", "NCCL_NSOCKS_PERTHREAD": "4",
-            "NCCL_SOCKET_NTHREADS": "4", "NCCL_DEBUG": "WARN"}
-FABRICS["gpudirect-tcpx"] = Fabric(RAY_LLM_IMAGE, _SOCKETS, "NCCL environment variables (socket transport)")
-FABRICS["gpudirect-tcpxo"] = Fabric(RAY_LLM_IMAGE, _SOCKETS, "NCCL environment variables (socket transport)")
+_SOCKETS = {**_GKE_SOCKET, "NCCL_SOCKET_IFNAME": "eth", "GLOO_SOCKET_IFNAME": "eth0",
+            "NCCL_NSOCKS_PERTHREAD": "4", "NCCL_SOCKET_NTHREADS": "4", **_WARN}
+# A3 Ultra / A4 (GPUDirect RDMA over RoCE with Google's gIB NCCL plugin): the environment
+# /usr/local/gib/scripts/set_nccl_env.sh sets (GoogleCloudPlatform/container-engine-accelerators
+# gpudirect-rdma/ nccl-test.yaml sources it; gIB plugin v1.1.x, the installer addons/gke_nccl.py pins),
+# written out because KubeRay starts the worker with its own `ray start` command. The plugin and its
+# tuner configuration come from the host (/home/kubernetes/bin/gib, filled by the installer).
+GIB_HOST = "/home/kubernetes/bin/gib"
+GIB_MOUNT = "/usr/local/gib"
+_GIB = {"NCCL_NET": "gIB", "LD_LIBRARY_PATH": f"{GIB_MOUNT}/lib64:/usr/local/nvidia/lib64",
+        "NCCL_CROSS_NIC": "0", "NCCL_NET_GDR_LEVEL": "PIX", "NCCL_P2P_NET_CHUNKSIZE": "131072",
+        "NCCL_P2P_PCI_CHUNKSIZE": "131072", "NCCL_P2P_NVL_CHUNKSIZE": "524288", "NCCL_NVLS_CHUNKSIZE": "524288",
+        "NCCL_IB_GID_INDEX": "3", "NCCL_IB_ADAPTIVE_ROUTING": "1", "NCCL_IB_QPS_PER_CONNECTION": "4",
+        "NCCL_IB_TC": "52", "NCCL_IB_FIFO_TC": "84", **_WARN}
+# The tuner configuration differs per machine family (/usr/local/gib/configs/tuner_config_<family>.txtpb).
+GIB_TUNER = {"h200": "a3u", "b200": "a4"}
+
+FABRICS: dict[str, Fabric] = {
+    "none": Fabric(RAY_LLM_IMAGE, dict(_WARN), source="no fabric: NCCL sockets over the pod network"),
+    # libfabric's EFA provider through the aws-ofi-nccl plugin, which the AWS Ray Serve LLM image
+    # carries (EFA installer 1.49). The interface for NCCL's bootstrap is detected: the image's
+    # /etc/nccl.conf excludes the wrong ones, and EKS pods do not always call theirs eth0.
+    "efa": Fabric(RAY_LLM_EFA_IMAGE, {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1", **_WARN}, (IPC_LOCK,),
+                  source="aws/deep-learning-containers docker/ray_llm/Dockerfile.cuda; aws-ofi-nccl docs"),
+    # NCCL's built-in IB verbs transport; the RDMA device comes from the Network Operator's shared
+    # device plugin. eth0 (the pod network) only carries NCCL's and Gloo's bootstrap.
+    "infiniband": Fabric(RAY_LLM_IMAGE, {"NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "mlx5",
+                                         "NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0", **_WARN},
+                         (IPC_LOCK,), source="NCCL environment variables (docs.nvidia.com/deeplearning/nccl)"),
+    # RoCE v2: the same verbs transport; GID index 3 is RoCE v2 over IPv4 on ConnectX NICs.
+    "roce": Fabric(RAY_LLM_IMAGE, {"NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "mlx5", "NCCL_IB_GID_INDEX": "3",
+                                   "NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0", **_WARN},
+                   (IPC_LOCK,), source="NCCL environment variables; NVIDIA RoCE configuration guide"),
+    "gpudirect-tcpx": Fabric(RAY_LLM_IMAGE, _SOCKETS, single_node_env=_GKE_SOCKET,
+                             source="NCCL environment variables (socket transport)"),
+    "gpudirect-tcpxo": Fabric(RAY_LLM_IMAGE, _SOCKETS, single_node_env=_GKE_SOCKET,
+                              source="NCCL environment variables (socket transport)"),
+    "gke-rdma": Fabric(RAY_LLM_IMAGE, _GIB, (IPC_LOCK,), (("gib", GIB_HOST, GIB_MOUNT),), single_node_env=_GKE_SOCKET,
+                       source="container-engine-accelerators gpudirect-rdma (set_nccl_env.sh, nccl-test.yaml)"),
+}
+# (cloud, pool fabric) -> family; everything else is its own family name.
+CLOUD_FAMILY = {("gcp", "rdma"): "gke-rdma", ("existing", "rdma"): "roce", ("aws", "rdma"): "roce"}
 
 
 class FabricError(ConfigError):
@@ -55,11 +104,18 @@ class FabricError(ConfigError):
         super().__init__([message])
 
 
+def family(cloud: str, fabric: str | None) -> str:
+    if fabric is None:
+        return "none"
+    return CLOUD_FAMILY.get((cloud, fabric), fabric)
+
+
 def fabric_for(t: Topology) -> Fabric:
-    if t.fabric not in FABRICS:
+    fam = family(t.cloud, t.fabric)
+    if fam not in FABRICS:
         raise FabricError(f"models ({t.served_model_name}): no NCCL setup for fabric {t.fabric!r}; "
-                          f"known: {', '.join(k for k in FABRICS if k)}")
-    return FABRICS[t.fabric]
+                          f"known: {', '.join(k for k in FABRICS if k != 'none')}")
+    return FABRICS[fam]
 
 
 def ray_image(t: Topology, override: str | None = None) -> str:
@@ -75,5 +131,33 @@ def fabric_resources(t: Topology, pool: GpuPool) -> dict[str, int]:
     return out
 
 
+def _env_list(env: dict[str, str]) -> list[dict]:
+    return [{"name": k, "value": v} for k, v in sorted(env.items())]
+
+
 def fabric_env(t: Topology) -> list[dict]:
-    return [{"name": k, "value": v} for k, v in sorted(fabric_for(t).env.items())]
+    """A multi-node worker's NCCL environment."""
+    env = dict(fabric_for(t).env)
+    if family(t.cloud, t.fabric) == "gke-rdma":
+        env["NCCL_TUNER_CONFIG_PATH"] = f"{GIB_MOUNT}/configs/tuner_config_{GIB_TUNER.get(t.accelerator, 'a3u')}.txtpb"
+    return _env_list(env)
+
+
+def single_node_env(t: Topology) -> list[dict]:
+    """A single-node replica's NCCL environment on this pool (NVLink inside the node; keep plugins out)."""
+    return _env_list(fabric_for(t).single_node_env)
+
+
+def capabilities(t: Topology) -> tuple[str, ...]:
+    """Linux capabilities a pod of t adds to drop ALL: a multi-node worker's fabric needs; a single-node
+    replica sends no NCCL traffic off the node and needs none."""
+    return fabric_for(t).capabilities if t.multi_node else ()
+
+
+def host_volumes(t: Topology) -> tuple[list[dict], list[dict]]:
+    """(volumes, mounts) of the host libraries a multi-node worker's NCCL plugin needs (read-only)."""
+    if not t.multi_node:
+        return [], []
+    mounts = fabric_for(t).host_mounts
+    return ([{"name": n, "hostPath": {"path": host, "type": "Directory"}} for n, host, _ in mounts],
+            [{"name": n, "mountPath": path, "readOnly": True} for n, _, path in mounts])

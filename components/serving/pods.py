@@ -1,36 +1,18 @@
-"""Pieces every pod of the stack shares: labels, the locked-down security context, the HF token."""
+"""GPU placement and resources, the HF token reference; labels and security contexts come from the
+k8s layer (k8s.py) and are re-exported here for the modules that import them from pods."""
 from __future__ import annotations
 
 from ..cluster.facts import GPU_RESOURCE, GpuPool
+from .k8s import (CONTAINER_SECURITY, MODEL_LABEL, POD_SECURITY, ROLE_LABEL, model_labels,  # noqa: F401
+                  selector)
 
 HF_SECRET_NAME = "hf-token"  # made by Platform from the hfToken Pulumi secret
 HF_SECRET_KEY = "HF_TOKEN"
-MODEL_LABEL = "vllm-platform/model"
-ROLE_LABEL = "vllm-platform/role"
-
-
-def model_labels(model: str, role: str, base: dict[str, str] | None = None) -> dict[str, str]:
-    """Labels of one model's objects; `MODEL_LABEL` + `ROLE_LABEL` select its pods."""
-    return {**(base or {}), "app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": model,
-            MODEL_LABEL: model, ROLE_LABEL: role}
-
-
-def selector(model: str, role: str) -> dict[str, str]:
-    return {MODEL_LABEL: model, ROLE_LABEL: role}
 
 
 def hf_token_env() -> dict:
     """HF_TOKEN read from the Kubernetes Secret by reference: the token never sits in a pod spec."""
     return {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_SECRET_NAME, "key": HF_SECRET_KEY}}}
-
-
-# No privileged mode, no added capabilities (the seeds' SYS_PTRACE is not needed for CUDA IPC).
-CONTAINER_SECURITY = {
-    "privileged": False,
-    "allowPrivilegeEscalation": False,
-    "capabilities": {"drop": ["ALL"]},
-}
-POD_SECURITY = {"seccompProfile": {"type": "RuntimeDefault"}}
 
 
 def gpu_placement(pool: GpuPool) -> dict:

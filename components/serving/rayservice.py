@@ -24,7 +24,7 @@ Operations (README "Multi-node HA"):
   Serve's HTTP proxy and the metrics port are data plane and stay open to whom the policy admits.
 - Start-up: the LLM replica waits RAYLLM_ENGINE_START_TIMEOUT_S (Serve LLM, default 3600 s) for the engine,
   and vLLM waits VLLM_ENGINE_READY_TIMEOUT_S (default 600 s) for its engine core; both are set from the
-  start-up budget the Deployment's startupProbe uses (probes.topology_budget_s), through the LLM config's
+  start-up budget the Deployment's startupProbe uses (probes.budget, via CacheFacts.budget), through the LLM config's
   runtime_env, which Serve LLM applies to the replica and its engine workers and which an in-place Serve
   config update can change. serviceUnhealthySecondThreshold / deploymentUnhealthySecondThreshold are
   deprecated and unread since KubeRay 1.1 (ray-project/kuberay#1685) and are not set.
@@ -42,10 +42,11 @@ from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import RAY_VERSION
 from .autoscaling import kv_threshold, waiting_threshold
-from .fabric import fabric_env, fabric_resources
-from .pods import (CONTAINER_SECURITY, POD_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env,
-                   model_labels, pod_metadata, shm_volume)
-from .probes import topology_budget_s
+from .fabric import capabilities, fabric_env, fabric_resources, host_volumes
+from .k8s import container_security, pod_security, scratch_env, scratch_mounts, scratch_volumes
+from .pods import (CONTAINER_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env, model_labels,
+                   pod_metadata, shm_volume)
+from .probes import engine_ready_env
 from .redis import NO_CONSOLIDATION, GcsStore
 
 # LLMConfig.accelerator_type for the catalog's GPUs. Serve LLM adds `accelerator_type:<name>` to every
@@ -141,9 +142,12 @@ def serve_deployment_name(model_id: str) -> str:
     return "LLMServer:" + model_id.replace("/", "--").replace(".", "_")
 
 
-def llm_config(t: Topology, serving: Serving | None = None, budget_s: int | None = None) -> dict:
+def llm_config(t: Topology, serving: Serving | None = None, budget_s: int | None = None,
+               extra_args: tuple[str, ...] | list[str] = ()) -> dict:
+    """budget_s: the start-up budget (probes.budget); extra_args: engine flags the model cache decides
+    (loader, pinned revision; CacheFacts.engine_args)."""
     serving = serving or Serving()
-    source, model_id, kwargs = engine_kwargs(t.vllm_args)
+    source, model_id, kwargs = engine_kwargs([*t.vllm_args, *extra_args])
     target, ceiling = target_ongoing_requests(t, serving), max_ongoing_requests(t, serving)
     cfg = {
         "model_loading_config": {"model_id": model_id, "model_source": source},
@@ -168,32 +172,38 @@ def llm_config(t: Topology, serving: Serving | None = None, budget_s: int | None
     return cfg
 
 
-def serve_config(t: Topology, serving: Serving | None = None, budget_s: int | None = None) -> str:
+def serve_config(t: Topology, serving: Serving | None = None, budget_s: int | None = None,
+                 extra_args: tuple[str, ...] | list[str] = ()) -> str:
     app = {"name": APP_NAME, "route_prefix": "/", "import_path": "ray.serve.llm:build_openai_app",
-           "args": {"llm_configs": [llm_config(t, serving, budget_s)]}}
+           "args": {"llm_configs": [llm_config(t, serving, budget_s, extra_args)]}}
     return yaml.safe_dump({"applications": [app]}, sort_keys=False)
 
 
-def _ray_env(t: Topology) -> list[dict]:
-    return [hf_token_env(), *cache_env(), {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
+def _ray_env(t: Topology, cache: CacheFacts) -> list[dict]:
+    """Workers read the cache offline (no HF_TOKEN); their engines get the same start-up budget as the
+    cache's budget for this model (VLLM_ENGINE_READY_TIMEOUT_S) and writable scratch."""
+    return [*cache_env(), engine_ready_env(cache.budget(t).total_s), *scratch_env(),
+            {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
 
 
 def head_group(t: Topology, cache: CacheFacts, image: str, labels: dict, system_node_selector: dict[str, str]) -> dict:
     """The head reads the model's config and tokenizer files too (building the Serve app); a shared
     cache is mounted there as well, while with a node-local cache the head fetches them from the Hub."""
-    mounts, volumes = [SHM_MOUNT], [shm_volume(4)]
-    env = [hf_token_env(), {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
-    if cache.kind == "rwx":
-        env[1:1] = cache_env()
+    mounts, volumes = [SHM_MOUNT, *scratch_mounts()], [shm_volume(4), *scratch_volumes()]
+    env = [*scratch_env(), {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
+    if cache.kind == "rwx":  # offline: no token
+        env[0:0] = cache_env()
         mounts.append(cache.mount)
         volumes.append(cache.volume(t.instance_type))
+    else:
+        env.insert(0, hf_token_env())
     pod = {
-        "enableServiceLinks": False, "securityContext": POD_SECURITY,
+        "enableServiceLinks": False, "securityContext": pod_security(),
         "containers": [{
             "name": "ray-head", "image": image, "env": env,
             "ports": [{"name": n, "containerPort": p, "protocol": "TCP"} for n, p in HEAD_PORTS],
             "resources": {"requests": dict(HEAD_RESOURCES), "limits": dict(HEAD_RESOURCES)},
-            "volumeMounts": mounts, "securityContext": CONTAINER_SECURITY,
+            "volumeMounts": mounts, "securityContext": container_security(),
         }],
         "volumes": volumes,
     }
@@ -207,19 +217,26 @@ def head_group(t: Topology, cache: CacheFacts, image: str, labels: dict, system_
 def worker_group(t: Topology, pool: GpuPool, cache: CacheFacts, image: str, labels: dict) -> dict:
     npr = t.nodes_per_replica
     gpus = t.gpus_per_replica // npr
+    caps = capabilities(t)  # IPC_LOCK on RDMA fabrics: that worker runs as uid 0 (fabric.py)
+    host_vols, host_mounts = host_volumes(t)
+    resources = gpu_resources(gpus, t.pod_cpu, t.pod_memory_gib, fabric_resources(t, pool))
+    cpu_memory = {k: {r: v for r, v in resources[k].items() if r in ("cpu", "memory")} for k in ("requests", "limits")}
     pod = {
         # no Kubernetes API calls from the engines (the head keeps its token: the autoscaler sidecar needs it)
-        "enableServiceLinks": False, "automountServiceAccountToken": False, "securityContext": POD_SECURITY,
+        "enableServiceLinks": False, "automountServiceAccountToken": False,
+        "securityContext": pod_security(root=bool(caps) or cache.kind == "nvme"),
         "terminationGracePeriodSeconds": 120,
-        "initContainers": [cache.init_container(t.model_repo, image)],
+        "initContainers": [cache.init_container(t.model_repo, image, pod_resources=cpu_memory,
+                                                expected_gib=t.weights_gib, warm=cache.warms(t))],
         "containers": [{
             "name": "ray-worker", "image": image,
-            "env": [*_ray_env(t), *fabric_env(t)],
+            "env": [*_ray_env(t, cache), *fabric_env(t)],
             "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
-            "resources": gpu_resources(gpus, t.pod_cpu, t.pod_memory_gib, fabric_resources(t, pool)),
-            "volumeMounts": [SHM_MOUNT, cache.mount], "securityContext": CONTAINER_SECURITY,
+            "resources": resources,
+            "volumeMounts": [SHM_MOUNT, cache.mount, *scratch_mounts(), *host_mounts],
+            "securityContext": container_security(caps),
         }],
-        "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type)],
+        "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type), *scratch_volumes(), *host_vols],
         **gpu_placement(pool),
     }
     return {
@@ -274,7 +291,7 @@ def rayservice_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, i
     if gcs is not None:
         gcs_fault_tolerance(cluster, gcs)
     return {
-        "serveConfigV2": serve_config(t, serving, topology_budget_s(t, cache.read_gbps)),
+        "serveConfigV2": serve_config(t, serving, cache.budget(t).total_s, cache.engine_args(t)),
         # the OpenAI endpoint under the model's name, as for a single-node replica
         "serveService": {"metadata": {"name": model, "labels": model_labels(model, "server", base_labels)},
                          "spec": {"type": "ClusterIP",

@@ -7,6 +7,8 @@ both                -> ClusterIP endpoint named after the model, NetworkPolicy, 
 """
 from __future__ import annotations
 
+import math
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -17,7 +19,7 @@ from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import VLLM_IMAGE
 from .autoscaling import scaled_object_spec, waiting_threshold
-from .deployment import deployment_spec, rollout_timeouts
+from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
@@ -35,6 +37,39 @@ def serving_images(cfg: StackConfig, t: Topology) -> list[str]:
 
 def endpoint(model: str, namespace: str) -> str:
     return f"http://{model}.{namespace}.svc.cluster.local:{VLLM_PORT}/v1"
+
+
+def nodes_for(t: Topology, replicas: int) -> int:
+    """GPU nodes `replicas` replicas of t occupy (replicas per node, production spread, nodes per replica)."""
+    return max(math.ceil(replicas / t.replicas_per_node), min(replicas, t.spread_nodes)) * t.nodes_per_replica
+
+
+def second_replica(t: Topology) -> tuple[int, float]:
+    """(extra GPU nodes, extra $/h) of running two replicas instead of one."""
+    extra = nodes_for(t, 2) - nodes_for(t, 1)
+    return extra, extra * t.price_per_node_hour
+
+
+def serving_summary(cfg: StackConfig, t: Topology, cache: CacheFacts) -> dict:
+    """What the plan prints under each model: the start-up budget's terms, the rollout and drain, and
+    what a production reviewer must see (a single replica, an unpinned model)."""
+    b = cache.budget(t)
+    out: dict = {"startup": {**b.terms(), "text": b.describe()}, "warnings": []}
+    if not t.multi_node:
+        out["rollout"] = rollout_strategy(t)["rollingUpdate"]
+        out["drainS"] = drain_s(t)
+    warn = out["warnings"]
+    if cfg.production and t.min_replicas == 1:
+        nodes, cost = second_replica(t)
+        price = (f"+${cost:,.2f}/h ({nodes} more GPU node(s))" if cost else
+                 f"{nodes} more GPU node(s)" if nodes else "no extra node (it fits beside the first)")
+        warn.append(f"SINGLE REPLICA in production: {t.served_model_name} runs 1 replica at its minimum, so a node "
+                    f"failure, drain or rollout takes the endpoint down for a whole start-up ({b.total_s} s); "
+                    f"replicas.min: 2 costs {price}")
+    if cfg.production and not cache.revision(t.model_repo):
+        warn.append(f"UNPINNED MODEL in production: {t.model_repo} is served at whatever its main branch was when "
+                    f"the cache filled; set models[].revision to the commit you tested")
+    return out
 
 
 class VllmService(pulumi.ComponentResource):
@@ -57,6 +92,7 @@ class VllmService(pulumi.ComponentResource):
             # a custom resource waits for the operator release that installs its CRD
             return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=addons.depends(capability)))
 
+        self.summary = serving_summary(cfg, t, cache)
         runtime = "ray" if t.multi_node else "vllm"
         if t.multi_node:
             # production: the head's GCS persists in a Redis of its own (redis.py), so a head restart is no reload

@@ -6,9 +6,9 @@ import re
 
 from .core import ADVISORY, MANDATORY, UNKNOWN, as_dict, as_list, as_number, get, is_true, known, rule
 from .facts import GPU_RESOURCE
-from .podspec import (DAEMONSET, FABRIC_RESOURCE_PREFIXES, POD_TYPES, RAYSERVICE, SERVING_TYPES, command_words,
-                      container_name, engine_containers, find_key, pod_templates, requested_resources,
-                      runs_vllm_serve, serve_config)
+from .podspec import (DAEMONSET, FABRIC_ANNOTATIONS, FABRIC_RESOURCE_PREFIXES, POD_TYPES, RAYSERVICE,
+                      SERVING_TYPES, command_words, container_name, engine_containers, find_key, pod_templates,
+                      requested_resources, runs_vllm_serve, serve_config)
 
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"
 SCALEDOBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
@@ -108,6 +108,9 @@ def no_added_capabilities(resource_type, props):
             name = str(cap).upper().removeprefix("CAP_")
             needs = CAPABILITY_NEEDS.get(name)
             if needs and any(r.startswith(needs) for r in resources):
+                continue
+            # GKE attaches RDMA NICs per pod through multi-networking annotations, not a device resource
+            if name == "IPC_LOCK" and any(a in (tpl.annotations or {}) for a in FABRIC_ANNOTATIONS):
                 continue
             yield f"{tpl.where} container {container_name(c)}: adds capability {name}"
 
