@@ -11,7 +11,6 @@ from pulumi.runtime import rpc
 
 from components.config.schema import Serving
 from components.serving import redis
-from components.serving.probes import topology_budget_s
 from components.serving.rayservice import llm_config, max_ongoing_requests, target_ongoing_requests
 from tests.conftest import by_type, plan_config, planned
 from tests.helpers_consistency import label_selector_matches
@@ -188,14 +187,16 @@ def test_the_aws_gpu_pool_could_never_hold_a_second_cluster():
 def test_engine_waits_as_long_as_the_start_up_budget(plan):
     t = topology(plan, MODEL)
     rs = obj(plan.resources, "RayService", MODEL)
-    read_gbps = {"prod-llama405b-onprem": 2.0}.get(plan.stack)
     cfg = serve_llm(rs)
     env = cfg["runtime_env"]["env_vars"]
     assert env["RAYLLM_ENGINE_START_TIMEOUT_S"] == env["VLLM_ENGINE_READY_TIMEOUT_S"]
     budget = int(env["VLLM_ENGINE_READY_TIMEOUT_S"])
     assert budget > 600  # vLLM's default would end a 754 GiB load part-way
-    if read_gbps:
-        assert budget == topology_budget_s(t, read_gbps)
+    # the same wait the worker containers' vLLM gets (serving/probes.budget), one figure per stack
+    (group,) = cluster(rs)["workerGroupSpecs"]
+    (worker,) = [c for c in group["template"]["spec"]["containers"] if c["name"] == "ray-worker"]
+    assert {"name": "VLLM_ENGINE_READY_TIMEOUT_S", "value": str(budget)} in worker["env"]
+    assert budget == {"prod-llama405b-onprem": 1460, "prod-llama405b-aws": 1460}.get(plan.stack, budget)
     dc = cfg["deployment_config"]
     assert (dc["health_check_period_s"], dc["health_check_timeout_s"]) == (30, 30)
     assert dc["graceful_shutdown_timeout_s"] == 120
