@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 from ...config.load import ConfigError
 from ...config.schema import StackConfig
 from ...planner import Topology
-from ..facts import ClusterFacts, GpuPool
+from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, ClusterFacts, GpuPool
 from ..pools import PoolSpec, gpu_pool_specs, model_cache_gib
 from . import filestore
 from .gke import cluster_args, enable_services, node_identity
@@ -119,6 +119,8 @@ class GcpGpuCluster(pulumi.ComponentResource):
             cache_read_gbps=cfg.model_cache.read_gbps or read,
             driver_preinstalled=True,  # gpu_driver_installation_config: GKE installs the NVIDIA driver
             kubeconfig=self.kubeconfig,
-            depends_on=[self.system_pool, *self.node_pools.values(), *self.network_objects, *cache_resources])
+            depends_on=[self.system_pool, *self.node_pools.values(), *self.network_objects, *cache_resources],
+            gpu_stack=GKE_GPU_STACK, fabric_software=dict(GKE_FABRIC_SOFTWARE), managed_control_plane=True,
+            cluster_dns=KUBE_DNS)
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})
