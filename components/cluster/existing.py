@@ -59,7 +59,7 @@ class ExistingCluster(pulumi.ComponentResource):
             network_policy_enforced=ex.network_policy_enforced,
             gpu_stack=SELF_MANAGED_GPU_STACK, fabric_software=dict(SELF_MANAGED_FABRIC_SOFTWARE),
             managed_control_plane=False, cluster_dns=COREDNS)
-        if not ex.network_policy_enforced:
+        if not self.facts.network_policy_enforced:
             # Production refuses this at config time (existing.networkPolicyEnforced); elsewhere say it loudly.
             pulumi.log.warn(NETWORK_POLICY_WARNING, resource=self)
         self.register_outputs({})
