@@ -25,7 +25,7 @@ def test_gke_gpu_nodes_keep_gkes_device_plugin_and_get_the_toolkit_with_cdi():
     p = plan("prod-qwen72b-gcp")
     gpu = p.values("gpu-operator")
     assert (gpu["driver"]["enabled"], gpu["toolkit"]["enabled"], gpu["devicePlugin"]["enabled"]) == (False, True, False)
-    assert gpu["cdi"] == {"enabled": True, "default": True}
+    assert gpu["cdi"] == {"enabled": True}
     assert gpu["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
     assert gpu["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
     (quota,) = [r for r in p.resources if r.type == GKE_QUOTA]

@@ -104,8 +104,7 @@ def test_gpu_operator_values_follow_the_facts_not_the_cloud_name():
     """A cluster that calls itself "existing" but is, say, another team's GKE gets GKE's GPU stack when its
     facts say so: the add-ons never look at ClusterFacts.cloud."""
     v = gpu_operator.gpu_operator_values(facts("existing", gpu_stack=GKE_GPU_STACK), GpuOperatorAddon(), {}, [])
-    assert (v["toolkit"]["enabled"], v["devicePlugin"]["enabled"], v["cdi"]) == (True, False, {"enabled": True,
-                                                                                               "default": True})
+    assert (v["toolkit"]["enabled"], v["devicePlugin"]["enabled"], v["cdi"]) == (True, False, {"enabled": True})
     p = prometheus.prometheus_values(PrometheusAddon(), facts("gcp", managed_control_plane=False,
                                                               cluster_dns=COREDNS))
     assert "kubeEtcd" not in p and p["coreDns"] == {"enabled": True} and p["kubeDns"] == {"enabled": False}
@@ -116,7 +115,7 @@ def test_gpu_operator_on_gke_uses_the_gke_driver_paths_cdi_and_a_priority_quota(
     assert v["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
     assert v["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
     assert {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"} in v["toolkit"]["env"]
-    assert v["cdi"] == {"enabled": True, "default": True}
+    assert v["cdi"] == {"enabled": True}
     assert GKE_GPU_STACK.critical_pods_need_quota and not EKS_GPU_STACK.critical_pods_need_quota
     assert not SELF_MANAGED_GPU_STACK.critical_pods_need_quota
     quota = gpu_operator.priority_quota()

@@ -49,7 +49,9 @@ def gpu_operator_values(facts: ClusterFacts, settings: GpuOperatorAddon, monitor
     if stack.driver_install_dir:
         values["hostPaths"] = {"driverInstallDir": stack.driver_install_dir}
     if stack.cdi:
-        values["cdi"] = {"enabled": True, "default": True}
+        # Chart v26.7.0 has cdi.enabled and cdi.nriPluginEnabled only: `cdi.default` was made a no-op and
+        # removed upstream (NVIDIA/gpu-operator e63a99034), CDI being the runtime's default mode.
+        values["cdi"] = {"enabled": True}
     return values
 
 
