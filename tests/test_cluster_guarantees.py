@@ -11,9 +11,12 @@ fabric stacks (tests/helpers_plans.py), from the resources `pulumi up` would sen
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
+from components.cli import main
+from components.offline.runner import ROOT
 from policies.rules import MANDATORY, evaluate_plan
 from tests.conftest import planned
 from tests.helpers_consistency import Plan, dig, quantity, walk
@@ -174,6 +177,18 @@ def test_fabric_stack_passes_every_mandatory_rule(stack):
     assert mandatory == []
     assert any(t["nodes_per_replica"] > 1 for t in result.exports["topology"].values()), \
         f"{stack}: no replica spans nodes, so the fabric is not exercised"
+
+
+@pytest.mark.parametrize("stack", FABRIC_STACKS)
+def test_fabric_stack_plans_with_exit_0(stack, capsys):
+    """What a reviewer runs: `python -m components plan tests/stacks/Pulumi.<stack>.yaml`."""
+    try:
+        code = main(["plan", str(stack_path(stack))])
+    finally:
+        shutil.rmtree(ROOT / "build" / stack, ignore_errors=True)
+    out = capsys.readouterr().out
+    assert code == 0, out[-2000:]
+    assert "policy pack: 0 mandatory violation(s)" in out
 
 
 def test_every_fabric_family_has_a_stack():
