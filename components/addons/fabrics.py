@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from ..cluster.facts import NETWORK_OPERATOR  # noqa: F401  (the add-on key component.py reads here)
+from ..cluster.facts import NETWORK_OPERATOR as NETWORK_OPERATOR  # the add-on key component.py reads here
 from ..cluster.facts import EFA_DEVICE_PLUGIN, GKE_GIB_INSTALLER, ClusterFacts, GpuPool
 from ..versions import NETWORK_OPERATOR_COMPONENTS_TAG, NETWORK_OPERATOR_REGISTRY
 from .placement import pool_affinity
