@@ -17,14 +17,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from ..cluster.facts import NETWORK_OPERATOR as NETWORK_OPERATOR  # the add-on key component.py reads here
-from ..cluster.facts import EFA_DEVICE_PLUGIN, GKE_GIB_INSTALLER, ClusterFacts, GpuPool
+from ..cluster import facts as cluster_facts
+from ..cluster.facts import ClusterFacts, GpuPool
 from ..versions import NETWORK_OPERATOR_COMPONENTS_TAG, NETWORK_OPERATOR_REGISTRY
 from .placement import pool_affinity
 
 # The node software a fabric needs on this kind of cluster comes from ClusterFacts.fabric_software.
-EFA = EFA_DEVICE_PLUGIN
-GKE_RDMA = GKE_GIB_INSTALLER
+EFA = cluster_facts.EFA_DEVICE_PLUGIN
+GKE_RDMA = cluster_facts.GKE_GIB_INSTALLER
+NETWORK_OPERATOR = cluster_facts.NETWORK_OPERATOR
 
 EFA_RELEASE = "aws-efa-k8s-device-plugin"
 EFA_NAMESPACE = "kube-system"  # where the EKS docs install it
