@@ -85,17 +85,12 @@ CLUSTER_AUTOSCALER_TAGS = {"1.33": "v1.33.3", "1.34": "v1.34.2", "1.35": "v1.35.
 # released images live in nvcr.io/nvidia/mellanox). Bump together with CHARTS["network-operator"].
 NETWORK_OPERATOR_REGISTRY = "nvcr.io/nvidia/mellanox"
 NETWORK_OPERATOR_COMPONENTS_TAG = "network-operator-v26.10.0"
-# GKE GPUDirect NCCL plugin installers and NRI device injector (GoogleCloudPlatform/
-# container-engine-accelerators: gpudirect-tcpx/, gpudirect-tcpxo/ and nri_device_injector/ manifests
-# as NVIDIA AI Cluster Runtime pins them; gpudirect-rdma/README.md release notes for the RDMA one).
-GKE_NCCL_TCPX_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
-GKE_NCCL_TCPXO_INSTALLER_IMAGE = \
-    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
+# GKE GPUDirect-RDMA (A3 Ultra / A4) NCCL plugin installer: GoogleCloudPlatform/container-engine-accelerators
+# gpudirect-rdma/README.md release notes (Aug 15, 2025). Pinned by tag: no published digest could be checked
+# from here. The policy pack admits exactly this reference as a privileged node agent
+# (policies/rules/workloads.py PRIVILEGED_NODE_AGENT): bumping it means reviewing that exception too.
+# (A3 High / Mega need no installer: serving uses NCCL sockets there, components/addons/fabrics.py.)
 GKE_NCCL_RDMA_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0"
-GKE_NRI_DEVICE_INJECTOR_IMAGE = \
-    "gcr.io/gke-release/nri-device-injector@sha256:7704e2bd74b8edbb76b6913c7904cc2362f1fa887c4d4aba7b19778ea353537c"
-# A shell on the GPU nodes for the installers' host set-up steps (nsenter, sysctls).
-HOST_SHELL_IMAGE = "ubuntu:24.04@sha256:c4a8d5503dfb2a3eb8ab5f807da5bc69a85730fb49b5cfca2330194ebcc41c7b"
 # The Redis that backs the Ray head's GCS fault tolerance (components/serving/redis.py): the official image,
 # pinned by its multi-platform index digest as docker-library/repo-info records it
 # (repos/redis/remote/8.10.2-alpine.md at commit 0bdd94409df031423d112c6f22cab289fa8fc401). It runs as the

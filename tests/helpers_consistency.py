@@ -13,6 +13,7 @@ import email
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
@@ -330,9 +331,24 @@ class Plan:
         return out
 
 
+# Test-only stacks: one multi-node replica per fabric family (AWS EFA p4d / p5 / p5en / p6-b200, GKE A3 High /
+# Mega / Ultra / A4, existing InfiniBand / RoCE). `python -m components plan tests/stacks/Pulumi.<name>.yaml`.
+FABRIC_STACK_DIR = Path(__file__).resolve().parent / "stacks"
+
+
+def fabric_stacks() -> list[str]:
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in FABRIC_STACK_DIR.glob("Pulumi.fabric-*.yaml"))
+
+
+def stack_path(stack: str) -> Path:
+    """A shipped stack (stacks/) or a test-only fabric stack (tests/stacks/)."""
+    test_only = FABRIC_STACK_DIR / f"Pulumi.{stack}.yaml"
+    return test_only if test_only.exists() else stack_file(stack)
+
+
 def stack_raw(stack: str) -> dict:
     prefix = "vllm-platform:"
-    return {k[len(prefix):]: v for k, v in load_stack_yaml(stack_file(stack)).items()
+    return {k[len(prefix):]: v for k, v in load_stack_yaml(stack_path(stack)).items()
             if k.startswith(prefix) and not (isinstance(v, dict) and set(v) == {"secure"})}
 
 

@@ -129,15 +129,15 @@ def test_every_custom_resource_depends_on_its_operator(cloud):
         assert needed in run.deps[r.name], r.name
 
 
-def test_gke_gets_the_nccl_installers_and_the_operator_quota():
+def test_gke_gets_only_the_gib_installer_and_the_operator_quota():
+    """A3 High / Mega serve over NCCL sockets: no TCPX(O) plugin installer, no NRI device injector; the A3
+    Ultra pool gets Google's gIB installer, on its pool only."""
     run = default_run("gcp")
     daemonsets = {r.inputs["metadata"]["name"]: r for r in by_type(run.resources, "kubernetes:apps/v1:DaemonSet")}
-    assert set(daemonsets) == {"nccl-tcpx-installer", "nccl-tcpxo-installer", "device-injector",
-                               "nccl-rdma-installer"}
-    injector_terms = daemonsets["device-injector"].inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+    assert set(daemonsets) == {"nccl-rdma-installer"}
+    terms = daemonsets["nccl-rdma-installer"].inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert [t["matchExpressions"][0]["values"] for t in injector_terms] == [["gpu-a3-highgpu-8g"],
-                                                                            ["gpu-a3-megagpu-8g"]]
+    assert [t["matchExpressions"][0]["values"] for t in terms] == [["gpu-a3-ultragpu-8g"]]
     quota = one(run.resources, "kubernetes:core/v1:ResourceQuota")
     assert quota.inputs["metadata"]["namespace"] == "gpu-operator"
     assert quota.name in run.deps["vllm-addons-gpu-operator"]

@@ -14,7 +14,7 @@ NODES = {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048}
 def config(addons: dict | None = None, nodes: dict | None = None, cloud: str = "existing") -> dict:
     raw = {"cloud": cloud, "models": [{"name": "llama-8b", "model": "llama-3.1-8b", "maxModelLen": 8192}]}
     if cloud == "existing":
-        raw["existing"] = {"gpuNodes": {**NODES, **(nodes or {})}}
+        raw["existing"] = {"gpuNodes": {**NODES, **(nodes or {})}, "blockStorageClass": "fast-block"}
         raw["modelCache"] = {"storageClass": "nfs-client"}
     else:
         raw["aws"] = {"region": "us-east-1"}

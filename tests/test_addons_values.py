@@ -10,7 +10,9 @@ import yaml
 
 from components.addons import fabrics, gke_nccl, gpu_operator, keda, kuberay, prometheus
 from components.addons.placement import gpu_tolerations
-from components.cluster.facts import ClusterFacts, GpuPool, Taint
+from components.cluster.facts import (COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, GKE_FABRIC_SOFTWARE, GKE_GPU_STACK,
+                                      KUBE_DNS, SELF_MANAGED_FABRIC_SOFTWARE, SELF_MANAGED_GPU_STACK, ClusterFacts,
+                                      GpuPool, Taint)
 from components.config.schema import Addons, GpuOperatorAddon, PrometheusAddon
 from components import versions
 
@@ -27,11 +29,24 @@ def pool(name: str, fabric: str | None = None, taints=(GPU_TAINT,), resources=No
                    fabric=fabric, fabric_resources=dict(resources or {}))
 
 
-def facts(cloud: str, pools: list[GpuPool], driver_preinstalled: bool = True, provider=None,
-          system: dict | None = None) -> ClusterFacts:
+# What each cluster component says about its kind of cluster (components/cluster/aws, gcp/component.py, existing.py).
+KIND_FACTS = {
+    "aws": dict(gpu_stack=EKS_GPU_STACK, fabric_software=EKS_FABRIC_SOFTWARE, managed_control_plane=True,
+                cluster_dns=COREDNS, block_storage_class="gp3-encrypted", network_policy_enforced=True),
+    "gcp": dict(gpu_stack=GKE_GPU_STACK, fabric_software=GKE_FABRIC_SOFTWARE, managed_control_plane=True,
+                cluster_dns=KUBE_DNS, block_storage_class="standard-rwo", network_policy_enforced=True),
+    "existing": dict(gpu_stack=SELF_MANAGED_GPU_STACK, fabric_software=SELF_MANAGED_FABRIC_SOFTWARE,
+                     managed_control_plane=False, cluster_dns=COREDNS, block_storage_class="fast-block"),
+}
+
+
+def facts(cloud: str, pools: list[GpuPool] | None = None, driver_preinstalled: bool = True, provider=None,
+          system: dict | None = None, **overrides) -> ClusterFacts:
+    pools = KINDS[cloud]() if pools is None else pools
     return ClusterFacts(cloud=cloud, name="test", provider=provider, gpu_pools={p.instance_type: p for p in pools},
                         system_node_selector=SYSTEM if system is None else system, rwx_storage_class=None,
-                        cache_read_gbps=1.0, driver_preinstalled=driver_preinstalled)
+                        cache_read_gbps=1.0, driver_preinstalled=driver_preinstalled,
+                        **{**KIND_FACTS[cloud], **overrides})
 
 
 def aws_pools():
@@ -85,13 +100,24 @@ def test_gpu_operator_owns_what_the_node_image_lacks(cloud, driver, toolkit, dev
     assert v["devicePlugin"]["enabled"] is device_plugin
 
 
+def test_gpu_operator_values_follow_the_facts_not_the_cloud_name():
+    """A cluster that calls itself "existing" but is, say, another team's GKE gets GKE's GPU stack when its
+    facts say so: the add-ons never look at ClusterFacts.cloud."""
+    v = gpu_operator.gpu_operator_values(facts("existing", gpu_stack=GKE_GPU_STACK), GpuOperatorAddon(), {}, [])
+    assert (v["toolkit"]["enabled"], v["devicePlugin"]["enabled"], v["cdi"]) == (True, False, {"enabled": True})
+    p = prometheus.prometheus_values(PrometheusAddon(), facts("gcp", managed_control_plane=False,
+                                                              cluster_dns=COREDNS))
+    assert "kubeEtcd" not in p and p["coreDns"] == {"enabled": True} and p["kubeDns"] == {"enabled": False}
+
+
 def test_gpu_operator_on_gke_uses_the_gke_driver_paths_cdi_and_a_priority_quota():
     v = gpu_operator.gpu_operator_values(facts("gcp", gcp_pools()), GpuOperatorAddon(), {}, [])
     assert v["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
     assert v["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
     assert {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"} in v["toolkit"]["env"]
     assert v["cdi"] == {"enabled": True}
-    assert gpu_operator.GPU_STACKS["gcp"].priority_quota and not gpu_operator.GPU_STACKS["aws"].priority_quota
+    assert GKE_GPU_STACK.critical_pods_need_quota and not EKS_GPU_STACK.critical_pods_need_quota
+    assert not SELF_MANAGED_GPU_STACK.critical_pods_need_quota
     quota = gpu_operator.priority_quota()
     assert quota["metadata"]["namespace"] == gpu_operator.NAMESPACE
     assert quota["spec"]["scopeSelector"]["matchExpressions"][0]["values"] == [
@@ -114,7 +140,7 @@ def test_dcgm_exporter_is_scraped_by_the_stacks_prometheus():
     v = gpu_operator.gpu_operator_values(f, GpuOperatorAddon(), prometheus.MONITOR_LABELS, [])
     sm = v["dcgmExporter"]["serviceMonitor"]
     assert v["dcgmExporter"]["enabled"] and sm["enabled"]
-    selector = prometheus.prometheus_values(PrometheusAddon(), "aws", SYSTEM)["prometheus"]["prometheusSpec"][
+    selector = prometheus.prometheus_values(PrometheusAddon(), f)["prometheus"]["prometheusSpec"][
         "serviceMonitorSelector"]["matchLabels"]
     assert selector.items() <= sm["additionalLabels"].items()
 
@@ -122,19 +148,30 @@ def test_dcgm_exporter_is_scraped_by_the_stacks_prometheus():
 # --- kube-prometheus-stack ------------------------------------------------------------------------------
 
 def test_prometheus_retention_storage_and_size_cap_from_config():
-    settings = PrometheusAddon(retention="30d", storage_gib=200, storage_class="gp3")
-    spec = prometheus.prometheus_values(settings, "aws", SYSTEM)["prometheus"]["prometheusSpec"]
+    settings = PrometheusAddon(retention="30d", storage_gib=200, storage_class="io2-metrics")
+    spec = prometheus.prometheus_values(settings, facts("aws"))["prometheus"]["prometheusSpec"]
     assert spec["retention"] == "30d"
     assert spec["retentionSize"] == "170GB"  # 85 % of the volume
     pvc = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
     assert pvc == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "200Gi"}},
-                   "storageClassName": "gp3"}
-    default = prometheus.prometheus_values(PrometheusAddon(), "existing", SYSTEM)["prometheus"]["prometheusSpec"]
-    assert "storageClassName" not in default["storageSpec"]["volumeClaimTemplate"]["spec"]
+                   "storageClassName": "io2-metrics"}
+
+
+@pytest.mark.parametrize("cloud, storage_class", [("aws", "gp3-encrypted"), ("gcp", "standard-rwo"),
+                                                  ("existing", "fast-block")])
+def test_prometheus_claims_the_clusters_block_class_never_a_default(cloud, storage_class):
+    """kube-prometheus-stack 92 reads prometheus.prometheusSpec.storageSpec.volumeClaimTemplate.spec (the
+    operator's StorageSpec); EKS has no default class, so a claim without a class would stay Pending."""
+    v = prometheus.prometheus_values(PrometheusAddon(), facts(cloud))
+    claim = v["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]
+    assert claim["storageClassName"] == storage_class
+    # Alertmanager and Grafana keep no volume: nothing else for a class to bind
+    assert v["alertmanager"]["alertmanagerSpec"].get("storage") is None
+    assert not v["grafana"].get("persistence", {}).get("enabled")
 
 
 def test_prometheus_selects_monitors_and_rules_of_every_namespace_by_the_release_label():
-    v = prometheus.prometheus_values(PrometheusAddon(), "gcp", SYSTEM)
+    v = prometheus.prometheus_values(PrometheusAddon(), facts("gcp"))
     spec = v["prometheus"]["prometheusSpec"]
     for kind in ("serviceMonitor", "podMonitor", "rule"):
         assert spec[f"{kind}Selector"] == {"matchLabels": {"release": "kube-prometheus-stack"}}
@@ -145,7 +182,7 @@ def test_prometheus_selects_monitors_and_rules_of_every_namespace_by_the_release
 
 
 def test_grafana_dashboard_sidecar_and_alertmanager():
-    v = prometheus.prometheus_values(PrometheusAddon(), "existing", SYSTEM)
+    v = prometheus.prometheus_values(PrometheusAddon(), facts("existing"))
     assert v["grafana"]["sidecar"]["dashboards"] == {"enabled": True, "label": "grafana_dashboard",
                                                       "labelValue": "1", "searchNamespace": "ALL"}
     assert prometheus.DASHBOARD_LABEL == ("grafana_dashboard", "1")
@@ -154,7 +191,7 @@ def test_grafana_dashboard_sidecar_and_alertmanager():
 
 @pytest.mark.parametrize("cloud, hidden", [("aws", True), ("gcp", True), ("existing", False)])
 def test_managed_control_planes_are_not_scraped(cloud, hidden):
-    v = prometheus.prometheus_values(PrometheusAddon(), cloud, SYSTEM)
+    v = prometheus.prometheus_values(PrometheusAddon(), facts(cloud))
     for component in ("kubeEtcd", "kubeScheduler", "kubeControllerManager"):
         assert (v.get(component) == {"enabled": False}) is hidden
 
@@ -163,7 +200,7 @@ def test_managed_control_planes_are_not_scraped(cloud, hidden):
                                                ("existing", "coreDns", "kubeDns")])
 def test_the_clusters_own_dns_is_scraped(cloud, dns, other):
     # GKE runs kube-dns (metrics on 10054/10055): the chart's coreDns monitor (port 9153) would never answer
-    v = prometheus.prometheus_values(PrometheusAddon(), cloud, SYSTEM)
+    v = prometheus.prometheus_values(PrometheusAddon(), facts(cloud))
     assert v[dns] == {"enabled": True} and v[other] == {"enabled": False}
 
 
@@ -185,7 +222,7 @@ def test_operators_run_on_the_system_nodes(cloud):
     g = gpu_operator.gpu_operator_values(f, GpuOperatorAddon(), {}, [])
     assert g["operator"]["nodeSelector"] == SYSTEM
     assert g["node-feature-discovery"]["master"]["nodeSelector"] == SYSTEM
-    p = prometheus.prometheus_values(PrometheusAddon(), cloud, SYSTEM)
+    p = prometheus.prometheus_values(PrometheusAddon(), facts(cloud))
     assert p["prometheus"]["prometheusSpec"]["nodeSelector"] == SYSTEM
     assert p["alertmanager"]["alertmanagerSpec"]["nodeSelector"] == SYSTEM
     for component in ("grafana", "prometheusOperator", "kube-state-metrics"):
@@ -200,7 +237,7 @@ def test_gpu_daemonsets_tolerate_every_gpu_pool_taint(cloud):
     f = facts(cloud, KINDS[cloud]())
     tol = gpu_tolerations(f.gpu_pools.values())
     g = gpu_operator.gpu_operator_values(f, GpuOperatorAddon(), {}, tol)
-    node_exporter = prometheus.prometheus_values(PrometheusAddon(), cloud, SYSTEM)["prometheus-node-exporter"]
+    node_exporter = prometheus.prometheus_values(PrometheusAddon(), facts(cloud))["prometheus-node-exporter"]
     for taint in all_taints(f) | {Taint("nvidia.com/gpu", "true", "NoSchedule")}:
         assert tolerates(g["daemonsets"]["tolerations"], taint), taint
         assert tolerates(g["node-feature-discovery"]["worker"]["tolerations"], taint), taint
@@ -212,8 +249,8 @@ def test_gpu_daemonsets_tolerate_every_gpu_pool_taint(cloud):
 
 @pytest.mark.parametrize("cloud, expected", [
     ("aws", {fabrics.EFA: ["gpu-p5-48xlarge"]}),
-    ("gcp", {fabrics.TCPX: ["gpu-a3-highgpu-8g"], fabrics.TCPXO: ["gpu-a3-megagpu-8g"],
-             fabrics.GKE_RDMA: ["gpu-a3-ultragpu-8g"]}),
+    # A3 High / Mega: NCCL sockets over the GPU NICs, no TCPX(O) plugin for NCCL to pick up; A3 Ultra: gIB
+    ("gcp", {fabrics.GKE_RDMA: ["gpu-a3-ultragpu-8g"]}),
     ("existing", {fabrics.NETWORK_OPERATOR: ["gpu"]}),
 ])
 def test_each_fabric_gets_its_addon(cloud, expected):
@@ -222,7 +259,7 @@ def test_each_fabric_gets_its_addon(cloud, expected):
 
 
 def test_a_fabric_without_an_addon_is_refused_by_name():
-    with pytest.raises(ValueError, match="gpu-x: no add-on known for fabric 'efa' on gcp"):
+    with pytest.raises(ValueError, match="gpu-x: fabric 'efa' is not one gcp cluster test supports"):
         fabrics.fabric_pools(facts("gcp", [pool("gpu-x", "efa")]))
 
 
@@ -275,37 +312,38 @@ def test_nic_cluster_policy_selects_the_named_hcas_and_needs_a_resource():
         fabrics.nic_cluster_policy(pools, None, [])
 
 
-GKE_BUILDERS = {"nccl-tcpx-installer": gke_nccl.tcpx_installer, "nccl-tcpxo-installer": gke_nccl.tcpxo_installer,
-                "device-injector": gke_nccl.device_injector, "nccl-rdma-installer": gke_nccl.rdma_installer}
-
-
-@pytest.mark.parametrize("name", sorted(GKE_BUILDERS))
-def test_gke_nccl_daemonsets_land_on_their_pools_with_pinned_images(name):
-    pools = gcp_pools()[:2]
-    ds = GKE_BUILDERS[name](pools, gpu_tolerations(pools))
-    assert ds["metadata"]["name"] == name and ds["metadata"]["namespace"] == "kube-system"
+def test_gib_installer_lands_on_its_pools_as_one_privileged_container_on_the_pinned_image():
+    pools = gcp_pools()[2:3]
+    ds = gke_nccl.rdma_installer(pools, gpu_tolerations(pools))
+    assert ds["metadata"]["name"] == "nccl-rdma-installer" and ds["metadata"]["namespace"] == "kube-system"
     spec = ds["spec"]["template"]["spec"]
     assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms == [{"matchExpressions": [{"key": "vllm-platform/gpu-pool", "operator": "In", "values": [p.name]}]}
-                     for p in pools]
+    assert terms == [{"matchExpressions": [{"key": "vllm-platform/gpu-pool", "operator": "In",
+                                            "values": ["gpu-a3-ultragpu-8g"]}]}]
     assert tolerates(spec["tolerations"], GPU_TAINT)
-    pinned = {v for k, v in vars(versions).items() if k.endswith("_IMAGE") and isinstance(v, str)}
-    for c in spec["initContainers"] + spec["containers"]:
-        assert c["image"] in pinned, c["image"]
-    mounted = {m["name"] for c in spec["initContainers"] + spec["containers"] for m in c.get("volumeMounts", [])}
+    containers = spec["initContainers"] + spec["containers"]
+    privileged = [c for c in containers if (c.get("securityContext") or {}).get("privileged")]
+    assert [(c["name"], c["image"]) for c in privileged] == [
+        ("nccl-rdma-installer", "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0")]
+    assert [c["image"] for c in spec["containers"]] == ["registry.k8s.io/pause:3.10"]
+    assert spec["hostNetwork"] is True and "hostIPC" not in spec
+    mounted = {m["name"] for c in containers for m in c.get("volumeMounts", [])}
     assert mounted <= {v["name"] for v in spec["volumes"]}
 
 
-def test_gke_installers_put_the_nccl_plugin_where_gke_mounts_gpu_libraries():
-    tcpxo = gke_nccl.tcpxo_installer(gcp_pools()[1:2], [])["spec"]["template"]["spec"]
-    installer = tcpxo["initContainers"][1]
-    assert "/scripts/container_entry.sh install --install-nccl" in installer["args"][0]
-    assert {"name": "library-dir-host", "mountPath": "/usr/local"} in installer["volumeMounts"]
-    assert {"name": "library-dir-host", "hostPath": {"path": "/home/kubernetes/bin"}} in tcpxo["volumes"]
-    rdma = gke_nccl.rdma_installer(gcp_pools()[2:3], [])["spec"]["template"]["spec"]
-    assert rdma["initContainers"][1]["image"] == versions.GKE_NCCL_RDMA_INSTALLER_IMAGE
-    assert "gpu7rdma0" in rdma["initContainers"][0]["command"][2]
+def test_gib_installer_puts_the_plugin_where_gke_mounts_gpu_libraries_and_quiets_martians():
+    spec = gke_nccl.rdma_installer(gcp_pools()[2:3], [])["spec"]["template"]["spec"]
+    (installer,) = spec["initContainers"]
+    script = installer["args"][0]
+    assert "/scripts/container_entry.sh install --install-nccl" in script
+    assert "cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64" in script
+    assert {"name": "library-dir-host", "hostPath": {"path": "/home/kubernetes/bin/nvidia/lib64",
+                                                     "type": "DirectoryOrCreate"}} in spec["volumes"]
+    assert {"name": "gib", "hostPath": {"path": "/home/kubernetes/bin/gib"}} in spec["volumes"]
+    for i in range(8):  # every RoCE NIC; a missing one does not fail the install (it comes before set -e)
+        assert f"echo 0 > /proc/sys/net/ipv4/conf/gpu{i}rdma0/log_martians || " in script
+    assert script.index("gpu7rdma0") < script.index("set -ex")
 
 
 def test_addons_default_to_all_on():

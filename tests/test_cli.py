@@ -93,7 +93,8 @@ def test_plan_infeasible_stack_exits_3(tmp_path, capsys):
     stack = tmp_path / "Pulumi.toobig.yaml"
     stack.write_text(yaml.safe_dump({"config": {
         "vllm-platform:cloud": "existing",
-        "vllm-platform:existing": {"gpuNodes": {"accelerator": "l4", "gpusPerNode": 1, "vcpu": 8, "ramGib": 32}},
+        "vllm-platform:existing": {"gpuNodes": {"accelerator": "l4", "gpusPerNode": 1, "vcpu": 8, "ramGib": 32},
+                                   "blockStorageClass": "fast-block"},
         "vllm-platform:modelCache": {"storageClass": "nfs"},
         "vllm-platform:models": [{"name": "big", "model": "llama-3.1-405b"}],
     }}))

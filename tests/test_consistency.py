@@ -1,5 +1,5 @@
 """Whole-plan invariants across component boundaries, on every shipped stack (and each cloud stack with a
-node-local NVMe cache): what separate per-area tests miss and a real `pulumi up` would not report. The
+node-local NVMe cache, and the test-only stack of each fabric family, tests/helpers_plans.py): what separate per-area tests miss and a real `pulumi up` would not report. The
 cluster component, the add-ons, the model cache and serving each build their part from shared facts;
 these tests read the finished plan as Kubernetes and the cloud will (tests/helpers_consistency.py) and
 check that the parts fit: pods land on nodes that exist, selectors select, scrapes are admitted, names
@@ -12,37 +12,9 @@ import re
 
 import pytest
 
-from components.offline.runner import stack_names
-from tests.conftest import plan_config, planned
 from tests.helpers_consistency import (EFA, GPU, KUBERAY_POD_LABELS, PROMETHEUS_POD_LABELS, Plan, admitted, dig,
-                                       label_selector_matches, namespace_labels, pinned, quantity, stack_raw,
-                                       untolerated, walk)
-
-STACKS = stack_names()
-# The same cloud stacks with modelCache.kind nvme: serving reads a hostPath on the node's local disks.
-NVME_VARIANTS = [s for s in ("prod-llama70b-aws", "prod-llama405b-aws", "prod-qwen72b-gcp") if s in STACKS]
-# The on-prem stack on a cluster that already runs Prometheus and KubeRay (add-ons switched off).
-CLUSTER_PROMETHEUS = "http://prometheus-operated.observability.svc:9090"
-OWN_ADDONS = {"prometheus": {"enabled": False, "url": CLUSTER_PROMETHEUS, "monitorLabels": {"prometheus": "main"}},
-              "kuberay": {"enabled": False}}
-# A replica across two GKE A3 High nodes: GPU NIC networks, the TCPX installer and NRI device injector.
-GKE_405B = {"name": "llama-405b", "model": "llama-3.1-405b", "precision": "bf16", "accelerator": "h100",
-            "instanceTypes": ["a3-highgpu-8g"], "maxModelLen": 32768,
-            "sla": {"ttftMs": 3000, "tpotMs": 80, "concurrency": 32}, "replicas": {"min": 1, "max": 2}}
-VARIANTS = {**{f"{s}+nvme": (s, {"modelCache": {"kind": "nvme"}}) for s in NVME_VARIANTS},
-            "prod-llama405b-onprem+cluster-addons": ("prod-llama405b-onprem", {"addons": OWN_ADDONS}),
-            "prod-qwen72b-gcp+multinode": ("prod-qwen72b-gcp", {"models": [GKE_405B]})}
-PLANS = STACKS + [v for v, (s, _) in VARIANTS.items() if s in STACKS]
-
-
-@functools.lru_cache(maxsize=None)
-def plan(name: str) -> Plan:
-    if name in VARIANTS:
-        stack, override = VARIANTS[name]
-        raw = {**stack_raw(stack), **override}
-        resources, exports = plan_config(raw, stack=stack)
-        return Plan(name, raw, resources, exports)
-    return Plan(name, stack_raw(name), planned(name).resources, planned(name).exports)
+                                       label_selector_matches, namespace_labels, pinned, untolerated, walk)
+from tests.helpers_plans import PLANS, plan
 
 
 @pytest.fixture(params=PLANS)
@@ -208,28 +180,7 @@ def test_operators_select_labels_the_system_pool_has(p):
 
 # --- storage ---------------------------------------------------------------------------------------------
 
-def test_claims_bind_to_a_class_and_volume_that_exist(p):
-    classes = {o["metadata"]["name"] for o in p.kind("StorageClass")}
-    if p.cfg.model_cache.storage_class:
-        classes.add(p.cfg.model_cache.storage_class)  # an existing cluster's own class
-    for pvc in p.kind("PersistentVolumeClaim"):
-        spec, name = pvc["spec"], pvc["metadata"]["name"]
-        assert spec["storageClassName"] in classes, f"{p.name}: PVC {name} class {spec['storageClassName']}"
-        volumes = [v for v in p.kind("PersistentVolume") if v["spec"]["storageClassName"] == spec["storageClassName"]]
-        for pv in volumes:  # statically provisioned (Filestore): the claim must fit the volume
-            assert quantity(spec["resources"]["requests"]["storage"]) <= quantity(pv["spec"]["capacity"]["storage"]), \
-                f"{p.name}: PVC {name} asks for more than PV {pv['metadata']['name']} holds"
-            assert set(spec["accessModes"]) <= set(pv["spec"]["accessModes"]), f"{p.name}: PVC {name} access modes"
-    for pv in p.kind("PersistentVolume"):
-        for fs in (r for r in p.resources if r.type == "gcp:filestore/instance:Instance"):
-            # Filestore counts capacityGb in GiB (file.googleapis.com FileShareConfig.capacity_gb)
-            assert quantity(pv["spec"]["capacity"]["storage"]) <= fs.inputs["fileShares"]["capacityGb"], \
-                f"{p.name}: PV {pv['metadata']['name']} is larger than the Filestore share"
-    claims = {(c["metadata"]["namespace"], c["metadata"]["name"]) for c in p.kind("PersistentVolumeClaim")}
-    for t in p.templates:
-        for v in t.spec.get("volumes") or []:
-            if "persistentVolumeClaim" in v:
-                assert (t.namespace, v["persistentVolumeClaim"]["claimName"]) in claims, f"{p.name}: {t.name}"
+# Claims and StorageClasses: tests/test_cluster_guarantees.py.
 
 
 def test_nvme_cache_paths_are_on_the_disk_the_node_mounts(p):

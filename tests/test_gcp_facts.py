@@ -15,7 +15,8 @@ from tests.test_gcp_cluster import POOL, cluster_plan, plan
 AWS = {"cloud": "aws", "aws": {"region": "us-east-1", "endpointPublicAccessCidrs": ["203.0.113.0/28"]},
        "models": [{"name": "llama-8b", "model": "llama-3.1-8b", "instanceTypes": ["g6.2xlarge"], "maxModelLen": 8192}]}
 EXISTING = {"cloud": "existing", "modelCache": {"storageClass": "nfs-client"},
-            "existing": {"gpuNodes": {"accelerator": "l4", "gpusPerNode": 1, "vcpu": 16, "ramGib": 64}},
+            "existing": {"gpuNodes": {"accelerator": "l4", "gpusPerNode": 1, "vcpu": 16, "ramGib": 64},
+                         "blockStorageClass": "fast-block"},
             "models": [{"name": "llama-8b", "model": "llama-3.1-8b", "maxModelLen": 8192}]}
 
 

@@ -163,23 +163,40 @@ def test_no_privileged_containers():
     assert "container setup: securityContext.privileged is true" in m
 
 
-def node_agent(namespace: str, image: str, kind: str = "DaemonSet") -> dict:
+GIB_INSTALLER = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0"
+
+
+def node_agent(namespace: str = "kube-system", image: str = GIB_INSTALLER, name: str = "nccl-rdma-installer",
+               extra: list | None = None, **pod) -> dict:
     installer = {"name": "install", "image": image, "securityContext": {"privileged": True}}
-    return {"metadata": {"name": "nccl-tcpx-installer", "namespace": namespace}, "spec": {"template": {"spec": {
-        "hostPID": True, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}],
-        "initContainers": [installer]}}}}
+    return {"metadata": {"name": name, "namespace": namespace}, "spec": {"template": {"spec": {
+        "hostPID": True, "hostNetwork": True, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}],
+        "initContainers": [installer, *(extra or [])], **pod}}}}
 
 
-TCPX_INSTALLER = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
-
-
-def test_gke_gpudirect_node_agents_may_run_privileged_only_as_kube_system_daemonsets():
+def test_the_one_privileged_node_agent_is_the_gib_installer_daemonset_on_its_pinned_image():
     daemonset = "kubernetes:apps/v1:DaemonSet"
-    assert violations("no-privileged-containers", daemonset, node_agent("kube-system", TCPX_INSTALLER)) == []
-    assert len(violations("no-privileged-containers", daemonset, node_agent("llm", TCPX_INSTALLER))) == 2
-    assert len(violations("no-privileged-containers", DEPLOYMENT, node_agent("kube-system", TCPX_INSTALLER))) == 2
-    [_, m] = violations("no-privileged-containers", daemonset, node_agent("kube-system", "busybox:1.37"))
-    assert "container install: securityContext.privileged is true" in m
+    assert violations("no-privileged-containers", daemonset, node_agent()) == []
+    # anything else about it and both the privileged container and hostPID are reported
+    assert len(violations("no-privileged-containers", daemonset, node_agent(namespace="llm"))) == 2
+    assert len(violations("no-privileged-containers", DEPLOYMENT, node_agent())) == 2
+    assert len(violations("no-privileged-containers", daemonset, node_agent(name="nccl-tcpx-installer"))) == 2
+    for image in (GIB_INSTALLER.replace("v1.1.0", "v1.0.3"), GIB_INSTALLER + "-evil",
+                  "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
+                  "gcr.io/gke-release/nri-device-injector@sha256:" + "0" * 64):
+        [_, m] = violations("no-privileged-containers", daemonset, node_agent(image=image))
+        assert "container install: securityContext.privileged is true" in m, image
+    # a second privileged container on another image (the upstream's alpine sysctl step) is not admitted
+    shell = {"name": "disable-log-martian", "image": "alpine:3.20", "securityContext": {"privileged": True}}
+    assert len(violations("no-privileged-containers", daemonset, node_agent(extra=[shell]))) == 3
+    assert len(violations("no-privileged-containers", daemonset, node_agent(hostIPC=True))) == 3
+
+
+def test_the_exception_names_the_image_components_pin():
+    """Bumping the pinned gIB installer means re-reviewing the exception (policies/rules/workloads.py)."""
+    from components.versions import GKE_NCCL_RDMA_INSTALLER_IMAGE
+    from policies.rules.workloads import PRIVILEGED_NODE_AGENT
+    assert PRIVILEGED_NODE_AGENT.image == GKE_NCCL_RDMA_INSTALLER_IMAGE == GIB_INSTALLER
 
 
 def test_no_added_capabilities_allows_ipc_lock_only_beside_an_rdma_device():

@@ -18,7 +18,8 @@ from tests.conftest import by_type, manifests, one, plan_config, planned
 DEV_MODEL = "llama-8b"
 EXISTING = {
     "cloud": "existing", "environment": "prod", "namespace": "llm",
-    "existing": {"gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048}},
+    "existing": {"gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048},
+                 "blockStorageClass": "fast-block", "networkPolicyEnforced": True},
     "modelCache": {"kind": "rwx", "storageClass": "nfs", "readGbps": 1},
     "models": [{"name": "chat", "model": "llama-3.1-70b", "maxModelLen": 8192, "replicas": {"min": 2, "max": 6}}],
 }
@@ -338,7 +339,8 @@ OPERATOR_OF = {"ScaledObject": "keda", "ServiceMonitor": "kube-prometheus-stack"
 
 @pytest.mark.parametrize("config", [EXISTING, {**EXISTING, "models": [
     {"name": "big", "model": "llama-3.1-405b", "precision": "bf16", "maxModelLen": 8192}],
-    "existing": {"gpuNodes": {**EXISTING["existing"]["gpuNodes"], "fabric": "infiniband"}}}], ids=["deployment", "ray"])
+    "existing": {**EXISTING["existing"],
+                 "gpuNodes": {**EXISTING["existing"]["gpuNodes"], "fabric": "infiniband"}}}], ids=["deployment", "ray"])
 def test_custom_resources_wait_for_their_operator(monkeypatch, config):
     """Every ScaledObject / ServiceMonitor / PodMonitor / PrometheusRule / RayService depends on the Helm
     release that installs its CRD (AddonsFacts.depends), so a first `pulumi up` on an empty cluster works."""

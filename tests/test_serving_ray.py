@@ -220,7 +220,7 @@ def test_ray_image_can_be_overridden_from_config():
     config = {
         "cloud": "existing", "namespace": "llm",
         "existing": {"gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048,
-                                  "fabric": "infiniband"}},
+                                  "fabric": "infiniband"}, "blockStorageClass": "fast-block"},
         "modelCache": {"kind": "rwx", "storageClass": "nfs"},
         "serving": {"rayImage": "registry.example.com/ray-llm-ib:2.58.0"},
         "models": [{"name": "big", "model": "llama-3.1-405b", "precision": "bf16", "maxModelLen": 8192}],

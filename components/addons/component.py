@@ -63,17 +63,16 @@ class ClusterAddons(pulumi.ComponentResource):
             ns = self._namespace(prometheus.NAMESPACE, privileged=True)
             ready["monitoring"].append(self._chart(
                 "kube-prometheus-stack", prometheus.NAMESPACE,
-                prometheus.prometheus_values(prom, cluster.cloud, system), [ns, self._grafana_admin(ns)]))
+                prometheus.prometheus_values(prom, cluster), [ns, self._grafana_admin(ns)]))
         else:
             monitor_labels, prometheus_url = dict(prom.monitor_labels or {}), prom.url
             prometheus_namespace = prometheus.url_namespace(prom.url)
         monitors = ready["monitoring"]  # releases that ship ServiceMonitors wait for the CRD
 
         if settings.gpu_operator.enabled:
-            stack = gpu_operator.GPU_STACKS[cluster.cloud]
             ns = self._namespace(gpu_operator.NAMESPACE, privileged=True)
             before = [ns]
-            if stack.priority_quota:
+            if cluster.gpu_stack.critical_pods_need_quota:
                 before.append(k8s.core.v1.ResourceQuota(
                     f"{name}-gpu-operator-quota", **gpu_operator.priority_quota(),
                     opts=self._opts([ns])))
@@ -138,17 +137,8 @@ class ClusterAddons(pulumi.ComponentResource):
             # kube-system exists on every cluster: no namespace of our own.
             ready.append(self._chart("aws-efa-k8s-device-plugin", fabrics.EFA_NAMESPACE,
                                      fabrics.efa_values(tolerations), []))
-        gke_daemonsets = []
-        if fabrics.TCPX in pools:
-            gke_daemonsets.append(gke_nccl.tcpx_installer(pools[fabrics.TCPX], tolerations))
-        if fabrics.TCPXO in pools:
-            gke_daemonsets.append(gke_nccl.tcpxo_installer(pools[fabrics.TCPXO], tolerations))
-        if fabrics.TCPX in pools or fabrics.TCPXO in pools:
-            tcp = pools.get(fabrics.TCPX, []) + pools.get(fabrics.TCPXO, [])
-            gke_daemonsets.append(gke_nccl.device_injector(tcp, tolerations))
         if fabrics.GKE_RDMA in pools:
-            gke_daemonsets.append(gke_nccl.rdma_installer(pools[fabrics.GKE_RDMA], tolerations))
-        for ds in gke_daemonsets:
+            ds = gke_nccl.rdma_installer(pools[fabrics.GKE_RDMA], tolerations)
             ready.append(k8s.apps.v1.DaemonSet(f"{self._name}-{ds['metadata']['name']}", metadata=ds["metadata"],
                                                spec=ds["spec"], opts=self._opts()))
         if fabrics.NETWORK_OPERATOR in pools:

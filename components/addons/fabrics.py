@@ -2,7 +2,9 @@
 
   AWS EFA              the EFA device plugin (vpc.amazonaws.com/efa); the EKS AL2023 accelerated AMIs carry
                        the host side (docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html)
-  GKE A3 High / Mega   GPUDirect-TCPX / -TCPXO NCCL plugin installer + NRI device injector (gke_nccl.py)
+  GKE A3 High / Mega   nothing: serving runs NCCL's socket transport over the GPU NICs GKE multi-networking
+                       plugs into the pod; the GPUDirect-TCPX(O) NCCL plugins are not installed, so NCCL
+                       cannot pick them up (their installers would also run privileged on every GPU node)
   GKE A3 Ultra / A4    GPUDirect-RDMA NCCL plugin (gIB) installer (gke_nccl.py)
   InfiniBand / RoCE    NVIDIA Network Operator + NicClusterPolicy: the RDMA shared device plugin and the
   (existing clusters)  secondary-network CNIs (Multus, CNI plugins, IPoIB on InfiniBand)
@@ -15,25 +17,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from ..cluster import facts as cluster_facts
 from ..cluster.facts import ClusterFacts, GpuPool
 from ..versions import NETWORK_OPERATOR_COMPONENTS_TAG, NETWORK_OPERATOR_REGISTRY
 from .placement import pool_affinity
 
-EFA = "efa-device-plugin"
-TCPX = "gke-tcpx"
-TCPXO = "gke-tcpxo"
-GKE_RDMA = "gke-rdma"
-NETWORK_OPERATOR = "network-operator"
-
-# (cluster kind, GpuPool.fabric) -> the add-on that fabric needs.
-FABRIC_ADDONS: dict[tuple[str, str], str] = {
-    ("aws", "efa"): EFA,
-    ("gcp", "gpudirect-tcpx"): TCPX,
-    ("gcp", "gpudirect-tcpxo"): TCPXO,
-    ("gcp", "rdma"): GKE_RDMA,
-    ("existing", "infiniband"): NETWORK_OPERATOR,
-    ("existing", "rdma"): NETWORK_OPERATOR,  # RoCE
-}
+# The node software a fabric needs on this kind of cluster comes from ClusterFacts.fabric_software.
+EFA = cluster_facts.EFA_DEVICE_PLUGIN
+GKE_RDMA = cluster_facts.GKE_GIB_INSTALLER
+NETWORK_OPERATOR = cluster_facts.NETWORK_OPERATOR
 
 EFA_RELEASE = "aws-efa-k8s-device-plugin"
 EFA_NAMESPACE = "kube-system"  # where the EKS docs install it
@@ -46,16 +38,19 @@ RDMA_HCA_MAX = 63  # pods sharing one HCA (the upstream example's value)
 
 
 def fabric_pools(facts: ClusterFacts) -> dict[str, list[GpuPool]]:
-    """The GPU pools of each fabric add-on this cluster needs, in a stable order."""
+    """The GPU pools of each fabric add-on this cluster needs, in a stable order (fabrics that need no node
+    software, such as GKE A3 High / Mega under NCCL sockets, have none)."""
     out: dict[str, list[GpuPool]] = {}
     for pool in sorted(facts.gpu_pools.values(), key=lambda p: p.name):
         if pool.fabric is None:
             continue
-        addon = FABRIC_ADDONS.get((facts.cloud, pool.fabric))
-        if addon is None:
-            raise ValueError(f"GPU pool {pool.name}: no add-on known for fabric {pool.fabric!r} on "
-                             f"{facts.cloud} (components/addons/fabrics.py FABRIC_ADDONS)")
-        out.setdefault(addon, []).append(pool)
+        if pool.fabric not in facts.fabric_software:
+            raise ValueError(f"GPU pool {pool.name}: fabric {pool.fabric!r} is not one {facts.cloud} cluster "
+                             f"{facts.name} supports (ClusterFacts.fabric_software: "
+                             f"{', '.join(sorted(facts.fabric_software))})")
+        addon = facts.fabric_software[pool.fabric]
+        if addon is not None:
+            out.setdefault(addon, []).append(pool)
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ..cluster.facts import COREDNS, KUBE_DNS, ClusterFacts
 from ..config.schema import PrometheusAddon
 
 RELEASE = "kube-prometheus-stack"
@@ -23,21 +24,17 @@ GRAFANA_ADMIN_SECRET = "grafana-admin"  # made by ClusterAddons from a generated
 RETENTION_SIZE_FRACTION = 0.85
 EVERY_TAINT = {"operator": "Exists"}
 
-# Managed control planes hide etcd, the scheduler and the controller manager, and kube-proxy binds its
-# metrics to localhost (EKS) or is absent (GKE Dataplane V2): scraping them only raises TargetDown alerts.
-# Sources: docs.aws.amazon.com/eks/latest/userguide/prometheus.html; cloud.google.com/kubernetes-engine/
-# docs/how-to/configure-metrics (control-plane metrics are Google-managed).
-HIDDEN_CONTROL_PLANE = {
-    "aws": ("kubeEtcd", "kubeScheduler", "kubeControllerManager", "kubeProxy"),
-    "gcp": ("kubeEtcd", "kubeScheduler", "kubeControllerManager", "kubeProxy"),
-    "existing": (),
-}
-# Which cluster DNS the chart scrapes. Its coreDns monitor selects the k8s-app=kube-dns pods on port 9153
+# Scrape targets a managed control plane hides (etcd, scheduler, controller manager) or keeps unreachable
+# (kube-proxy's metrics on localhost on EKS; no kube-proxy under GKE Dataplane V2): left on, each is a
+# standing TargetDown alert. Sources: docs.aws.amazon.com/eks/latest/userguide/prometheus.html;
+# cloud.google.com/kubernetes-engine/docs/how-to/configure-metrics (control-plane metrics are Google-managed).
+HIDDEN_CONTROL_PLANE = ("kubeEtcd", "kubeScheduler", "kubeControllerManager", "kubeProxy")
+# The chart's monitor for each cluster DNS server. coreDns selects the k8s-app=kube-dns pods on port 9153
 # (CoreDNS: EKS, kubeadm clusters); GKE runs kube-dns, whose metrics are on 10054 (sidecar) and 10055
 # (kubedns), so coreDns there is a target that never answers (a standing TargetDown alert).
 # Source: kube-prometheus-stack values.yaml (coreDns / kubeDns: "use either this or ..."); GKE docs,
 # "Using kube-dns" (kube-dns is GKE Standard's default DNS provider).
-CLUSTER_DNS = {"aws": "coreDns", "gcp": "kubeDns", "existing": "coreDns"}
+DNS_MONITORS = {COREDNS: "coreDns", KUBE_DNS: "kubeDns"}
 
 
 def url_namespace(url: str | None) -> str | None:
@@ -51,14 +48,27 @@ def prometheus_url() -> str:
     return f"http://{RELEASE}-prometheus.{NAMESPACE}.svc:{PORT}"
 
 
-def storage_spec(settings: PrometheusAddon) -> dict:
-    spec = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": f"{settings.storage_gib}Gi"}}}
-    if settings.storage_class:
-        spec["storageClassName"] = settings.storage_class
+def storage_class(settings: PrometheusAddon, cluster: ClusterFacts) -> str | None:
+    """addons.prometheus.storageClass, else the cluster's block class; never left to a default class the
+    cluster may not have (EKS has none: the claim would stay Pending, and Prometheus, KEDA's triggers and
+    the SLA alerts with it, while Helm reports success). The config requires existing.blockStorageClass on
+    an existing cluster, and each cloud's cluster component names its class; where one does not, the
+    whole-plan test (tests/test_storage_and_policy.py) fails rather than this plan."""
+    return settings.storage_class or cluster.block_storage_class
+
+
+def storage_spec(settings: PrometheusAddon, cluster: ClusterFacts) -> dict:
+    """prometheus.prometheusSpec.storageSpec: one ReadWriteOnce claim per Prometheus replica, on a named class."""
+    spec: dict = {"accessModes": ["ReadWriteOnce"],
+                  "resources": {"requests": {"storage": f"{settings.storage_gib}Gi"}}}
+    chosen = storage_class(settings, cluster)
+    if chosen:
+        spec["storageClassName"] = chosen
     return {"volumeClaimTemplate": {"spec": spec}}
 
 
-def prometheus_values(settings: PrometheusAddon, cloud: str, system_selector: dict[str, str]) -> dict:
+def prometheus_values(settings: PrometheusAddon, cluster: ClusterFacts) -> dict:
+    system_selector = cluster.system_node_selector
     selector = {"matchLabels": dict(MONITOR_LABELS)}
     every_namespace: dict = {}  # serving's monitors live in the serving namespace, DCGM's in gpu-operator
     values = {
@@ -67,7 +77,7 @@ def prometheus_values(settings: PrometheusAddon, cloud: str, system_selector: di
         "prometheus": {"prometheusSpec": {
             "retention": settings.retention,
             "retentionSize": f"{int(settings.storage_gib * RETENTION_SIZE_FRACTION)}GB",
-            "storageSpec": storage_spec(settings),
+            "storageSpec": storage_spec(settings, cluster),
             "serviceMonitorSelector": selector,
             "serviceMonitorNamespaceSelector": every_namespace,
             "podMonitorSelector": selector,
@@ -90,9 +100,10 @@ def prometheus_values(settings: PrometheusAddon, cloud: str, system_selector: di
         # node-exporter is the one DaemonSet here: it belongs on every node, the tainted GPU nodes included.
         "prometheus-node-exporter": {"tolerations": [EVERY_TAINT]},
     }
-    for component in HIDDEN_CONTROL_PLANE[cloud]:
-        values[component] = {"enabled": False}
-    dns = CLUSTER_DNS[cloud]
-    for component in ("coreDns", "kubeDns"):
+    if cluster.managed_control_plane:
+        for component in HIDDEN_CONTROL_PLANE:
+            values[component] = {"enabled": False}
+    dns = DNS_MONITORS[cluster.cluster_dns]
+    for component in DNS_MONITORS.values():
         values[component] = {"enabled": component == dns}
     return values

@@ -6,11 +6,17 @@ import pulumi_kubernetes as k8s
 
 from ..config.schema import StackConfig
 from ..planner import Topology
-from .facts import ClusterFacts, GpuPool, Taint
+from .facts import (COREDNS, SELF_MANAGED_FABRIC_SOFTWARE, SELF_MANAGED_GPU_STACK, ClusterFacts, GpuPool,
+                    Taint)
 
 # NFS over a 25-100 GbE front-end network sustains roughly this much per reader (GB/s).
 DEFAULT_NFS_READ_GBPS = 0.5
 GFD_PRESENT_LABEL = "nvidia.com/gpu.present"  # set by GPU Feature Discovery on every GPU node
+NETWORK_POLICY_WARNING = (
+    "existing.networkPolicyEnforced is false: serving's NetworkPolicy (which namespaces may call the model "
+    "endpoints) may not be enforced by this cluster's CNI, so any pod in the cluster can reach them. Check the "
+    "CNI (Calico, Cilium, ... enforce it; flannel does not) and set existing.networkPolicyEnforced: true; "
+    "production stacks refuse to plan without it.")
 
 
 def existing_pools(cfg: StackConfig, topologies: dict[str, Topology]) -> dict[str, GpuPool]:
@@ -48,5 +54,12 @@ class ExistingCluster(pulumi.ComponentResource):
             gpu_pools=existing_pools(cfg, topologies), system_node_selector={},
             rwx_storage_class=cfg.model_cache.storage_class,
             cache_read_gbps=cfg.model_cache.read_gbps or DEFAULT_NFS_READ_GBPS,
-            driver_preinstalled=True, kubeconfig=kubeconfig)
+            driver_preinstalled=True, kubeconfig=kubeconfig,
+            block_storage_class=ex.block_storage_class,
+            network_policy_enforced=ex.network_policy_enforced,
+            gpu_stack=SELF_MANAGED_GPU_STACK, fabric_software=dict(SELF_MANAGED_FABRIC_SOFTWARE),
+            managed_control_plane=False, cluster_dns=COREDNS)
+        if not self.facts.network_policy_enforced:
+            # Production refuses this at config time (existing.networkPolicyEnforced); elsewhere say it loudly.
+            pulumi.log.warn(NETWORK_POLICY_WARNING, resource=self)
         self.register_outputs({})

@@ -46,9 +46,65 @@ class GpuPool:
         return [t.toleration() for t in self.taints]
 
 
+# --- what a kind of cluster provides, so that add-ons read facts instead of switching on the cloud ------------
+
+# Node software a GPU fabric needs besides the node pools (ClusterFacts.fabric_software values; the add-ons
+# in components/addons/fabrics.py install them).
+EFA_DEVICE_PLUGIN = "efa-device-plugin"  # advertises vpc.amazonaws.com/efa
+GKE_GIB_INSTALLER = "gke-gib-installer"  # Google's gIB NCCL plugin for GPUDirect RDMA (A3 Ultra, A4)
+NETWORK_OPERATOR = "network-operator"  # NVIDIA Network Operator: RDMA shared device plugin, Multus, IPoIB
+
+
+@dataclass(frozen=True)
+class GpuNodeStack:
+    """What the GPU nodes' image and the cluster kind already provide; the GPU Operator installs the rest."""
+    container_toolkit: bool  # the NVIDIA Container Toolkit is on the image (the operator leaves it alone)
+    managed_device_plugin: bool  # the platform's own device plugin advertises nvidia.com/gpu (one may)
+    driver_install_dir: str | None = None  # where a pre-installed driver lives, when not the host root
+    toolkit_install_dir: str | None = None
+    cdi: bool = False  # devices reach containers through CDI (the runtime config path GKE needs)
+    toolkit_env: tuple[tuple[str, str], ...] = ()
+    # System-node-critical pods outside kube-system are admitted only under a ResourceQuota naming the class.
+    critical_pods_need_quota: bool = False
+    source: str = ""
+
+
+# EKS AL2023 NVIDIA AMI: driver and container toolkit on the image, no device plugin.
+EKS_GPU_STACK = GpuNodeStack(
+    container_toolkit=True, managed_device_plugin=False,
+    source="docs.aws.amazon.com/eks/latest/userguide/ml-eks-k8s-device-plugin.html; NVIDIA GPU Operator docs, "
+           "Amazon EKS (driver.enabled=false, toolkit.enabled=false)")
+# GKE with the GKE-managed driver (gpu_driver_installation_config): GKE's device plugin is the one advertiser
+# of nvidia.com/gpu (two plugins registering it break kubelet's accounting); the operator adds the toolkit
+# (its operands run under the nvidia runtime class) and DCGM.
+GKE_GPU_STACK = GpuNodeStack(
+    container_toolkit=False, managed_device_plugin=True, driver_install_dir="/home/kubernetes/bin/nvidia",
+    toolkit_install_dir="/home/kubernetes/bin/nvidia", cdi=True, toolkit_env=(("RUNTIME_CONFIG_SOURCE", "file"),),
+    critical_pods_need_quota=True,
+    source="docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/google-gke.html (install dirs, CDI, "
+           "RUNTIME_CONFIG_SOURCE=file on GKE 1.33+, the ResourceQuota); docs.nvidia.com/aicr GKE GPU setup, "
+           "gke-default profile (devicePlugin.enabled=false)")
+# A cluster we attach to: the operator owns toolkit and device plugin (the driver per driver_preinstalled).
+SELF_MANAGED_GPU_STACK = GpuNodeStack(container_toolkit=False, managed_device_plugin=False,
+                                      source="NVIDIA GPU Operator getting-started defaults")
+
+# Per cluster kind: which node software each GpuPool.fabric needs (None: nothing beyond the node pool).
+# GKE A3 High / Mega: serving runs NCCL's socket transport over the GPU NICs (components/serving/fabric.py),
+# which GKE multi-networking plugs into the pod; the GPUDirect-TCPX(O) plugins and their privileged
+# installers are not installed, so NCCL cannot pick them up.
+EKS_FABRIC_SOFTWARE: dict[str, str | None] = {"efa": EFA_DEVICE_PLUGIN}
+GKE_FABRIC_SOFTWARE: dict[str, str | None] = {"gpudirect-tcpx": None, "gpudirect-tcpxo": None,
+                                               "rdma": GKE_GIB_INSTALLER}
+SELF_MANAGED_FABRIC_SOFTWARE: dict[str, str | None] = {"infiniband": NETWORK_OPERATOR, "rdma": NETWORK_OPERATOR}
+
+# Cluster DNS servers (the metrics the monitoring stack scrapes differ).
+COREDNS = "coredns"  # EKS, kubeadm and most self-managed clusters
+KUBE_DNS = "kube-dns"  # GKE Standard's default provider
+
+
 @dataclass
 class ClusterFacts:
-    cloud: str  # "aws" | "gcp" | "existing"
+    cloud: str  # "aws" | "gcp" | "existing": for names and messages only; add-ons read the facts below
     name: str
     provider: Any  # pulumi_kubernetes.Provider
     gpu_pools: dict[str, GpuPool]  # by instance type
@@ -62,6 +118,18 @@ class ClusterFacts:
     block_storage_class: str | None = None
     network_policy_enforced: bool = False  # the CNI enforces NetworkPolicy (GKE Dataplane V2, VPC CNI policy on)
     depends_on: list[Any] = field(default_factory=list)  # what must exist before Kubernetes objects
+    # The StorageClass every non-RWX PersistentVolumeClaim must name (AWS: the encrypted gp3 default class
+    # the cluster component creates; GKE: "standard-rwo"; existing: existing.blockStorageClass).
+    block_storage_class: str | None = None
+    # The CNI enforces NetworkPolicy (AWS: VPC CNI with enableNetworkPolicy; GKE: Dataplane V2; existing:
+    # existing.networkPolicyEnforced, the user's word after checking their CNI).
+    network_policy_enforced: bool = False
+    gpu_stack: GpuNodeStack = SELF_MANAGED_GPU_STACK
+    fabric_software: dict[str, str | None] = field(default_factory=lambda: dict(SELF_MANAGED_FABRIC_SOFTWARE))
+    # etcd, scheduler and controller manager hidden by the provider, kube-proxy's metrics not reachable
+    # (EKS: bound to localhost; GKE Dataplane V2: no kube-proxy): scraping them only raises TargetDown.
+    managed_control_plane: bool = False
+    cluster_dns: str = COREDNS
 
     def pool_for(self, instance_type: str) -> GpuPool:
         return self.gpu_pools[instance_type]

@@ -1,5 +1,9 @@
 """GPU node pools from the plan: one pool per planned instance type. Pure and cloud-neutral, so that
-the AWS, GCP and existing paths size and label their pools the same way."""
+the AWS, GCP and existing paths size and label their pools the same way.
+
+The conventions every cloud's node pools share are stated here once: the system pool's label, the GPU taint
+and how the cloud APIs spell its effect, root disk sizes, where the node-local model cache lives on the
+node's NVMe, and that a pool whose replicas fit one node gets no fabric."""
 from __future__ import annotations
 
 import math
@@ -12,6 +16,28 @@ from .facts import GPU_TAINT_KEY, POOL_LABEL, GpuPool, Taint
 
 ACCELERATOR_LABEL = "vllm-platform/accelerator"
 GPU_TAINT = Taint(GPU_TAINT_KEY, "present", "NoSchedule")
+# Taint effects as the EKS NodeGroup and GKE NodePool APIs spell them.
+CLOUD_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+# The untainted pool for operators, Prometheus and the Ray heads (ClusterFacts.system_node_selector).
+SYSTEM_POOL = "system"
+SYSTEM_LABEL = "vllm-platform/node-role"
+SYSTEM_SELECTOR = {SYSTEM_LABEL: SYSTEM_POOL}
+# Root / boot disk per node (GiB). GPU nodes: the OS, the vLLM / Ray images (10-20 GB each, two versions during
+# a rollout) and logs, also on a node whose local NVMe is missing or failed to assemble; system nodes: operators.
+GPU_ROOT_DISK_GIB = 200
+SYSTEM_ROOT_DISK_GIB = 100
+# The node-local model cache's directory under the mount where the cloud assembles the node's NVMe disks.
+NVME_CACHE_DIR = "vllm-model-cache"
+
+
+def nvme_cache_path(nvme_mount: str) -> str:
+    """Where the node-local model cache lives on a node whose NVMe disks are mounted at `nvme_mount`."""
+    return f"{nvme_mount.rstrip('/')}/{NVME_CACHE_DIR}"
+
+
+def cloud_taints(taints) -> list[dict]:
+    """Taints as the EKS NodeGroup / GKE NodePool APIs take them."""
+    return [{"key": t.key, "value": t.value, "effect": CLOUD_TAINT_EFFECTS[t.effect]} for t in taints]
 
 
 @dataclass(frozen=True)
@@ -32,11 +58,18 @@ class PoolSpec:
     def taints(self) -> tuple[Taint, ...]:
         return (GPU_TAINT,)
 
+    @property
+    def fabric(self) -> str | None:
+        """The instance type's GPU fabric where a replica spans nodes; a pool whose replicas each fit one node
+        needs none (NVLink carries tensor parallelism inside a node), so it gets no EFA devices, GPU NIC
+        networks, placement group or fabric add-on, whatever the instance type could carry."""
+        return self.instance.fabric if self.multi_node else None
+
     def gpu_pool(self, fabric_resources: dict[str, int] | None = None, nvme_path: str | None = None,
                  pod_annotations: dict[str, str] | None = None) -> GpuPool:
         return GpuPool(name=self.name, instance_type=self.instance.name, accelerator=self.instance.accelerator,
                        gpus_per_node=self.instance.gpus, node_selector={POOL_LABEL: self.name},
-                       taints=self.taints, fabric=self.instance.fabric,
+                       taints=self.taints, fabric=self.fabric,
                        fabric_resources=dict(fabric_resources or {}), nvme_path=nvme_path,
                        pod_annotations=dict(pod_annotations or {}))
 

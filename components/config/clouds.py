@@ -10,6 +10,9 @@ from pydantic import Field, field_validator, model_validator
 from ..catalog import ACCELERATORS, INSTANCE_TYPES
 from .base import DNS_LABEL, _Base, cidr_blocks, field_error
 
+# A Kubernetes object name (RFC 1123 subdomain): StorageClass names.
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
 
 def _unique(values: list[str] | None, allowed: str) -> list[str] | None:
     """A repeated zone or subnet would register two resources under one name (or two EFS mount
@@ -213,8 +216,19 @@ class GpuNodes(_Base):
 
 
 class ExistingSettings(_Base):
+    """A cluster we attach to. What a cloud cluster component knows about its own cluster (which class a
+    volume claim binds to, whether NetworkPolicy is enforced) the user states here."""
     context: str | None = Field(None, description="kubeconfig context (ambient kubeconfig when no `kubeconfig` secret)")
     gpu_nodes: GpuNodes
+    block_storage_class: str | None = Field(
+        None, pattern=DNS_SUBDOMAIN,
+        description="a ReadWriteOnce StorageClass the cluster has (Ceph RBD, Longhorn, local-path, a SAN CSI "
+                    "driver): Prometheus' volume claims it; required while the stack installs Prometheus "
+                    "without addons.prometheus.storageClass. Never left to a default class the cluster may lack")
+    network_policy_enforced: bool = Field(
+        False, description="true once you have checked that the cluster's CNI enforces NetworkPolicy (Calico, "
+                           "Cilium, Antrea, ...; flannel and the plain bridge plugins do not): serving's tenant "
+                           "isolation is a NetworkPolicy. Required in production; elsewhere a warning")
 
 
 class ClusterSettings(_Base):

@@ -64,6 +64,23 @@ class StackConfig(_Base):
                                                                 f"it or set addons.fabric.enabled: false")
         return self
 
+    @model_validator(mode="after")
+    def _existing_cluster_guarantees(self):
+        """What an existing cluster must provide before the stack relies on it (components/cluster/existing.py)."""
+        if self.existing is None:
+            return self
+        prom = self.addons.prometheus
+        if prom.enabled and not prom.storage_class and not self.existing.block_storage_class:
+            raise field_error("existing.blockStorageClass", "missing: Prometheus' volume claim must name a "
+                                                             "ReadWriteOnce StorageClass the cluster has (kubectl get "
+                                                             "storageclass), or set addons.prometheus.storageClass")
+        if self.production and not self.existing.network_policy_enforced:
+            raise field_error("existing.networkPolicyEnforced", "is false, and production serving isolates tenants "
+                                                                "with a NetworkPolicy: check that the cluster's CNI "
+                                                                "enforces NetworkPolicy (Calico, Cilium, ...), then set "
+                                                                "it to true")
+        return self
+
     @property
     def production(self) -> bool:
         return self.environment == "prod"

@@ -3,6 +3,7 @@ KEDA targets, the vLLM command line."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from .core import ADVISORY, MANDATORY, UNKNOWN, as_dict, as_list, as_number, get, is_true, known, rule
 from .facts import GPU_RESOURCE
@@ -57,28 +58,45 @@ def shm_memory_backed(resource_type, props):
                    f"{mounts[0].get('name')!r}, not an emptyDir with medium Memory")
 
 
-# Vendor node agents that install host software for the GPU fabric and cannot work unprivileged,
-# from GoogleCloudPlatform/container-engine-accelerators (gpudirect-tcpx/nccl-tcpx-installer.yaml,
-# gpudirect-tcpxo/nccl-tcpxo-installer.yaml, gpudirect-rdma/nccl-rdma-installer.yaml,
-# nri_device_injector/nri-device-injector.yaml). Allowed only as a DaemonSet in kube-system.
-PRIVILEGED_NODE_AGENTS = (
-    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/",
-    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/",
-    "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/",
-    "gcr.io/gke-release/nri-device-injector",
-)
+@dataclass(frozen=True)
+class NodeAgentException:
+    """One privileged node agent the pack admits: a DaemonSet of this name in this namespace whose every
+    privileged container runs exactly this image."""
+    kind: str
+    namespace: str
+    name: str
+    image: str
+
+
+# The one exception. GKE A3 Ultra / A4 (GPUDirect RDMA over RoCE) need Google's gIB NCCL plugin on the host
+# (/home/kubernetes/bin/gib, /home/kubernetes/bin/nvidia/lib64), which only a privileged pod can write: there
+# is no unprivileged way to install it, and GKE's GPUDirect-RDMA how-to applies exactly this DaemonSet
+# (GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml; ours is
+# components/addons/gke_nccl.py, with its second privileged container folded into this one).
+# Narrow by construction: one name, kube-system only, one image reference, compared whole. The image is
+# pinned by tag, not digest: no published digest of nccl-plugin-gib:v1.1.0 could be verified when this was
+# written; replace it with `...:v1.1.0@sha256:<digest>` (`crane digest` / `gcloud artifacts docker images
+# describe`) in components/versions.py and here together. A3 High / Mega need no exception: serving uses
+# NCCL sockets there and no TCPX(O) installer is deployed.
+PRIVILEGED_NODE_AGENT = NodeAgentException(
+    kind=DAEMONSET, namespace="kube-system", name="nccl-rdma-installer",
+    image="us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0")
 
 
 def _node_agent(resource_type: str, props: dict, tpl) -> bool:
-    if resource_type != DAEMONSET or get(props, "metadata", "namespace") != "kube-system":
+    agent = PRIVILEGED_NODE_AGENT
+    if resource_type != agent.kind or get(props, "metadata", "namespace") != agent.namespace \
+            or get(props, "metadata", "name") != agent.name:
+        return False
+    if is_true(tpl.spec.get("hostIPC")):
         return False
     privileged = [c for _, c in tpl.containers() if is_true(get(c, "securityContext", "privileged"))]
-    return bool(privileged) and all(str(c.get("image", "")).startswith(PRIVILEGED_NODE_AGENTS) for c in privileged)
+    return bool(privileged) and all(c.get("image") == agent.image for c in privileged)
 
 
 @rule("no-privileged-containers", MANDATORY, POD_TYPES,
-      "No privileged container, and no pod sharing the host's PID or IPC namespace (except the GKE "
-      "GPUDirect node agents, as DaemonSets in kube-system).",
+      "No privileged container, and no pod sharing the host's PID or IPC namespace (one exception: GKE's "
+      "gIB NCCL installer DaemonSet nccl-rdma-installer in kube-system, on its pinned image).",
       "remove securityContext.privileged / hostPID / hostIPC; GPUs come through the device plugin")
 def no_privileged(resource_type, props):
     for tpl in pod_templates(resource_type, props):

@@ -10,7 +10,7 @@ from ...config import ConfigError
 from ...config.schema import StackConfig
 from ...planner import Topology
 from ...versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
-from ..facts import ClusterFacts
+from ..facts import COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, ClusterFacts
 from ..pools import PoolSpec, gpu_pool_specs
 from .autoscaling import ClusterAutoscaler
 from .efs import EFS_CLIENT_READ_GBPS, STORAGE_CLASS, EfsModelCache
@@ -88,6 +88,8 @@ class AwsGpuCluster(pulumi.ComponentResource):
         self.facts = ClusterFacts(
             cloud="aws", name=cluster_name, provider=self.provider, gpu_pools=nodes.pools,
             system_node_selector=dict(SYSTEM_LABELS), rwx_storage_class=storage_class, cache_read_gbps=read_gbps,
-            driver_preinstalled=True, kubeconfig=self.kubeconfig, depends_on=ready)
+            driver_preinstalled=True, kubeconfig=self.kubeconfig, depends_on=ready,
+            gpu_stack=EKS_GPU_STACK, fabric_software=dict(EKS_FABRIC_SOFTWARE), managed_control_plane=True,
+            cluster_dns=COREDNS)
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})

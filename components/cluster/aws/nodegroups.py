@@ -18,7 +18,8 @@ import yaml
 
 from ...config.schema import AwsSettings
 from ..facts import GpuPool
-from ..pools import PoolSpec
+from ..pools import (CLOUD_TAINT_EFFECTS, GPU_ROOT_DISK_GIB, SYSTEM_ROOT_DISK_GIB, SYSTEM_SELECTOR, PoolSpec,
+                     nvme_cache_path)
 from .iam import NODE_POLICIES, service_role
 from .network import NetworkFacts
 
@@ -27,21 +28,21 @@ SYSTEM_AMI_TYPE = "AL2023_x86_64_STANDARD"
 # nodeadm's local-storage defaults (awslabs/amazon-eks-ami nodeadm/api/v1alpha1/nodeconfig_types.go and
 # templates/shared/runtime/bin/setup-local-disks): the RAID0 array is mounted at <mountPath>/0.
 NVME_MOUNT_PATH = "/mnt/k8s-disks"
-NVME_CACHE_PATH = f"{NVME_MOUNT_PATH}/0/model-cache"
+NVME_CACHE_PATH = nvme_cache_path(f"{NVME_MOUNT_PATH}/0")
 ROOT_DEVICE = "/dev/xvda"  # AL2023 AMIs' root device
 # containerd moves onto the NVMe array where the instance has one; the root volume keeps the AMI's
 # cached images and must still hold the vLLM / Ray images (10-20 GB each, two versions during a
 # rollout) on a node whose instance store is missing or failed to assemble.
-GPU_ROOT_GIB = 200
-SYSTEM_ROOT_GIB = 100
+GPU_ROOT_GIB = GPU_ROOT_DISK_GIB
+SYSTEM_ROOT_GIB = SYSTEM_ROOT_DISK_GIB
 # Cluster Autoscaler's GPU label on AWS: it marks a node as a GPU node before the device plugin
 # reports nvidia.com/gpu, so that a scale-up is not repeated while the driver comes up.
 AWS_GPU_LABEL = "k8s.amazonaws.com/accelerator"
-SYSTEM_LABELS = {"vllm-platform/node-role": "system"}
+SYSTEM_LABELS = SYSTEM_SELECTOR
 CA_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 CAPACITY_TYPES = {"onDemand": "ON_DEMAND", "spot": "SPOT", "reservation": "ON_DEMAND", "capacityBlock": "CAPACITY_BLOCK"}
-TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+TAINT_EFFECTS = CLOUD_TAINT_EFFECTS
 
 
 def uses_efa(spec: PoolSpec) -> bool:

@@ -20,21 +20,19 @@ import pulumi_gcp as gcp
 from ...config.load import ConfigError
 from ...config.schema import StackConfig
 from ...versions import GKE_GPU_DRIVER_VERSION
-from ..pools import PoolSpec
+from ..pools import (CLOUD_TAINT_EFFECTS, GPU_ROOT_DISK_GIB, SYSTEM_POOL, SYSTEM_ROOT_DISK_GIB,
+                     SYSTEM_SELECTOR, PoolSpec, nvme_cache_path)
 from .control_plane import CLOUD_PLATFORM_SCOPE
 from .gpudirect import MachineFamily, machine_family
 
-SYSTEM_POOL = "system"
-SYSTEM_LABEL = "vllm-platform/node-role"
-SYSTEM_SELECTOR = {SYSTEM_LABEL: SYSTEM_POOL}
 LOCAL_SSD_GB = 375  # one local SSD (cloud.google.com/compute/docs/disks/local-ssd)
 # Where GKE mounts the local SSD RAID-0 that backs ephemeral storage (node label
 # cloud.google.com/gke-ephemeral-storage-local-ssd=true); the NVMe model cache lives under it.
 EPHEMERAL_SSD_MOUNT = "/mnt/stateful_partition/kube-ephemeral-ssd"
-NVME_CACHE_PATH = f"{EPHEMERAL_SSD_MOUNT}/vllm-model-cache"
-GPU_BOOT_DISK_GB = 200  # COS + the vLLM image (~10 GB compressed, more unpacked) + logs
+NVME_CACHE_PATH = nvme_cache_path(EPHEMERAL_SSD_MOUNT)
+GPU_BOOT_DISK_GB = GPU_ROOT_DISK_GIB  # COS + the vLLM image (~10 GB compressed, more unpacked) + logs
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
-TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+TAINT_EFFECTS = CLOUD_TAINT_EFFECTS
 # Reading a local NVMe SSD RAID-0, MiB/s by disk count (cloud.google.com/compute/docs/disks/local-ssd,
 # NVMe performance table ⚠ re-check); more disks than the last row read no faster.
 LOCAL_SSD_READ_MIBPS = ((1, 660), (2, 1320), (4, 2650), (8, 4690), (16, 9360))
@@ -199,7 +197,7 @@ def system_node_pool_args(cfg: StackConfig, cluster_id, service_account, labels:
             "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
             "image_type": "COS_CONTAINERD",
             "disk_type": "pd-balanced",
-            "disk_size_gb": 100,
+            "disk_size_gb": SYSTEM_ROOT_DISK_GIB,
             "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
             "workload_metadata_config": {"mode": "GKE_METADATA"},
             "metadata": {"disable-legacy-endpoints": "true"},
