@@ -58,6 +58,11 @@ class ClusterFacts:
     driver_preinstalled: bool  # GPU driver on the node image (EKS NVIDIA AMI, GKE-managed) or not
     kubeconfig: Any | None = None  # pulumi.Output[str], secret
     depends_on: list[Any] = field(default_factory=list)  # what must exist before Kubernetes objects
+    # StorageClass every claim that is not RWX should name (one the cluster component creates, e.g. EKS's
+    # encrypted gp3 default class); None: the cluster's own default class.
+    block_storage_class: str | None = None
+    # The CNI enforces NetworkPolicy (EKS VPC CNI with enableNetworkPolicy, GKE Dataplane V2).
+    network_policy_enforced: bool = False
 
     def pool_for(self, instance_type: str) -> GpuPool:
         return self.gpu_pools[instance_type]

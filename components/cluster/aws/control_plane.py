@@ -1,24 +1,59 @@
-"""The EKS control plane (KMS envelope encryption, control-plane logs, access entries, a private
-endpoint) and the EKS add-ons, pinned per Kubernetes minor in components/versions.py."""
+"""The EKS control plane (KMS envelope encryption, control-plane logs, access entries, an endpoint the
+deployer can reach, upgrade policy, deletion protection) and the EKS add-ons, pinned per Kubernetes
+minor in components/versions.py."""
 from __future__ import annotations
+
+import json
+import re
 
 import pulumi
 import pulumi_aws as aws
 import yaml
 
 from ...config.schema import AwsSettings, StackConfig
-from .iam import CLUSTER_POLICIES, EFS_CSI_POLICY, POD_IDENTITY_PRINCIPAL, secrets_key_policy, service_role
+from .iam import (CLUSTER_POLICIES, EBS_CSI_POLICY, EFS_CSI_POLICY, POD_IDENTITY_PRINCIPAL, secrets_key_policy,
+                  service_role)
 from .network import NetworkFacts
 
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 LOG_RETENTION_DAYS = 90
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+VIEW_POLICY = "AmazonEKSViewPolicy"
+API_PORT = 443
 # Add-ons the nodes need before they can run pods; the others wait for the system nodes
 # (an add-on whose pods cannot schedule stays DEGRADED and its creation times out).
 NODE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 WORKLOAD_ADDONS = ("coredns",)
 EFS_CSI_ADDON = "aws-efs-csi-driver"
 EFS_CSI_CONTROLLER_SA = "efs-csi-controller-sa"
+EBS_CSI_ADDON = "aws-ebs-csi-driver"
+EBS_CSI_CONTROLLER_SA = "ebs-csi-controller-sa"
+NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
+# The VPC CNI ships with its network policy agent off: NetworkPolicies would be accepted and ignored.
+# Key from the vpc-cni add-on's configuration schema (`aws eks describe-addon-configuration --addon-name
+# vpc-cni`; docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html).
+VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
+
+
+def endpoint_reachability(settings: AwsSettings) -> list[str]:
+    """What keeps `pulumi up` from ever reaching the Kubernetes API, as `field: problem` lines.
+
+    The public endpoint admits endpointPublicAccessCidrs. The private one sits behind the cluster security
+    group, which admits only itself: a deployer reaches it only through a 443 rule for its CIDR or security
+    group. A VPC the stack creates has no runner, peering or VPN on the first run, so that run must come in
+    over the public endpoint (README "First `pulumi up`")."""
+    public = settings.endpoint_public_access_cidrs
+    private = settings.deployer_cidrs or settings.deployer_security_group_ids
+    if not settings.vpc_id and not settings.bootstrapped and not public:
+        return ["aws.endpointPublicAccessCidrs: empty while the stack creates its VPC, so the first `pulumi up` "
+                "cannot reach the Kubernetes API (nothing is inside a VPC that does not exist yet); list the "
+                "deployer's egress CIDR (e.g. 203.0.113.7/32) for the first run, then go private with "
+                "aws.deployerSecurityGroupIds / aws.deployerCidrs and aws.bootstrapped: true"]
+    if not public and not private:
+        return ["aws.deployerCidrs / aws.deployerSecurityGroupIds: both empty and aws.endpointPublicAccessCidrs "
+                "is empty: the private endpoint admits nothing but the cluster itself; list the CIDR or security "
+                "group `pulumi up` runs from, or the CIDRs of a public endpoint"]
+    return []
 
 
 def endpoint_access(settings: AwsSettings) -> dict:
@@ -28,6 +63,21 @@ def endpoint_access(settings: AwsSettings) -> dict:
     if cidrs:
         access["public_access_cidrs"] = cidrs
     return access
+
+
+def deployer_rules(settings: AwsSettings) -> dict[str, dict]:
+    """Inbound 443 on the cluster security group for each deployer CIDR and security group, by a name
+    derived from the source (reordering the lists replaces nothing)."""
+    rules = {}
+    for cidr in settings.deployer_cidrs:
+        rules[re.sub(r"[./]", "-", cidr)] = {"cidr_ipv4": cidr, "description": f"Kubernetes API from deployer {cidr}"}
+    for group in settings.deployer_security_group_ids:
+        rules[group] = {"referenced_security_group_id": group, "description": f"Kubernetes API from deployer {group}"}
+    return rules
+
+
+def deletion_protection(cfg: StackConfig) -> bool:
+    return cfg.aws.deletion_protection if cfg.aws.deletion_protection is not None else cfg.environment == "prod"
 
 
 def access_policy_arn(partition: str, policy: str) -> str:
@@ -76,14 +126,27 @@ class EksControlPlane(pulumi.ComponentResource):
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
             encryption_config={"provider": {"key_arn": self.secrets_key.arn}, "resources": ["secrets"]},
             enabled_cluster_log_types=list(LOG_TYPES),
+            # Explicit: left unset, EKS enrols the cluster in extended support (and its price) at the end of
+            # standard support instead of upgrading it.
+            upgrade_policy={"support_type": settings.support_type},
+            deletion_protection=deletion_protection(cfg),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, key_access, self.log_group]))
-        for i, arn in enumerate(settings.admin_role_arns):
-            entry = aws.eks.AccessEntry(f"{name}-admin-{i}", cluster_name=self.cluster.name, principal_arn=arn,
-                                        type="STANDARD", opts=child)
-            aws.eks.AccessPolicyAssociation(
-                f"{name}-admin-{i}", cluster_name=self.cluster.name, principal_arn=arn,
-                policy_arn=access_policy_arn(partition, ADMIN_POLICY), access_scope={"type": "cluster"},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]))
+        for role, policy, arns in (("admin", ADMIN_POLICY, settings.admin_role_arns),
+                                   ("viewer", VIEW_POLICY, settings.viewer_role_arns)):
+            for i, arn in enumerate(arns):
+                entry = aws.eks.AccessEntry(f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
+                                            type="STANDARD", opts=child)
+                aws.eks.AccessPolicyAssociation(
+                    f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
+                    policy_arn=access_policy_arn(partition, policy), access_scope={"type": "cluster"},
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]))
+        # The private endpoint's ENIs carry the cluster security group, which EKS creates admitting only itself.
+        self.security_group_id = self.cluster.vpc_config.apply(lambda v: v.cluster_security_group_id)
+        self.deployer_rules = [
+            aws.vpc.SecurityGroupIngressRule(f"{name}-deployer-{key}", security_group_id=self.security_group_id,
+                                             ip_protocol="tcp", from_port=API_PORT, to_port=API_PORT, opts=child,
+                                             **rule)
+            for key, rule in deployer_rules(settings).items()]
         ca_data = self.cluster.certificate_authority.apply(lambda ca: ca.data)
         self.kubeconfig = pulumi.Output.secret(pulumi.Output.all(self.cluster.name, self.cluster.endpoint, ca_data).apply(
             lambda a: kubeconfig_yaml(a[0], a[1], a[2], settings.region)))
@@ -92,25 +155,38 @@ class EksControlPlane(pulumi.ComponentResource):
 
 
 class EksAddons(pulumi.ComponentResource):
-    """EKS-managed add-ons at pinned versions; the EFS CSI driver's controller gets its own
-    Pod Identity role (AmazonEFSCSIDriverPolicy) instead of the node role."""
+    """EKS-managed add-ons at pinned versions. The CSI drivers' controllers get their own Pod Identity
+    roles (AmazonEBSCSIDriverPolicy, AmazonEFSCSIDriverPolicy) instead of the node role."""
 
     def __init__(self, name: str, cluster: aws.eks.Cluster, versions: dict[str, str], partition: str,
-                 system_nodes: pulumi.Resource, efs_csi: bool, opts: pulumi.ResourceOptions | None = None):
+                 system_nodes: pulumi.Resource, efs_csi: bool, node_monitoring: bool,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("vllm-platform:aws:EksAddons", name, None, opts)
         self.addons: dict[str, aws.eks.Addon] = {}
         for addon in NODE_ADDONS:
-            self.addons[addon] = self._addon(name, cluster, addon, versions[addon], [])
+            extra = {"configuration_values": json.dumps(VPC_CNI_CONFIGURATION)} if addon == "vpc-cni" else {}
+            self.addons[addon] = self._addon(name, cluster, addon, versions[addon], [], **extra)
         for addon in WORKLOAD_ADDONS:
             self.addons[addon] = self._addon(name, cluster, addon, versions[addon], [system_nodes])
+        # Every claim without a class of its own (Prometheus) binds through the default gp3 class on it.
+        self._csi(name, cluster, versions, partition, system_nodes, EBS_CSI_ADDON, "ebs-csi", EBS_CSI_POLICY,
+                  EBS_CSI_CONTROLLER_SA, "EBS")
         if efs_csi:
-            role, attachments = service_role(f"{name}-efs-csi", POD_IDENTITY_PRINCIPAL, partition, (EFS_CSI_POLICY,),
-                                             self, "EFS CSI driver controller (Pod Identity)")
-            self.addons[EFS_CSI_ADDON] = self._addon(
-                name, cluster, EFS_CSI_ADDON, versions[EFS_CSI_ADDON],
-                [system_nodes, self.addons["eks-pod-identity-agent"], *attachments],
-                pod_identity_associations=[{"role_arn": role.arn, "service_account": EFS_CSI_CONTROLLER_SA}])
+            self._csi(name, cluster, versions, partition, system_nodes, EFS_CSI_ADDON, "efs-csi", EFS_CSI_POLICY,
+                      EFS_CSI_CONTROLLER_SA, "EFS")
+        if node_monitoring:
+            # Node auto repair acts on node conditions; without this agent a GPU XID error or a failed DCGM
+            # check never becomes one, and a broken GPU node stays Ready.
+            self.addons[NODE_MONITORING_ADDON] = self._addon(name, cluster, NODE_MONITORING_ADDON,
+                                                             versions[NODE_MONITORING_ADDON], [system_nodes])
         self.register_outputs({a: addon.addon_version for a, addon in self.addons.items()})
+
+    def _csi(self, name, cluster, versions, partition, system_nodes, addon, short, policy, service_account, kind):
+        role, attachments = service_role(f"{name}-{short}", POD_IDENTITY_PRINCIPAL, partition, (policy,), self,
+                                         f"{kind} CSI driver controller (Pod Identity)")
+        self.addons[addon] = self._addon(
+            name, cluster, addon, versions[addon], [system_nodes, self.addons["eks-pod-identity-agent"], *attachments],
+            pod_identity_associations=[{"role_arn": role.arn, "service_account": service_account}])
 
     def _addon(self, name: str, cluster: aws.eks.Cluster, addon: str, version: str, depends_on: list,
                **kwargs) -> aws.eks.Addon:
