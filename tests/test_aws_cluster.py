@@ -8,7 +8,7 @@ import pytest
 import yaml
 from pulumi.runtime import rpc
 
-from components.cluster.aws.nodegroups import NVME_MOUNT_PATH
+from components.cluster.aws.node_pools import NVME_MOUNT_PATH
 from tests.conftest import by_type, manifests, one, plan_config, planned
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
