@@ -7,6 +7,7 @@ provider would apply it; the account is a documentation account id.
 from __future__ import annotations
 
 import hashlib
+import json
 
 from .mocks import _FAKE_CA, cloud_outputs, invoke
 
@@ -251,9 +252,18 @@ def _capacity_block(args):
     return found
 
 
-@cloud_outputs("aws:ec2/capacityReservation:CapacityReservation")
-def _capacity_reservation(name, inputs):
-    return _reservation(inputs["id"])
+@invoke("aws:cloudcontrol/getResource:getResource")
+def _cloud_control(args):
+    """Cloud Control's read of an AWS::EC2::CapacityReservation: its CloudFormation properties as JSON."""
+    if args["typeName"] != "AWS::EC2::CapacityReservation":
+        raise ValueError(f"offline plan: no Cloud Control answer for {args['typeName']}")
+    r = _reservation(args["identifier"])
+    props = {"Id": r["id"], "AvailabilityZone": r["availabilityZone"], "InstanceType": r["instanceType"],
+             "InstanceCount": r["instanceCount"], "InstancePlatform": r["instancePlatform"], "Tenancy": r["tenancy"],
+             "InstanceMatchCriteria": "targeted", "TotalInstanceCount": r["instanceCount"]}
+    if r.get("placementGroupArn"):
+        props["PlacementGroupArn"] = r["placementGroupArn"]
+    return {"id": r["id"], "identifier": r["id"], "typeName": args["typeName"], "properties": json.dumps(props)}
 
 
 @cloud_outputs("aws:autoscaling/schedule:Schedule")

@@ -62,9 +62,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         extra = CLOUD_OUTPUTS.get(args.typ)
         outputs = dict(args.inputs)
         if extra:
-            # A read (Resource.get) carries the id of the existing resource the cloud answers about.
-            inputs = {**args.inputs, "id": args.resource_id} if args.resource_id else args.inputs
-            outputs.update(extra(args.name, inputs))
+            outputs.update(extra(args.name, args.inputs))
         if args.typ.startswith("kubernetes:") and isinstance(outputs.get("metadata"), dict):
             outputs["metadata"] = {"uid": _hex(args.name, 32), **outputs["metadata"]}
         rid = outputs.get("id") or f"{args.name}-{_hex(args.typ + args.name, 8)}"

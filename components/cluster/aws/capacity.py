@@ -7,14 +7,12 @@ stays at zero nodes until the block starts and is scaled on the block's own date
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
-
 import pulumi
 import pulumi_aws as aws
 
-from ...config import ConfigError
 from ...config.schema import AwsSettings
 from ..pools import PoolSpec
 
@@ -24,6 +22,7 @@ CAPACITY_TYPES = {"onDemand": "ON_DEMAND", "spot": "SPOT", "reservation": "ON_DE
 # that neither the node group nor Cluster Autoscaler keeps asking for capacity that no longer exists.
 BLOCK_TERMINATION_LEAD = timedelta(minutes=30)
 SCHEDULE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+ODCR_TYPE = "AWS::EC2::CapacityReservation"
 
 
 def utcnow() -> datetime:
@@ -48,7 +47,7 @@ def scaling(spec: PoolSpec) -> dict[str, int]:
 @dataclass
 class PoolPlacement:
     """Where one GPU pool's nodes go and how many there may be, from plain values known at preview."""
-    subnet_indexes: list[int] | None  # into NetworkFacts.private_subnet_ids; None: the reservation's zone decides
+    subnet_indexes: list[int]  # into NetworkFacts.private_subnet_ids
     scaling: dict[str, int]
     reservation_id: str | None = None
     # (name suffix, start time, sizes) of scheduled actions on the group's Auto Scaling group
@@ -107,10 +106,21 @@ def plan_placement(spec: PoolSpec, settings: AwsSettings, zones: list[str], zone
             return None, problems + late
         return PoolPlacement([zones.index(block.availability_zone)], sizes, rid, schedules), []
     if settings.capacity_type == "reservation":
-        # No invoke reads an On-Demand Capacity Reservation: the node group reads its zone from the
-        # reservation resource (CapacityReservation.get) and checks it then.
         rid = settings.capacity_reservations.get(spec.instance.name)
-        return (PoolPlacement(None, scaling(spec), rid) if rid else None), []
+        if rid is None:
+            return None, []
+        # No EC2 invoke reads an On-Demand Capacity Reservation (getCapacityBlockReservation answers only for
+        # blocks); Cloud Control reads it by id (ec2:DescribeCapacityReservations underneath).
+        odcr = json.loads(aws.cloudcontrol.get_resource(type_name=ODCR_TYPE, identifier=rid, opts=invoke).properties)
+        zone = odcr["AvailabilityZone"]
+        problems = reservation_problems(spec, rid, odcr["InstanceType"], zone, zones, zones_field)
+        group = (odcr.get("PlacementGroupArn") or "").rsplit("/", 1)[-1]
+        if group and group != settings.placement_group:
+            problems.append(f"aws.placementGroup: {rid} was created in placement group {group}; instances use "
+                            f"it only when launched there, so set placementGroup: {group}")
+        if problems:
+            return None, problems
+        return PoolPlacement([zones.index(zone)], scaling(spec), rid), []
     offered = set(aws.ec2.get_instance_type_offerings(
         location_type="availability-zone", opts=invoke,
         filters=[{"name": "instance-type", "values": [spec.instance.name]},
@@ -129,28 +139,6 @@ def reservation_problems(spec: PoolSpec, rid: str, reserved_type: str, zone: str
         problems.append(f"{zones_field}: {rid} is in {zone}, where the cluster has no subnet "
                         f"({', '.join(zones)}); add {zone}")
     return problems
-
-
-def reservation_subnet(spec: PoolSpec, settings: AwsSettings, rid: str, reserved_type: str, zone: str,
-                       placement_group_arn: str | None, zones: list[str], subnet_ids: list[Any],
-                       zones_field: str) -> list[Any]:
-    """The subnet of an On-Demand Capacity Reservation's zone (runs when the reservation has been read)."""
-    problems = reservation_problems(spec, rid, reserved_type, zone, zones, zones_field)
-    group = placement_group_arn.rsplit("/", 1)[-1] if placement_group_arn else None
-    if group and group != settings.placement_group:
-        problems.append(f"aws.placementGroup: {rid} was created in placement group {group}; instances use it "
-                        f"only when launched there, so set placementGroup: {group}")
-    if problems:
-        err = ConfigError(problems)
-        raise pulumi.RunError(str(err)) from err
-    return [subnet_ids[zones.index(zone)]]
-
-
-def odcr_subnets(name: str, spec: PoolSpec, settings: AwsSettings, rid: str, zones: list[str],
-                 subnet_ids: list[Any], zones_field: str, parent: pulumi.Resource) -> pulumi.Output:
-    odcr = aws.ec2.CapacityReservation.get(f"{name}-reservation", rid, opts=pulumi.ResourceOptions(parent=parent))
-    return pulumi.Output.all(odcr.instance_type, odcr.availability_zone, odcr.placement_group_arn, *subnet_ids).apply(
-        lambda a: reservation_subnet(spec, settings, rid, a[0], a[1], a[2], zones, list(a[3:]), zones_field))
 
 
 def schedule_actions(name: str, asg: pulumi.Output, placement: PoolPlacement, parent: pulumi.Resource) -> list:

@@ -17,7 +17,8 @@ from ...versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
 from ..facts import ClusterFacts
 from ..pools import PoolSpec, gpu_pool_specs, pool_name
 from .autoscaling import ClusterAutoscaler
-from .capacity import PoolPlacement, plan_placement, utcnow
+from . import capacity
+from .capacity import PoolPlacement, plan_placement
 from .control_plane import EBS_CSI_ADDON, EFS_CSI_ADDON, EksAddons, EksControlPlane, endpoint_reachability
 from .network import AwsNetwork, network_zones
 from .node_pools import SYSTEM_LABELS, AwsNodeGroups
@@ -85,7 +86,7 @@ class AwsGpuCluster(pulumi.ComponentResource):
         account = aws.get_caller_identity(opts=invoke).account_id
         zones, zones_field = network_zones(settings, invoke)
         placements: dict[str, PoolPlacement] = {}
-        now = utcnow()
+        now = capacity.utcnow()
         for spec in specs:
             placement, found = plan_placement(spec, settings, zones, zones_field, invoke, now)
             problems += found

@@ -19,7 +19,7 @@ import yaml
 from ...config.schema import AwsSettings
 from ..facts import GpuPool
 from ..pools import PoolSpec
-from .capacity import CAPACITY_TYPES, PoolPlacement, odcr_subnets, reserved, schedule_actions, uses_efa
+from .capacity import CAPACITY_TYPES, PoolPlacement, reserved, schedule_actions, uses_efa
 from .iam import NODE_POLICIES, service_role
 from .network import NetworkFacts
 
@@ -227,19 +227,15 @@ class AwsNodeGroups(pulumi.ComponentResource):
             tag_specifications=[{"resource_type": kind, "tags": {"Name": node_name, **tags}}
                                 for kind in ("instance", "volume")],
             opts=child, **lt_args)
-        if placement.subnet_indexes is None:
-            subnets = odcr_subnets(name, spec, settings, placement.reservation_id, network.zones,
-                                   network.private_subnet_ids, network.zones_field, self)
-        else:
-            subnets = [network.private_subnet_ids[i] for i in placement.subnet_indexes]
+        subnets = [network.private_subnet_ids[i] for i in placement.subnet_indexes]
         group = aws.eks.NodeGroup(
             name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
             subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
             capacity_type=capacity_type, launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
             labels=gpu_labels(spec), taints=gpu_taints(spec), scaling_config=placement.scaling,
             update_config=dict(GPU_UPDATE_CONFIG),
-            node_repair_config={"enabled": settings.node_auto_repair, "max_parallel_nodes_repaired_count":
-                                GPU_REPAIR_PARALLELISM} if settings.node_auto_repair else {"enabled": False},
+            node_repair_config=({"enabled": True, "max_parallel_nodes_repaired_count": GPU_REPAIR_PARALLELISM}
+                                if settings.node_auto_repair else {"enabled": False}),
             tags=tags, opts=self._group_opts)
         asg = group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
         if uses_efa(spec):
