@@ -49,7 +49,6 @@ class PoolPlacement:
     """Where one GPU pool's nodes go and how many there may be, from plain values known at preview."""
     subnet_indexes: list[int]  # into NetworkFacts.private_subnet_ids
     scaling: dict[str, int]
-    reservation_id: str | None = None
     # (name suffix, start time, sizes) of scheduled actions on the group's Auto Scaling group
     schedules: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)
 
@@ -104,7 +103,7 @@ def plan_placement(spec: PoolSpec, settings: AwsSettings, zones: list[str], zone
         sizes, schedules, late = block_schedules(spec, block.start_date, block.end_date, now)
         if problems or late:
             return None, problems + late
-        return PoolPlacement([zones.index(block.availability_zone)], sizes, rid, schedules), []
+        return PoolPlacement([zones.index(block.availability_zone)], sizes, schedules), []
     if settings.capacity_type == "reservation":
         rid = settings.capacity_reservations.get(spec.instance.name)
         if rid is None:
@@ -120,7 +119,7 @@ def plan_placement(spec: PoolSpec, settings: AwsSettings, zones: list[str], zone
                             f"it only when launched there, so set placementGroup: {group}")
         if problems:
             return None, problems
-        return PoolPlacement([zones.index(zone)], scaling(spec), rid), []
+        return PoolPlacement([zones.index(zone)], scaling(spec)), []
     offered = set(aws.ec2.get_instance_type_offerings(
         location_type="availability-zone", opts=invoke,
         filters=[{"name": "instance-type", "values": [spec.instance.name]},
