@@ -68,7 +68,8 @@ class AwsSettings(_Base):
         "onDemand", description="how GPU nodes are bought; reservation / capacityBlock need capacityReservations")
     capacity_reservations: dict[str, str] = Field(
         default_factory=dict, description="planned instance type -> On-Demand Capacity Reservation or "
-                                          "Capacity Block id (cr-...), in the first zone")
+                                          "Capacity Block id (cr-...); its zone (read from EC2) must be one of "
+                                          "the cluster's")
     system_instance_type: str = Field("m7i.2xlarge", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$",
                                       description="on-demand nodes for operators, Prometheus and Ray heads")
     system_nodes: int = Field(2, ge=1, le=10, description="system nodes (2+ keeps operators available)")

@@ -93,7 +93,6 @@ def block_schedules(spec: PoolSpec, start: str, end: str, now: datetime) -> tupl
 def plan_placement(spec: PoolSpec, settings: AwsSettings, zones: list[str], zones_field: str,
                    invoke: pulumi.InvokeOptions, now: datetime) -> tuple[PoolPlacement | None, list[str]]:
     """Ask EC2 where the pool can run; problems name the field to change."""
-    zonal = uses_efa(spec) or reserved(settings)
     if settings.capacity_type == "capacityBlock":
         rid = settings.capacity_reservations.get(spec.instance.name)
         if rid is None:
@@ -124,7 +123,7 @@ def plan_placement(spec: PoolSpec, settings: AwsSettings, zones: list[str], zone
         location_type="availability-zone", opts=invoke,
         filters=[{"name": "instance-type", "values": [spec.instance.name]},
                  {"name": "location", "values": list(zones)}]).locations)
-    indexes, problems = offered_subnets(spec, zonal, zones, offered, zones_field)
+    indexes, problems = offered_subnets(spec, uses_efa(spec), zones, offered, zones_field)
     return (PoolPlacement(indexes, scaling(spec)) if not problems else None), problems
 
 
