@@ -41,13 +41,12 @@ CHARTS = {
     "keda": Chart("https://kedacore.github.io/charts", "keda", "2.20.2"),
     "kube-prometheus-stack": Chart("https://prometheus-community.github.io/helm-charts",
                                    "kube-prometheus-stack", "92.0.0"),
-    "aws-efa-k8s-device-plugin": Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "0.5.14"),
+    # aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml at master 2026-08-03 (appVersion v0.5.20);
+    # the chart spells its version with the v.
+    "aws-efa-k8s-device-plugin": Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30"),
     # EKS node autoscaling; the image is pinned per Kubernetes minor below (the chart's appVersion is not).
     "cluster-autoscaler": Chart("https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.58.0"),
 }
-
-KARPENTER_VERSION = "1.14.1"
-LWS_VERSION = "0.9.0"
 
 # GKE (components/cluster/gcp/control_plane.py). cluster.kubernetesVersion is the control plane's
 # minimum (min_master_version: "1.34" = the channel's newest 1.34 patch at creation); the release channel
@@ -61,18 +60,17 @@ GKE_GPU_DRIVER_VERSION = "LATEST"
 # EKS (components/cluster/aws), per Kubernetes minor (cluster.kubernetesVersion). Add-on versions as
 # `aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>` listed them mid-2026
 # (1.34: a describe-addon-versions report of 2026-07-15; 1.33 / 1.35: kube-proxy and coredns from
-# EKS clusters of that minor, 2026). vpc-cni, the Pod Identity agent and the EFS CSI driver are not tied
-# to a minor: one build serves all three. Re-run the command before bumping a row.
+# EKS clusters of that minor, 2026). vpc-cni, the Pod Identity agent and the CSI drivers are not tied
+# to a minor: one build serves all three. The EBS CSI driver (kubernetes-sigs/aws-ebs-csi-driver
+# CHANGELOG: v1.63.1, 2026) and the node monitoring agent (aws/eks-node-monitoring-agent v1.7.0,
+# 2026-08-04) carry EKS's first build of that release. Re-run the command before bumping a row.
+_MINOR_FREE = {"vpc-cni": "v1.21.2-eksbuild.2", "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
+               "aws-efs-csi-driver": "v2.3.0-eksbuild.1", "aws-ebs-csi-driver": "v1.63.1-eksbuild.1",
+               "eks-node-monitoring-agent": "v1.7.0-eksbuild.1"}
 EKS_ADDON_VERSIONS: dict[str, dict[str, str]] = {
-    "1.33": {"vpc-cni": "v1.21.2-eksbuild.2", "kube-proxy": "v1.33.10-eksbuild.2",
-             "coredns": "v1.12.4-eksbuild.1", "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
-             "aws-efs-csi-driver": "v2.3.0-eksbuild.1"},
-    "1.34": {"vpc-cni": "v1.21.2-eksbuild.2", "kube-proxy": "v1.34.6-eksbuild.11",
-             "coredns": "v1.12.4-eksbuild.17", "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
-             "aws-efs-csi-driver": "v2.3.0-eksbuild.1"},
-    "1.35": {"vpc-cni": "v1.21.2-eksbuild.2", "kube-proxy": "v1.35.0-eksbuild.2",
-             "coredns": "v1.13.1-eksbuild.1", "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
-             "aws-efs-csi-driver": "v2.3.0-eksbuild.1"},
+    "1.33": {"kube-proxy": "v1.33.10-eksbuild.2", "coredns": "v1.12.4-eksbuild.1", **_MINOR_FREE},
+    "1.34": {"kube-proxy": "v1.34.6-eksbuild.11", "coredns": "v1.12.4-eksbuild.17", **_MINOR_FREE},
+    "1.35": {"kube-proxy": "v1.35.0-eksbuild.2", "coredns": "v1.13.1-eksbuild.1", **_MINOR_FREE},
 }
 # Cluster Autoscaler's minor must equal the cluster's (github.com/kubernetes/autoscaler README,
 # "Releases"); patch releases as promoted in kubernetes/k8s.io#8815 (1.33.3, 1.34.2) and chart 9.54.0 (1.35.0).

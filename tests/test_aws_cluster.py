@@ -8,7 +8,7 @@ import pytest
 import yaml
 from pulumi.runtime import rpc
 
-from components.cluster.aws.nodegroups import NVME_MOUNT_PATH
+from components.cluster.aws.node_pools import NVME_MOUNT_PATH
 from tests.conftest import by_type, manifests, one, plan_config, planned
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -138,10 +138,10 @@ def test_g6_program_registers_the_same_resources_in_preview_and_update():
 
 # --- control plane ------------------------------------------------------------------------------------
 
-def test_endpoint_is_private_only_by_default_and_public_for_listed_cidrs():
+def test_shipped_stack_bootstraps_over_a_public_endpoint_limited_to_the_deployer():
     vpc = one(planned(P5).resources, CLUSTER).inputs["vpcConfig"]
-    assert vpc["endpointPrivateAccess"] is True and vpc["endpointPublicAccess"] is False
-    assert "publicAccessCidrs" not in vpc
+    assert vpc["endpointPrivateAccess"] is True and vpc["endpointPublicAccess"] is True
+    assert vpc["publicAccessCidrs"] == ["203.0.113.10/32"]
     vpc = one(g6(), CLUSTER).inputs["vpcConfig"]
     assert vpc["endpointPublicAccess"] is True and vpc["publicAccessCidrs"] == ["203.0.113.7/32"]
 
@@ -223,28 +223,25 @@ def test_cluster_autoscaler_runs_under_its_own_pod_identity_role():
 
 # --- other settings -----------------------------------------------------------------------------------
 
-def test_existing_vpc_capacity_block_and_no_efs_for_a_named_storage_class():
+def test_existing_vpc_and_no_efs_for_a_named_storage_class():
     values = {**G6, "aws": {"region": "us-east-1", "vpcId": "vpc-0123456789abcdef0",
                             "subnetIds": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
-                            "capacityType": "capacityBlock",
-                            "capacityReservations": {"g6.xlarge": "cr-0123456789abcdef0"}},
+                            "deployerSecurityGroupIds": ["sg-0123456789abcdef0"]},
               "modelCache": {"kind": "rwx", "storageClass": "fsx-lustre"}}
     res, _ = plan_config(values)
     assert by_type(res, "aws:ec2/vpc:Vpc") == [] and by_type(res, "aws:ec2/subnet:Subnet") == []
+    assert by_type(res, "aws:ec2/vpcEndpoint:VpcEndpoint") == []  # a given VPC's routes are its owner's
     assert one(res, CLUSTER).inputs["vpcConfig"]["subnetIds"] == values["aws"]["subnetIds"]
     ng = gpu(res, NG, "gpu-g6-xlarge").inputs
-    assert ng["capacityType"] == "CAPACITY_BLOCK" and ng["subnetIds"] == ["subnet-0123456789abcdef0"]
-    lt = gpu(res, LT, "gpu-g6-xlarge").inputs
-    assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
-    assert lt["capacityReservationSpecification"] == {
-        "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}}
+    assert ng["capacityType"] == "ON_DEMAND" and sorted(ng["subnetIds"]) == sorted(values["aws"]["subnetIds"])
     assert by_type(res, "aws:efs/fileSystem:FileSystem") == []
     assert "aws-efs-csi-driver" not in {r.inputs["addonName"] for r in by_type(res, "aws:eks/addon:Addon")}
-    assert by_type(res, "kubernetes:storage.k8s.io/v1:StorageClass") == []
+    classes = {r.inputs["metadata"]["name"] for r in by_type(res, "kubernetes:storage.k8s.io/v1:StorageClass")}
+    assert classes == {"ebs-gp3"}  # the block class only: the cache names a class of the cluster's
 
 
 def test_a_planned_type_without_its_reservation_stops_the_program_with_the_field_named():
-    values = {**G6, "aws": {"region": "us-east-1", "capacityType": "reservation",
+    values = {**G6, "aws": {"region": "us-east-1", "capacityType": "reservation", "endpointPublicAccessCidrs": ["203.0.113.7/32"],
                             "capacityReservations": {"p5.48xlarge": "cr-0123456789abcdef0"}}}
     with pytest.raises(pulumi.RunError, match=r"aws\.capacityReservations: no reservation for planned instance "
                                               r"type g6\.xlarge \(small\)"):

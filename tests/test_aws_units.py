@@ -5,12 +5,13 @@ import yaml
 from components.catalog import INSTANCE_TYPES
 from components.cluster.aws import cache_facts, check
 from components.cluster.aws.autoscaling import SERVICE_ACCOUNT, autoscaler_values
-from components.cluster.aws.eks import endpoint_access, kubeconfig_yaml
+from components.cluster.aws.control_plane import endpoint_access, kubeconfig_yaml
 from components.cluster.aws.iam import cluster_autoscaler_policy
 from components.cluster.aws.network import pick_zones, subnet_layout
-from components.cluster.aws.nodegroups import (EFA_RESOURCE, NVME_CACHE_PATH, NVME_MOUNT_PATH, capacity,
+from components.cluster.aws.capacity import scaling, uses_efa
+from components.cluster.aws.node_pools import (EFA_RESOURCE, NVME_CACHE_PATH, NVME_MOUNT_PATH, capacity,
                                                efa_network_interfaces, gpu_pool_facts, nodeadm_user_data,
-                                               placement_group, scaling, uses_efa, zonal)
+                                               placement_group)
 from components.cluster.pools import PoolSpec
 from components.config import parse
 from components.versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
@@ -98,13 +99,18 @@ def test_capacity_types():
     block = settings(capacityType="capacityBlock", capacityReservations={"p5.48xlarge": "cr-0123456789abcdef0"}).aws
     kind, lt = capacity(p5, block)
     assert kind == "CAPACITY_BLOCK" and lt["instance_market_options"] == {"market_type": "capacity-block"}
-    # a reservation lives in one zone, so even a single-node pool is zonal then
-    assert zonal(p5, block) and not zonal(p5, settings().aws)
     # reserved capacity brings its own placement; a new placement group is only ours to make on demand / spot
     efa_pool = spec("p5.48xlarge", multi_node=True)
-    assert placement_group(efa_pool, settings().aws) and placement_group(efa_pool, settings(capacityType="spot").aws)
-    assert not placement_group(efa_pool, block) and not placement_group(efa_pool, odcr)
-    assert not placement_group(p5, settings().aws)
+    assert placement_group(efa_pool, settings().aws) == "new"
+    assert placement_group(efa_pool, settings(capacityType="spot").aws) == "new"
+    assert placement_group(efa_pool, block) is None and placement_group(efa_pool, odcr) is None
+    assert placement_group(p5, settings().aws) is None
+    # an existing group named in config: EFA pools use it, and so does every pool of an ODCR created in it
+    named = settings(placementGroup="p5-odcr-pg", capacityType="reservation",
+                     capacityReservations={"p5.48xlarge": "cr-0123456789abcdef0"}).aws
+    assert placement_group(p5, named) == "existing" and placement_group(efa_pool, named) == "existing"
+    assert placement_group(efa_pool, settings(placementGroup="p5-pg").aws) == "existing"
+    assert placement_group(p5, settings(placementGroup="p5-pg").aws) is None
 
 
 def test_endpoint_is_private_unless_cidrs_are_listed():
@@ -144,17 +150,18 @@ def test_autoscaler_values_match_the_cluster_minor_and_run_on_system_nodes():
 def test_every_pinned_minor_has_every_addon():
     assert set(EKS_ADDON_VERSIONS) == set(CLUSTER_AUTOSCALER_TAGS)
     for minor, addons in EKS_ADDON_VERSIONS.items():
-        assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-efs-csi-driver"}
+        assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-efs-csi-driver",
+                               "aws-ebs-csi-driver", "eks-node-monitoring-agent"}
         assert addons["kube-proxy"].startswith(f"v{minor}.")
 
 
 def test_check_names_the_field():
-    cfg = parse({"cloud": "aws", "aws": {"region": "us-east-1"}, "cluster": {"kubernetesVersion": "1.29"},
-                 "models": MODELS}, {"hfToken"})
+    cfg = parse({"cloud": "aws", "aws": {"region": "us-east-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"]},
+                 "cluster": {"kubernetesVersion": "1.29"}, "models": MODELS}, {"hfToken"})
     (problem,) = check(cfg, [])
     assert problem.startswith("cluster.kubernetesVersion: 1.29 has no pinned EKS add-on versions; allowed: 1.33")
     cfg = parse({"cloud": "aws", "cluster": {"kubernetesVersion": "1.34"}, "models": MODELS,
-                 "aws": {"region": "us-east-1", "capacityType": "reservation",
+                 "aws": {"region": "us-east-1", "capacityType": "reservation", "endpointPublicAccessCidrs": ["203.0.113.7/32"],
                          "capacityReservations": {"p5e.48xlarge": "cr-0123456789abcdef0"}}}, {"hfToken"})
     (problem,) = check(cfg, [spec("p5.48xlarge", True)])
     assert problem == ("aws.capacityReservations: no reservation for planned instance type p5.48xlarge (chat); "

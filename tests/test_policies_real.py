@@ -121,7 +121,7 @@ CASES = [
      "pipeline-parallel-size 2 spans nodes, but the GPU pods attach no fabric"),
     ("prod-llama405b-onprem", RAYSERVICE, "", lambda p: runtime_env(p, {"HF_TOKEN": "hf_x"}), "hf-token-from-secret",
      "runtime_env.env_vars.HF_TOKEN is a literal value"),
-    ("prod-llama70b-aws", "aws:eks/cluster:Cluster", "", lambda p: p["vpcConfig"].update(endpointPublicAccess=True),
+    ("prod-llama70b-aws", "aws:eks/cluster:Cluster", "", drop(("vpcConfig", "publicAccessCidrs")),
      "cluster-endpoint-restricted", "public endpoint on and publicAccessCidrs unset"),
     ("prod-llama405b-aws", "aws:ec2/launchTemplate:LaunchTemplate", "gpu", put(("metadataOptions", "httpTokens"),
                                                                                 "optional"),

@@ -118,12 +118,6 @@ class ClusterFacts:
     block_storage_class: str | None = None
     network_policy_enforced: bool = False  # the CNI enforces NetworkPolicy (GKE Dataplane V2, VPC CNI policy on)
     depends_on: list[Any] = field(default_factory=list)  # what must exist before Kubernetes objects
-    # The StorageClass every non-RWX PersistentVolumeClaim must name (AWS: the encrypted gp3 default class
-    # the cluster component creates; GKE: "standard-rwo"; existing: existing.blockStorageClass).
-    block_storage_class: str | None = None
-    # The CNI enforces NetworkPolicy (AWS: VPC CNI with enableNetworkPolicy; GKE: Dataplane V2; existing:
-    # existing.networkPolicyEnforced, the user's word after checking their CNI).
-    network_policy_enforced: bool = False
     gpu_stack: GpuNodeStack = SELF_MANAGED_GPU_STACK
     fabric_software: dict[str, str | None] = field(default_factory=lambda: dict(SELF_MANAGED_FABRIC_SOFTWARE))
     # etcd, scheduler and controller manager hidden by the provider, kube-proxy's metrics not reachable

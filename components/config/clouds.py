@@ -37,15 +37,43 @@ class AwsSettings(_Base):
         None, min_length=2, max_length=6, description="zones of the VPC this stack creates (default: the "
                                                       "region's first three); the first hosts EFA pools")
     endpoint_public_access_cidrs: list[str] = Field(
-        default_factory=list, description="CIDRs that may reach the public API endpoint; empty (default): "
-                                          "private endpoint only, run `pulumi up` from inside the VPC")
+        default_factory=list, description="CIDRs that may reach the public API endpoint (where `pulumi up` runs "
+                                          "from outside the VPC); empty: no public endpoint")
+    deployer_cidrs: list[str] = Field(
+        default_factory=list, description="CIDRs that reach the private API endpoint from inside the VPC or over "
+                                          "peering / Transit Gateway / VPN: one inbound 443 rule each on the "
+                                          "cluster security group")
+    deployer_security_group_ids: list[str] = Field(
+        default_factory=list, description="security groups of runners inside the VPC (e.g. a self-hosted CI "
+                                          "runner): one inbound 443 rule each on the cluster security group")
+    bootstrapped: bool = Field(
+        False, description="the VPC this stack creates exists (a first `pulumi up` ran over the public endpoint) "
+                           "and a runner / peering now reaches it: allows deployerSecurityGroupIds and a "
+                           "private-only endpoint with it")
     admin_role_arns: list[str] = Field(default_factory=list,
                                        description="IAM roles/users given cluster-admin access entries")
+    viewer_role_arns: list[str] = Field(
+        default_factory=list, description="IAM roles/users given read-only access entries (AmazonEKSViewPolicy), "
+                                          "e.g. the CI identity that runs `pulumi preview`")
+    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+        "STANDARD", description="EKS upgrade policy: STANDARD upgrades the control plane at the end of standard "
+                                "support; EXTENDED keeps the minor 12 more months at the extended-support price")
+    deletion_protection: bool | None = Field(
+        None, description="refuse to delete the EKS cluster until this is switched off; default: on in prod")
+    node_auto_repair: bool = Field(
+        True, description="EKS node auto repair on GPU node groups, with the EKS node monitoring agent that "
+                          "reports GPU (XID / DCGM) faults as node conditions")
+    placement_group: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+=@-]*$", max_length=255,
+        description="an existing cluster placement group for multi-node (EFA) GPU pools, e.g. the one an "
+                    "On-Demand Capacity Reservation was created in; default: the stack creates one "
+                    "(on-demand / spot only)")
     capacity_type: Literal["onDemand", "spot", "reservation", "capacityBlock"] = Field(
         "onDemand", description="how GPU nodes are bought; reservation / capacityBlock need capacityReservations")
     capacity_reservations: dict[str, str] = Field(
         default_factory=dict, description="planned instance type -> On-Demand Capacity Reservation or "
-                                          "Capacity Block id (cr-...), in the first zone")
+                                          "Capacity Block id (cr-...); its zone (read from EC2) must be one of "
+                                          "the cluster's")
     system_instance_type: str = Field("m7i.2xlarge", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$",
                                       description="on-demand nodes for operators, Prometheus and Ray heads")
     system_nodes: int = Field(2, ge=1, le=10, description="system nodes (2+ keeps operators available)")
@@ -63,12 +91,20 @@ class AwsSettings(_Base):
     def _zones(cls, v):
         return _unique(v, "list each zone once")
 
-    @field_validator("vpc_cidr", "endpoint_public_access_cidrs")
+    @field_validator("vpc_cidr", "endpoint_public_access_cidrs", "deployer_cidrs")
     @classmethod
     def _cidrs(cls, v):
         return cidr_blocks(v, ipv4_only=True)
 
-    @field_validator("admin_role_arns")
+    @field_validator("deployer_security_group_ids")
+    @classmethod
+    def _security_groups(cls, v):
+        bad = [g for g in v if not re.fullmatch(r"sg-[0-9a-f]{8,17}", g)]
+        if bad:
+            raise ValueError(f"not a security group id: {', '.join(bad)}; e.g. sg-0123456789abcdef0")
+        return _unique(v, "list each security group once")
+
+    @field_validator("admin_role_arns", "viewer_role_arns")
     @classmethod
     def _arns(cls, v):
         bad = [a for a in v if not re.fullmatch(r"arn:aws[-a-z]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+", a)]
@@ -99,6 +135,13 @@ class AwsSettings(_Base):
             raise field_error("availabilityZones", f"{', '.join(bad)} not in region {self.region}")
         if not 16 <= int(self.vpc_cidr.split("/")[1]) <= 20:
             raise field_error("vpcCidr", f"{self.vpc_cidr}: use a /16 to /20 (pods take VPC addresses)")
+        if self.vpc_id and self.bootstrapped:
+            raise field_error("bootstrapped", "only for a VPC this stack creates; with vpcId, remove it")
+        if not self.vpc_id and not self.bootstrapped and self.deployer_security_group_ids:
+            raise field_error("deployerSecurityGroupIds", "given while this stack creates the VPC: no security "
+                                                          "group can be in a VPC that does not exist yet. First run "
+                                                          "over endpointPublicAccessCidrs; once a runner in the new "
+                                                          "VPC has its group, add it here with `bootstrapped: true`")
         reserved = self.capacity_type in ("reservation", "capacityBlock")
         if reserved and not self.capacity_reservations:
             raise field_error("capacityReservations", f"missing: capacityType {self.capacity_type} needs the "

@@ -7,6 +7,7 @@ provider would apply it; the account is a documentation account id.
 from __future__ import annotations
 
 import hashlib
+import json
 
 from .mocks import _FAKE_CA, cloud_outputs, invoke
 
@@ -69,6 +70,7 @@ for _token, _prefix, _kind in [
     ("aws:ec2/routeTable:RouteTable", "rtb", "route-table"), ("aws:ec2/natGateway:NatGateway", "nat", "natgateway"),
     ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "sgr", "security-group-rule"),
     ("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule", "sgr", "security-group-rule"),
+    ("aws:ec2/vpcEndpoint:VpcEndpoint", "vpce", "vpc-endpoint"),
 ]:
     cloud_outputs(_token)(_ec2(_prefix, _kind))
 
@@ -196,3 +198,77 @@ def _mount_target(name, inputs):
     n = int(_hex(name, 4), 16)
     return {"id": f"fsmt-{_hex(name)}", "ipAddress": f"10.0.{n % 192}.{n % 250 + 4}",
             "networkInterfaceId": f"eni-{_hex(name + 'eni')}"}
+
+
+@invoke("aws:ec2/getSubnet:getSubnet")
+def _get_subnet(args):
+    """A given subnet's zone: the region's zones in turn, by the subnet id (stable for a given id)."""
+    sid = args["id"]
+    zone = f"{_region(args)}{'abc'[int(_hex(sid, 4), 16) % 3]}"
+    return {"id": sid, "availabilityZone": zone, "vpcId": f"vpc-{_hex(sid + 'vpc')}", "state": "available",
+            "arn": _arn(args, "ec2", f"subnet/{sid}"), "ownerId": ACCOUNT}
+
+
+# Instance types EC2 does not offer in a zone ({zone: {type, ...}}); every other type is offered everywhere.
+# Offline plans answer from here; tests add entries to show what happens where a type is missing.
+NOT_OFFERED: dict[str, set[str]] = {}
+
+
+@invoke("aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings")
+def _instance_type_offerings(args):
+    filters = {f["name"]: f["values"] for f in args.get("filters") or []}
+    types, zones = filters.get("instance-type", []), filters.get("location", [])
+    pairs = [(t, z) for t in types for z in zones if t not in NOT_OFFERED.get(z, set())]
+    return {"id": _region(args), "instanceTypes": [t for t, _ in pairs], "locations": [z for _, z in pairs],
+            "locationTypes": [args.get("locationType", "availability-zone")] * len(pairs)}
+
+
+# Capacity reservations the offline plan knows (documentation ids; a real plan reads the account's).
+# capacity-block: a Capacity Block for ML (dates from EC2: blocks start and end at 11:30 UTC); default: an ODCR.
+RESERVATIONS: dict[str, dict] = {
+    "cr-0123456789abcdef0": {"reservationType": "capacity-block", "instanceType": "p5.48xlarge",
+                             "availabilityZone": "us-east-1b", "instanceCount": 4,
+                             "startDate": "2027-03-01T11:30:00Z", "endDate": "2027-03-15T11:30:00Z"},
+    "cr-0fedcba9876543210": {"reservationType": "default", "instanceType": "p5.48xlarge",
+                             "availabilityZone": "us-east-1c", "instanceCount": 4, "placementGroupArn": ""},
+}
+
+
+def _reservation(rid: str) -> dict:
+    if rid not in RESERVATIONS:
+        raise ValueError(f"InvalidCapacityReservationId.NotFound: the capacity reservation {rid} does not exist "
+                         f"(offline plan: add it to components/offline/aws_stubs.py RESERVATIONS)")
+    r = RESERVATIONS[rid]
+    return {"id": rid, "capacityReservationId": rid, "arn": f"arn:aws:ec2:us-east-1:{ACCOUNT}:capacity-reservation/{rid}",
+            "ownerId": ACCOUNT, "state": "active", "instancePlatform": "Linux/UNIX", "tenancy": "default", **r}
+
+
+@invoke("aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation")
+def _capacity_block(args):
+    found = _reservation(args["id"])
+    if found["reservationType"] != "capacity-block":
+        raise ValueError(f"no Capacity Block reservation matches id {args['id']} (it is an On-Demand Capacity "
+                         f"Reservation)")
+    return found
+
+
+@invoke("aws:cloudcontrol/getResource:getResource")
+def _cloud_control(args):
+    """Cloud Control's read of an AWS::EC2::CapacityReservation: its CloudFormation properties as JSON."""
+    if args["typeName"] != "AWS::EC2::CapacityReservation":
+        raise ValueError(f"offline plan: no Cloud Control answer for {args['typeName']}")
+    r = _reservation(args["identifier"])
+    props = {"Id": r["id"], "AvailabilityZone": r["availabilityZone"], "InstanceType": r["instanceType"],
+             "InstanceCount": r["instanceCount"], "InstancePlatform": r["instancePlatform"], "Tenancy": r["tenancy"],
+             "InstanceMatchCriteria": "targeted", "TotalInstanceCount": r["instanceCount"]}
+    if r.get("placementGroupArn"):
+        props["PlacementGroupArn"] = r["placementGroupArn"]
+    return {"id": r["id"], "identifier": r["id"], "typeName": args["typeName"], "properties": json.dumps(props)}
+
+
+@cloud_outputs("aws:autoscaling/schedule:Schedule")
+def _schedule(name, inputs):
+    return {"id": inputs["scheduledActionName"],
+            "arn": _arn(inputs, "autoscaling", f"scheduledUpdateGroupAction:{_hex(name, 8)}:autoScalingGroupName/"
+                                               f"{inputs['autoscalingGroupName']}:scheduledActionName/"
+                                               f"{inputs['scheduledActionName']}")}

@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 
 from ...versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE, CLUSTER_AUTOSCALER_TAGS
 from .iam import POD_IDENTITY_PRINCIPAL, cluster_autoscaler_policy, trust_policy
-from .nodegroups import SYSTEM_LABELS
+from .node_pools import SYSTEM_LABELS
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"

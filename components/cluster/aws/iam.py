@@ -14,8 +14,12 @@ POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 CLUSTER_POLICIES = ("AmazonEKSClusterPolicy",)
 # The CNI policy stays on the node role: aws-node must assign pod IPs before anything else on the
 # node (the Pod Identity agent included) can run, which is AWS's default setup for managed nodes.
-NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonEKS_CNI_Policy")
+# SSM: a shell on a GPU node (nvidia-smi, dmesg, the NVMe array) through Session Manager, with no SSH key,
+# bastion or open port.
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly", "AmazonEKS_CNI_Policy",
+                 "AmazonSSMManagedInstanceCore")
 EFS_CSI_POLICY = "service-role/AmazonEFSCSIDriverPolicy"
+EBS_CSI_POLICY = "service-role/AmazonEBSCSIDriverPolicy"
 
 
 def managed_policy_arn(partition: str, name: str) -> str:

@@ -1,5 +1,5 @@
-"""The VPC: private subnets across Availability Zones behind one NAT gateway per zone, or the
-subnets of a VPC the stack is given."""
+"""The VPC: private subnets across Availability Zones behind one NAT gateway per zone and an S3
+gateway endpoint, or the subnets of a VPC the stack is given."""
 from __future__ import annotations
 
 import ipaddress
@@ -21,8 +21,10 @@ INTERNAL_ELB_TAG = {"kubernetes.io/role/internal-elb": "1"}
 @dataclass
 class NetworkFacts:
     vpc_id: Any  # Input[str]
-    private_subnet_ids: list[Any]  # Input[str], one per zone; [0] hosts the zonal (EFA / reserved) GPU pools
-    zones: list[str] | None  # None for a given VPC (the zones are its subnets')
+    private_subnet_ids: list[Any]  # Input[str], one per zone; [0] hosts the zonal (EFA) GPU pools
+    zones: list[str]  # the zone of each private subnet, same order
+    # "aws.availabilityZones" or "aws.subnetIds": what the user changes to move a pool to another zone.
+    zones_field: str = "aws.availabilityZones"
     # What nodes need before they boot: a route out (image pulls) from every private subnet.
     egress: list[Any] = field(default_factory=list)
 
@@ -36,10 +38,27 @@ def subnet_layout(vpc_cidr: str, zones: int) -> list[tuple[str, str]]:
     return [(str(blocks[i]), str(public[i])) for i in range(zones)]
 
 
+def s3_service_name(reverse_dns_prefix: str, region: str) -> str:
+    """com.amazonaws.<region>.s3 (cn.com.amazonaws in the China partition: getPartition's reverseDnsPrefix)."""
+    return f"{reverse_dns_prefix}.{region}.s3"
+
+
 def pick_zones(settings: AwsSettings, available: list[str]) -> list[str]:
     """The configured zones, or the region's first DEFAULT_ZONES (in name order, so that a rerun
     picks the same ones)."""
     return list(settings.availability_zones or sorted(available)[:DEFAULT_ZONES])
+
+
+def network_zones(settings: AwsSettings, invoke: pulumi.InvokeOptions) -> tuple[list[str], str]:
+    """(zone of each private subnet, the field that sets them), asked of EC2 before anything is created:
+    they decide where zonal pools and reservations can land."""
+    if settings.vpc_id:
+        return [aws.ec2.get_subnet(id=subnet, opts=invoke).availability_zone
+                for subnet in settings.subnet_ids], "aws.subnetIds"
+    available = aws.get_availability_zones(
+        state="available", region=settings.region,
+        filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}], opts=invoke).names
+    return pick_zones(settings, available), "aws.availabilityZones"
 
 
 class AwsNetwork(pulumi.ComponentResource):
@@ -47,19 +66,14 @@ class AwsNetwork(pulumi.ComponentResource):
 
     facts: NetworkFacts
 
-    def __init__(self, name: str, settings: AwsSettings, cluster_name: str,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, settings: AwsSettings, cluster_name: str, zones: list[str],
+                 reverse_dns_prefix: str, opts: pulumi.ResourceOptions | None = None):
         super().__init__("vllm-platform:aws:Network", name, None, opts)
         if settings.vpc_id:
-            self.facts = NetworkFacts(settings.vpc_id, list(settings.subnet_ids), None)
-            self.register_outputs({"vpcId": settings.vpc_id})
+            self.facts = NetworkFacts(settings.vpc_id, list(settings.subnet_ids), zones, zones_field="aws.subnetIds")
+            self.register_outputs({"vpcId": settings.vpc_id, "zones": zones})
             return
         child = pulumi.ResourceOptions(parent=self)
-        available = aws.get_availability_zones(
-            state="available", region=settings.region,
-            filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}],
-            opts=pulumi.InvokeOptions(parent=self)).names
-        zones = pick_zones(settings, available)
         layout = subnet_layout(settings.vpc_cidr, len(zones))
         cluster_tag = {f"kubernetes.io/cluster/{cluster_name}": "shared"}
         self.vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=settings.vpc_cidr, enable_dns_hostnames=True,
@@ -68,7 +82,7 @@ class AwsNetwork(pulumi.ComponentResource):
         public_rt = aws.ec2.RouteTable(f"{name}-public", vpc_id=self.vpc.id,
                                        routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": igw.id}],
                                        tags={"Name": f"{cluster_name}-public"}, opts=child)
-        private_ids, egress = [], []
+        private_ids, egress, private_rts = [], [], []
         for zone, (private_cidr, public_cidr) in zip(zones, layout):
             public = aws.ec2.Subnet(f"{name}-public-{zone}", vpc_id=self.vpc.id, cidr_block=public_cidr,
                                     availability_zone=zone, tags={"Name": f"{cluster_name}-public-{zone}",
@@ -90,5 +104,12 @@ class AwsNetwork(pulumi.ComponentResource):
             egress.append(aws.ec2.RouteTableAssociation(f"{name}-private-{zone}", subnet_id=private.id,
                                                         route_table_id=rt.id, opts=child))
             private_ids.append(private.id)
-        self.facts = NetworkFacts(self.vpc.id, private_ids, zones, egress)
+            private_rts.append(rt.id)
+        # Image layers from ECR (stored in S3) and model downloads from S3 stay off the NAT gateways:
+        # no per-GB NAT charge on a 10-20 GB image pulled by every new GPU node.
+        self.s3_endpoint = aws.ec2.VpcEndpoint(
+            f"{name}-s3", vpc_id=self.vpc.id, service_name=s3_service_name(reverse_dns_prefix, settings.region),
+            vpc_endpoint_type="Gateway", route_table_ids=private_rts, tags={"Name": f"{cluster_name}-s3"},
+            opts=child)
+        self.facts = NetworkFacts(self.vpc.id, private_ids, zones, egress=egress)
         self.register_outputs({"vpcId": self.vpc.id, "zones": zones})

@@ -1,5 +1,6 @@
-"""The RWX model cache: an encrypted EFS file system with elastic throughput, a mount target in
-every node subnet, NFS admitted from the cluster's nodes only, and a StorageClass for the EFS CSI driver."""
+"""Storage classes on EKS: the RWX model cache (an encrypted EFS file system with elastic throughput, a
+mount target in every node subnet, NFS admitted from the cluster's nodes only) and the cluster's default
+block class (encrypted gp3 EBS through the EBS CSI driver), which every claim without a class binds to."""
 from __future__ import annotations
 
 import pulumi
@@ -7,6 +8,31 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from .network import NetworkFacts
+
+PART_OF = {"app.kubernetes.io/part-of": "vllm-platform"}
+# EKS creates no default StorageClass (and no EBS CSI driver): a claim that names no class stays Pending.
+BLOCK_STORAGE_CLASS = "ebs-gp3"
+EBS_PROVISIONER = "ebs.csi.aws.com"
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
+def block_storage_class_spec() -> dict:
+    """StorageClass fields (parameters: kubernetes-sigs/aws-ebs-csi-driver docs/parameters.md). EBS volumes
+    are zonal: WaitForFirstConsumer creates the volume in the zone the pod was scheduled to."""
+    return {"metadata": {"name": BLOCK_STORAGE_CLASS, "labels": dict(PART_OF),
+                         "annotations": {DEFAULT_CLASS_ANNOTATION: "true"}},
+            "provisioner": EBS_PROVISIONER,
+            "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
+            "reclaim_policy": "Delete", "volume_binding_mode": "WaitForFirstConsumer",
+            "allow_volume_expansion": True}
+
+
+def block_storage_class(name: str, provider: k8s.Provider, csi_driver: pulumi.Resource,
+                        parent: pulumi.Resource) -> k8s.storage.v1.StorageClass:
+    return k8s.storage.v1.StorageClass(
+        name, **block_storage_class_spec(),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[csi_driver]))
+
 
 STORAGE_CLASS = "efs-model-cache"
 EFS_PROVISIONER = "efs.csi.aws.com"
@@ -46,7 +72,7 @@ class EfsModelCache(pulumi.ComponentResource):
                                 security_groups=[self.security_group.id], opts=child)
             for i, subnet in enumerate(network.private_subnet_ids)]
         self.storage_class = k8s.storage.v1.StorageClass(
-            f"{name}-class", metadata={"name": STORAGE_CLASS, "labels": {"app.kubernetes.io/part-of": "vllm-platform"}},
+            f"{name}-class", metadata={"name": STORAGE_CLASS, "labels": dict(PART_OF)},
             provisioner=EFS_PROVISIONER, parameters=storage_class_parameters(self.file_system.id),
             reclaim_policy="Delete", volume_binding_mode="Immediate",
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[csi_driver, *self.mount_targets]))

@@ -1,11 +1,11 @@
 """Managed node groups: a small on-demand system group, and one GPU group per planned instance type.
 
 A GPU group whose replicas span nodes gets the instance type's full EFA device count, a cluster
-placement group (unless reserved capacity brings its own placement), one zone's subnet and a security
-group open to itself (EFA traffic does not cross zones and is dropped by security groups that do not
-admit it). Every GPU node assembles its local
-NVMe instance store as one RAID0 array (nodeadm `localStorage`) that holds kubelet, containerd and
-the node-local model cache.
+placement group (ours, or the one aws.placementGroup names), one zone's subnet and a security group
+open to itself (EFA traffic does not cross zones and is dropped by security groups that do not admit
+it). Every GPU node assembles its local NVMe instance store as one RAID0 array (nodeadm `localStorage`)
+that holds kubelet, containerd and the node-local model cache. Every instance and volume carries the
+cost-allocation tags (stack, environment, pool, models).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from ...config.schema import AwsSettings
 from ..facts import GpuPool
 from ..pools import (CLOUD_TAINT_EFFECTS, GPU_ROOT_DISK_GIB, SYSTEM_ROOT_DISK_GIB, SYSTEM_SELECTOR, PoolSpec,
                      nvme_cache_path)
+from .capacity import CAPACITY_TYPES, PoolPlacement, reserved, schedule_actions, uses_efa
 from .iam import NODE_POLICIES, service_role
 from .network import NetworkFacts
 
@@ -41,14 +42,7 @@ AWS_GPU_LABEL = "k8s.amazonaws.com/accelerator"
 SYSTEM_LABELS = SYSTEM_SELECTOR
 CA_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
-CAPACITY_TYPES = {"onDemand": "ON_DEMAND", "spot": "SPOT", "reservation": "ON_DEMAND", "capacityBlock": "CAPACITY_BLOCK"}
 TAINT_EFFECTS = CLOUD_TAINT_EFFECTS
-
-
-def uses_efa(spec: PoolSpec) -> bool:
-    """EFA, a placement group and one zone only where a replica spans nodes: a single-node replica
-    talks over NVLink, and a placement group would only narrow where EC2 can find capacity."""
-    return spec.multi_node and spec.instance.efa_interfaces > 0
 
 
 def efa_network_interfaces(count: int, node_groups: list, efa_group) -> list[dict]:
@@ -83,11 +77,6 @@ def gpu_taints(spec: PoolSpec) -> list[dict]:
     return [{"key": t.key, "value": t.value, "effect": TAINT_EFFECTS[t.effect]} for t in spec.taints]
 
 
-def scaling(spec: PoolSpec) -> dict[str, int]:
-    """The plan's node counts: min keeps every model's min replicas, max caps the bill."""
-    return {"min_size": spec.min_nodes, "desired_size": spec.desired_nodes, "max_size": max(1, spec.max_nodes)}
-
-
 def capacity(spec: PoolSpec, settings: AwsSettings) -> tuple[str, dict]:
     """(node group capacityType, launch-template purchase options) for one pool.
     A reservation / Capacity Block is targeted by id; the stack config guarantees ids exist."""
@@ -101,20 +90,32 @@ def capacity(spec: PoolSpec, settings: AwsSettings) -> tuple[str, dict]:
     return CAPACITY_TYPES[kind], lt
 
 
-def reserved(settings: AwsSettings) -> bool:
-    return settings.capacity_type in ("reservation", "capacityBlock")
+def placement_group(spec: PoolSpec, settings: AwsSettings) -> str | None:
+    """"existing": the group aws.placementGroup names (an ODCR created in a placement group is only used by
+    instances launched there); "new": a cluster placement group of our own for EFA pools on on-demand or
+    spot capacity. Capacity Blocks run co-located in an EC2 UltraCluster and need none."""
+    if settings.placement_group and (uses_efa(spec) or settings.capacity_type == "reservation"):
+        return "existing"
+    if uses_efa(spec) and not reserved(settings):
+        return "new"
+    return None
 
 
-def zonal(spec: PoolSpec, settings: AwsSettings) -> bool:
-    """EFA pools and reserved capacity live in one zone: the first subnet's."""
-    return uses_efa(spec) or reserved(settings)
+def cost_tags(base: dict[str, str], spec: PoolSpec, models: str) -> dict[str, str]:
+    """Cost-allocation tags of a GPU pool. The catalog model ids (not the served names) go in: renaming a
+    model writes no new launch-template version, while a pool that serves another model is re-tagged."""
+    return {**base, "vllm-platform/pool": spec.name, "vllm-platform/models": models}
 
 
-def placement_group(spec: PoolSpec, settings: AwsSettings) -> bool:
-    """A cluster placement group of our own for EFA pools on on-demand or spot capacity. Reserved capacity
-    is placed by its reservation: Capacity Blocks run co-located in an EC2 UltraCluster, and an On-Demand
-    Capacity Reservation belongs to the placement group it was created in (or none), never to a new one."""
-    return uses_efa(spec) and not reserved(settings)
+# Node updates replace GPU nodes in place: MINIMAL terminates up to max_unavailable old nodes before it
+# launches their replacements, where the default strategy first surges new nodes into the group. A surge
+# needs GPU capacity beyond the group's (a spare p5 in the placement group, a reservation or Capacity Block
+# larger than the group), which is usually not there: the update would stall. The price: while a node is
+# replaced the pool has one node less, so a replica (or a multi-node replica's group) is down for that time.
+GPU_UPDATE_CONFIG = {"max_unavailable": 1, "update_strategy": "MINIMAL"}
+# Auto repair replaces one GPU node at a time: a fleet-wide fault (a bad driver roll-out) must not
+# terminate every node of a pool at once.
+GPU_REPAIR_PARALLELISM = 1
 
 
 def gpu_pool_facts(spec: PoolSpec) -> GpuPool:
@@ -141,10 +142,13 @@ class AwsNodeGroups(pulumi.ComponentResource):
     """The node role, the system node group and the GPU node groups of the plan."""
 
     def __init__(self, name: str, settings: AwsSettings, cluster_name: str, specs: list[PoolSpec],
-                 cluster: aws.eks.Cluster, network: NetworkFacts, partition: str,
+                 placements: dict[str, PoolPlacement], cluster: aws.eks.Cluster, network: NetworkFacts,
+                 partition: str, tags: dict[str, str], pool_models: dict[str, str],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("vllm-platform:aws:NodeGroups", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        self._settings, self._cluster, self._network, self._cluster_name = settings, cluster, network, cluster_name
+        self._tags = tags
         self.role, attachments = service_role(f"{name}-role", "ec2.amazonaws.com", partition, NODE_POLICIES, self,
                                               f"EKS nodes of {cluster_name}", tag_session=False)
         # Cluster Autoscaler owns the desired size once the group exists. Every group names the cluster's
@@ -157,33 +161,37 @@ class AwsNodeGroups(pulumi.ComponentResource):
             tags={"Name": f"{cluster_name}-nodes"}, opts=child)
         cluster_sg = cluster.vpc_config.apply(lambda v: v.cluster_security_group_id)
         self._base_groups = [cluster_sg, self.node_security_group.id]
-        self.system = self._system(name, settings, cluster, network, cluster_name)
+        self.system = self._system(name)
         self.gpu_groups: dict[str, aws.eks.NodeGroup] = {}
         self.pools: dict[str, GpuPool] = {}
         for spec in specs:
-            self.gpu_groups[spec.instance.name] = self._gpu(f"{name}-{spec.name}", spec, settings, cluster,
-                                                            network, cluster_name)
+            self.gpu_groups[spec.instance.name] = self._gpu(f"{name}-{spec.name}", spec, placements[spec.name],
+                                                            cost_tags(tags, spec, pool_models[spec.name]))
             self.pools[spec.instance.name] = gpu_pool_facts(spec)
         self.register_outputs({"role": self.role.arn, "pools": list(self.pools)})
 
-    def _system(self, name, settings, cluster, network, cluster_name) -> aws.eks.NodeGroup:
+    def _system(self, name) -> aws.eks.NodeGroup:
+        settings, cluster_name = self._settings, self._cluster_name
+        tags = {**self._tags, "vllm-platform/pool": "system"}
         lt = aws.ec2.LaunchTemplate(
             f"{name}-system", description=f"{cluster_name} system nodes", update_default_version=True,
             metadata_options=_metadata(2), block_device_mappings=_root(SYSTEM_ROOT_GIB),
             vpc_security_group_ids=self._base_groups,
-            tag_specifications=[{"resource_type": "instance", "tags": {"Name": f"{cluster_name}-system"}}],
+            tag_specifications=[{"resource_type": kind, "tags": {"Name": f"{cluster_name}-system", **tags}}
+                                for kind in ("instance", "volume")],
             opts=pulumi.ResourceOptions(parent=self))
         n = settings.system_nodes
         return aws.eks.NodeGroup(
-            f"{name}-system", cluster_name=cluster.name, node_role_arn=self.role.arn,
-            version=cluster.version, subnet_ids=network.private_subnet_ids, ami_type=SYSTEM_AMI_TYPE,
+            f"{name}-system", cluster_name=self._cluster.name, node_role_arn=self.role.arn,
+            version=self._cluster.version, subnet_ids=self._network.private_subnet_ids, ami_type=SYSTEM_AMI_TYPE,
             capacity_type="ON_DEMAND",
             instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
             scaling_config={"min_size": n, "desired_size": n, "max_size": n + 2},
-            update_config={"max_unavailable": 1}, opts=self._group_opts)
+            update_config={"max_unavailable": 1}, tags=tags, opts=self._group_opts)
 
-    def _gpu(self, name, spec: PoolSpec, settings, cluster, network, cluster_name) -> aws.eks.NodeGroup:
+    def _gpu(self, name, spec: PoolSpec, placement: PoolPlacement, tags: dict[str, str]) -> aws.eks.NodeGroup:
+        settings, network, cluster_name = self._settings, self._network, self._cluster_name
         child = pulumi.ResourceOptions(parent=self)
         capacity_type, purchase = capacity(spec, settings)
         lt_args: dict = dict(purchase)
@@ -202,32 +210,40 @@ class AwsNodeGroups(pulumi.ComponentResource):
                                                                    efa_sg.id)
         else:
             lt_args["vpc_security_group_ids"] = self._base_groups
-        if placement_group(spec, settings):
-            placement = aws.ec2.PlacementGroup(f"{name}-placement", strategy="cluster",
-                                               tags={"Name": f"{cluster_name}-{spec.name}"}, opts=child)
-            lt_args["placement"] = {"group_name": placement.name}
+        group_kind = placement_group(spec, settings)
+        if group_kind == "new":
+            pg = aws.ec2.PlacementGroup(f"{name}-placement", strategy="cluster",
+                                        tags={"Name": f"{cluster_name}-{spec.name}"}, opts=child)
+            lt_args["placement"] = {"group_name": pg.name}
+        elif group_kind == "existing":
+            lt_args["placement"] = {"group_name": settings.placement_group}
         node_name = f"{cluster_name}-{spec.name}"
         # The description is part of every template version (the provider writes a new version when it
-        # changes, and the node group then replaces its nodes): nothing here may follow the model list.
+        # changes, and the node group then replaces its nodes): nothing here may follow a model's name.
         lt = aws.ec2.LaunchTemplate(
             f"{name}-lt", description=f"{node_name}: {spec.instance.name} GPU nodes",
             instance_type=spec.instance.name, update_default_version=True, metadata_options=_metadata(1),
             block_device_mappings=_root(GPU_ROOT_GIB),
             user_data=base64.b64encode(nodeadm_user_data().encode()).decode(),
-            tag_specifications=[{"resource_type": kind, "tags": {"Name": node_name}} for kind in ("instance", "volume")],
+            tag_specifications=[{"resource_type": kind, "tags": {"Name": node_name, **tags}}
+                                for kind in ("instance", "volume")],
             opts=child, **lt_args)
-        subnets = network.private_subnet_ids[:1] if zonal(spec, settings) else network.private_subnet_ids
+        subnets = [network.private_subnet_ids[i] for i in placement.subnet_indexes]
         group = aws.eks.NodeGroup(
-            name, cluster_name=cluster.name, node_role_arn=self.role.arn, version=cluster.version,
+            name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
             subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
             capacity_type=capacity_type, launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            labels=gpu_labels(spec), taints=gpu_taints(spec), scaling_config=scaling(spec),
-            update_config={"max_unavailable": 1}, node_repair_config={"enabled": True}, opts=self._group_opts)
+            labels=gpu_labels(spec), taints=gpu_taints(spec), scaling_config=placement.scaling,
+            update_config=dict(GPU_UPDATE_CONFIG),
+            node_repair_config=({"enabled": True, "max_parallel_nodes_repaired_count": GPU_REPAIR_PARALLELISM}
+                                if settings.node_auto_repair else {"enabled": False}),
+            tags=tags, opts=self._group_opts)
+        asg = group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
         if uses_efa(spec):
             # Cluster Autoscaler builds a node from the group's template when none is running: tell it
             # the EFA devices a node brings, or pods that ask for them never trigger a scale-up.
-            asg = group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
             aws.autoscaling.Tag(f"{name}-ca-efa", autoscaling_group_name=asg,
                                 tag={"key": CA_RESOURCE_TAG + EFA_RESOURCE, "value": str(spec.instance.efa_interfaces),
                                      "propagate_at_launch": False}, opts=child)
+        self.schedules = schedule_actions(name, asg, placement, self)
         return group

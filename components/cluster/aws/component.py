@@ -1,0 +1,129 @@
+"""EKS for the plan: VPC, control plane, system and GPU node groups, add-ons, storage classes and
+Cluster Autoscaler, handed over as the same ClusterFacts the GCP and existing-cluster paths return.
+
+Everything that can stop a `pulumi up` half-way (an API the deployer cannot reach, an instance type
+a zone does not offer, a reservation of another type or zone) is asked of EC2 and checked before the
+first resource is registered."""
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from ...config import ConfigError
+from ...config.schema import StackConfig
+from ...planner import Topology
+from ...versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
+from ..facts import COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, ClusterFacts
+from ..pools import PoolSpec, gpu_pool_specs, pool_name
+from .autoscaling import ClusterAutoscaler
+from . import capacity
+from .capacity import PoolPlacement, plan_placement
+from .control_plane import EBS_CSI_ADDON, EFS_CSI_ADDON, EksAddons, EksControlPlane, endpoint_reachability
+from .network import AwsNetwork, network_zones
+from .node_pools import SYSTEM_LABELS, AwsNodeGroups
+from .storage import BLOCK_STORAGE_CLASS, EFS_CLIENT_READ_GBPS, STORAGE_CLASS, EfsModelCache, block_storage_class
+
+# Model cache on the nodes' NVMe RAID0: the first start downloads from the Hub, later ones read the
+# local array. A conservative figure for one instance-store SSD; set modelCache.readGbps to what you measure.
+NVME_READ_GBPS = 2.0
+
+
+def check(cfg: StackConfig, specs: list[PoolSpec]) -> list[str]:
+    """What the plan and the AWS settings disagree on, as `field: problem` lines."""
+    problems = endpoint_reachability(cfg.aws)
+    minor = cfg.cluster.kubernetes_version
+    if minor not in EKS_ADDON_VERSIONS or minor not in CLUSTER_AUTOSCALER_TAGS:
+        problems.append(f"cluster.kubernetesVersion: {minor} has no pinned EKS add-on versions; "
+                        f"allowed: {', '.join(sorted(EKS_ADDON_VERSIONS))} (components/versions.py)")
+    if cfg.aws.capacity_type in ("reservation", "capacityBlock"):
+        for spec in specs:
+            if spec.instance.name not in cfg.aws.capacity_reservations:
+                problems.append(f"aws.capacityReservations: no reservation for planned instance type "
+                                f"{spec.instance.name} ({', '.join(spec.models)}); add `{spec.instance.name}: cr-...`")
+    return problems
+
+
+def uses_efs(cfg: StackConfig) -> bool:
+    """EFS unless the cache is node-local or the stack names a StorageClass of its own."""
+    return cfg.model_cache.kind == "rwx" and not cfg.model_cache.storage_class
+
+
+def cache_facts(cfg: StackConfig) -> tuple[str | None, float]:
+    if cfg.model_cache.kind == "nvme":
+        return None, cfg.model_cache.read_gbps or NVME_READ_GBPS
+    return (STORAGE_CLASS if uses_efs(cfg) else cfg.model_cache.storage_class,
+            cfg.model_cache.read_gbps or EFS_CLIENT_READ_GBPS)
+
+
+def pool_models(topologies: dict[str, Topology]) -> dict[str, str]:
+    """Pool name -> the catalog models it serves, for cost-allocation tags."""
+    models: dict[str, set[str]] = {}
+    for t in topologies.values():
+        models.setdefault(pool_name(t.instance_type), set()).add(t.model)
+    return {pool: "+".join(sorted(ms)) for pool, ms in models.items()}
+
+
+def _fail(problems: list[str]):
+    err = ConfigError(problems)
+    raise pulumi.RunError(str(err)) from err
+
+
+class AwsGpuCluster(pulumi.ComponentResource):
+    facts: ClusterFacts
+
+    def __init__(self, name: str, cfg: StackConfig, topologies: dict[str, Topology],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("vllm-platform:cluster:AwsGpuCluster", name, None, opts)
+        specs = gpu_pool_specs(topologies)
+        problems = check(cfg, specs)
+        if problems:
+            _fail(problems)
+        settings, cluster_name, minor = cfg.aws, cfg.cluster.name, cfg.cluster.kubernetes_version
+        child = pulumi.ResourceOptions(parent=self)
+        invoke = pulumi.InvokeOptions(parent=self)
+        partition = aws.get_partition(opts=invoke)
+        account = aws.get_caller_identity(opts=invoke).account_id
+        zones, zones_field = network_zones(settings, invoke)
+        placements: dict[str, PoolPlacement] = {}
+        now = capacity.utcnow()
+        for spec in specs:
+            placement, found = plan_placement(spec, settings, zones, zones_field, invoke, now)
+            problems += found
+            if placement:
+                placements[spec.name] = placement
+        if problems:
+            _fail(problems)
+
+        network = AwsNetwork(f"{name}-network", settings, cluster_name, zones, partition.reverse_dns_prefix,
+                             opts=child).facts
+        control = EksControlPlane(f"{name}-eks", cfg, network, partition.partition, opts=child)
+        self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
+        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
+        tags = {"vllm-platform/stack": pulumi.get_stack(), "vllm-platform/environment": cfg.environment}
+        nodes = AwsNodeGroups(f"{name}-nodes", settings, cluster_name, specs, placements, self.cluster, network,
+                              partition.partition, tags, pool_models(topologies), opts=child)
+        addons = EksAddons(f"{name}-addons", self.cluster, EKS_ADDON_VERSIONS[minor], partition.partition,
+                           nodes.system, efs_csi=uses_efs(cfg), node_monitoring=settings.node_auto_repair,
+                           opts=child).addons
+        block_class = block_storage_class(f"{name}-block-class", self.provider, addons[EBS_CSI_ADDON], self)
+        # Operators and serving objects need the system nodes, the add-ons and a reachable API, not the GPU
+        # groups: pods that ask for GPUs wait as Pending while a GPU group (or its capacity) is still coming.
+        ready = [nodes.system, *addons.values(), *control.deployer_rules, block_class]
+        if uses_efs(cfg):
+            cache = EfsModelCache(f"{name}-cache", cluster_name, network, nodes.node_security_group, self.provider,
+                                  addons[EFS_CSI_ADDON], opts=child)
+            ready.append(cache.storage_class)
+        ClusterAutoscaler(f"{name}-autoscaler", self.cluster, cluster_name, settings.region, minor,
+                          partition.partition, account, self.provider,
+                          [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules], opts=child)
+        storage_class, read_gbps = cache_facts(cfg)
+        self.facts = ClusterFacts(
+            cloud="aws", name=cluster_name, provider=self.provider, gpu_pools=nodes.pools,
+            system_node_selector=dict(SYSTEM_LABELS), rwx_storage_class=storage_class, cache_read_gbps=read_gbps,
+            driver_preinstalled=True, kubeconfig=self.kubeconfig, depends_on=ready,
+            block_storage_class=BLOCK_STORAGE_CLASS, network_policy_enforced=True,
+            gpu_stack=EKS_GPU_STACK, fabric_software=dict(EKS_FABRIC_SOFTWARE), managed_control_plane=True,
+            cluster_dns=COREDNS)
+        self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
+                               "kubeconfig": self.kubeconfig})

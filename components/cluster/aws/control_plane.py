@@ -1,0 +1,197 @@
+"""The EKS control plane (KMS envelope encryption, control-plane logs, access entries, an endpoint the
+deployer can reach, upgrade policy, deletion protection) and the EKS add-ons, pinned per Kubernetes
+minor in components/versions.py."""
+from __future__ import annotations
+
+import json
+import re
+
+import pulumi
+import pulumi_aws as aws
+import yaml
+
+from ...config.schema import AwsSettings, StackConfig
+from .iam import (CLUSTER_POLICIES, EBS_CSI_POLICY, EFS_CSI_POLICY, POD_IDENTITY_PRINCIPAL, secrets_key_policy,
+                  service_role)
+from .network import NetworkFacts
+
+LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+LOG_RETENTION_DAYS = 90
+ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+VIEW_POLICY = "AmazonEKSViewPolicy"
+API_PORT = 443
+# Add-ons the nodes need before they can run pods; the others wait for the system nodes
+# (an add-on whose pods cannot schedule stays DEGRADED and its creation times out).
+NODE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+WORKLOAD_ADDONS = ("coredns",)
+EFS_CSI_ADDON = "aws-efs-csi-driver"
+EFS_CSI_CONTROLLER_SA = "efs-csi-controller-sa"
+EBS_CSI_ADDON = "aws-ebs-csi-driver"
+EBS_CSI_CONTROLLER_SA = "ebs-csi-controller-sa"
+NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
+# The VPC CNI ships with its network policy agent off: NetworkPolicies would be accepted and ignored.
+# Key from the vpc-cni add-on's configuration schema (`aws eks describe-addon-configuration --addon-name
+# vpc-cni`; docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html).
+VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
+
+
+def endpoint_reachability(settings: AwsSettings) -> list[str]:
+    """What keeps `pulumi up` from ever reaching the Kubernetes API, as `field: problem` lines.
+
+    The public endpoint admits endpointPublicAccessCidrs. The private one sits behind the cluster security
+    group, which admits only itself: a deployer reaches it only through a 443 rule for its CIDR or security
+    group. A VPC the stack creates has no runner, peering or VPN on the first run, so that run must come in
+    over the public endpoint (README "First `pulumi up`")."""
+    public = settings.endpoint_public_access_cidrs
+    private = settings.deployer_cidrs or settings.deployer_security_group_ids
+    if not settings.vpc_id and not settings.bootstrapped and not public:
+        return ["aws.endpointPublicAccessCidrs: empty while the stack creates its VPC, so the first `pulumi up` "
+                "cannot reach the Kubernetes API (nothing is inside a VPC that does not exist yet); list the "
+                "deployer's egress CIDR (e.g. 203.0.113.7/32) for the first run, then go private with "
+                "aws.deployerSecurityGroupIds / aws.deployerCidrs and aws.bootstrapped: true"]
+    if not public and not private:
+        return ["aws.deployerCidrs / aws.deployerSecurityGroupIds: both empty and aws.endpointPublicAccessCidrs "
+                "is empty: the private endpoint admits nothing but the cluster itself; list the CIDR or security "
+                "group `pulumi up` runs from, or the CIDRs of a public endpoint"]
+    return []
+
+
+def endpoint_access(settings: AwsSettings) -> dict:
+    """Private endpoint always; the public one only for the CIDRs the stack lists (off by default)."""
+    cidrs = list(settings.endpoint_public_access_cidrs)
+    access = {"endpoint_private_access": True, "endpoint_public_access": bool(cidrs)}
+    if cidrs:
+        access["public_access_cidrs"] = cidrs
+    return access
+
+
+def deployer_rules(settings: AwsSettings) -> dict[str, dict]:
+    """Inbound 443 on the cluster security group for each deployer CIDR and security group, by a name
+    derived from the source (reordering the lists replaces nothing)."""
+    rules = {}
+    for cidr in settings.deployer_cidrs:
+        rules[re.sub(r"[./]", "-", cidr)] = {"cidr_ipv4": cidr, "description": f"Kubernetes API from deployer {cidr}"}
+    for group in settings.deployer_security_group_ids:
+        rules[group] = {"referenced_security_group_id": group, "description": f"Kubernetes API from deployer {group}"}
+    return rules
+
+
+def deletion_protection(cfg: StackConfig) -> bool:
+    return cfg.aws.deletion_protection if cfg.aws.deletion_protection is not None else cfg.environment == "prod"
+
+
+def access_policy_arn(partition: str, policy: str) -> str:
+    return f"arn:{partition}:eks::aws:cluster-access-policy/{policy}"
+
+
+def kubeconfig_yaml(cluster: str, endpoint: str, ca_data: str, region: str) -> str:
+    """A kubeconfig that gets short-lived tokens from the AWS CLI (no long-lived credential in state)."""
+    return yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster, "preferences": {},
+        "clusters": [{"name": cluster, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
+        "users": [{"name": cluster, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
+            "args": ["eks", "get-token", "--cluster-name", cluster, "--region", region, "--output", "json"],
+            "interactiveMode": "Never"}}}],
+    }, sort_keys=False)
+
+
+class EksControlPlane(pulumi.ComponentResource):
+    """The cluster itself. Its name is the stack's cluster.name, so that tags, log groups and the
+    autoscaler's discovery tags are known before anything is created."""
+
+    def __init__(self, name: str, cfg: StackConfig, network: NetworkFacts, partition: str,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("vllm-platform:aws:EksControlPlane", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        settings, cluster_name = cfg.aws, cfg.cluster.name
+        self.secrets_key = aws.kms.Key(
+            f"{name}-secrets", description=f"EKS {cluster_name}: envelope encryption of Kubernetes Secrets",
+            enable_key_rotation=True, deletion_window_in_days=30, opts=child)
+        aws.kms.Alias(f"{name}-secrets", name=f"alias/eks/{cluster_name}", target_key_id=self.secrets_key.key_id,
+                      opts=child)
+        # EKS writes to this group by name; creating it first sets a retention instead of "never expire".
+        self.log_group = aws.cloudwatch.LogGroup(f"{name}-logs", name=f"/aws/eks/{cluster_name}/cluster",
+                                                 retention_in_days=LOG_RETENTION_DAYS, opts=child)
+        self.role, attachments = service_role(f"{name}-role", "eks.amazonaws.com", partition, CLUSTER_POLICIES,
+                                              self, f"EKS control plane of {cluster_name}")
+        key_access = aws.iam.RolePolicy(f"{name}-role-secrets-key", role=self.role.id,
+                                        policy=self.secrets_key.arn.apply(secrets_key_policy), opts=child)
+        self.cluster = aws.eks.Cluster(
+            f"{name}-cluster", name=cluster_name, version=cfg.cluster.kubernetes_version, role_arn=self.role.arn,
+            vpc_config={"subnet_ids": network.private_subnet_ids, **endpoint_access(settings)},
+            # API mode: access entries instead of the aws-auth ConfigMap. The identity running
+            # `pulumi up` keeps admin so that the stack can install what runs on the cluster.
+            access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+            encryption_config={"provider": {"key_arn": self.secrets_key.arn}, "resources": ["secrets"]},
+            enabled_cluster_log_types=list(LOG_TYPES),
+            # Explicit: left unset, EKS enrols the cluster in extended support (and its price) at the end of
+            # standard support instead of upgrading it.
+            upgrade_policy={"support_type": settings.support_type},
+            deletion_protection=deletion_protection(cfg),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, key_access, self.log_group]))
+        for role, policy, arns in (("admin", ADMIN_POLICY, settings.admin_role_arns),
+                                   ("viewer", VIEW_POLICY, settings.viewer_role_arns)):
+            for i, arn in enumerate(arns):
+                entry = aws.eks.AccessEntry(f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
+                                            type="STANDARD", opts=child)
+                aws.eks.AccessPolicyAssociation(
+                    f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
+                    policy_arn=access_policy_arn(partition, policy), access_scope={"type": "cluster"},
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]))
+        # The private endpoint's ENIs carry the cluster security group, which EKS creates admitting only itself.
+        self.security_group_id = self.cluster.vpc_config.apply(lambda v: v.cluster_security_group_id)
+        self.deployer_rules = [
+            aws.vpc.SecurityGroupIngressRule(f"{name}-deployer-{key}", security_group_id=self.security_group_id,
+                                             ip_protocol="tcp", from_port=API_PORT, to_port=API_PORT, opts=child,
+                                             **rule)
+            for key, rule in deployer_rules(settings).items()]
+        ca_data = self.cluster.certificate_authority.apply(lambda ca: ca.data)
+        self.kubeconfig = pulumi.Output.secret(pulumi.Output.all(self.cluster.name, self.cluster.endpoint, ca_data).apply(
+            lambda a: kubeconfig_yaml(a[0], a[1], a[2], settings.region)))
+        self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
+                               "kubeconfig": self.kubeconfig})
+
+
+class EksAddons(pulumi.ComponentResource):
+    """EKS-managed add-ons at pinned versions. The CSI drivers' controllers get their own Pod Identity
+    roles (AmazonEBSCSIDriverPolicy, AmazonEFSCSIDriverPolicy) instead of the node role."""
+
+    def __init__(self, name: str, cluster: aws.eks.Cluster, versions: dict[str, str], partition: str,
+                 system_nodes: pulumi.Resource, efs_csi: bool, node_monitoring: bool,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("vllm-platform:aws:EksAddons", name, None, opts)
+        self.addons: dict[str, aws.eks.Addon] = {}
+        for addon in NODE_ADDONS:
+            extra = {"configuration_values": json.dumps(VPC_CNI_CONFIGURATION)} if addon == "vpc-cni" else {}
+            self.addons[addon] = self._addon(name, cluster, addon, versions[addon], [], **extra)
+        for addon in WORKLOAD_ADDONS:
+            self.addons[addon] = self._addon(name, cluster, addon, versions[addon], [system_nodes])
+        # Every claim without a class of its own (Prometheus) binds through the default gp3 class on it.
+        self._csi(name, cluster, versions, partition, system_nodes, EBS_CSI_ADDON, "ebs-csi", EBS_CSI_POLICY,
+                  EBS_CSI_CONTROLLER_SA, "EBS")
+        if efs_csi:
+            self._csi(name, cluster, versions, partition, system_nodes, EFS_CSI_ADDON, "efs-csi", EFS_CSI_POLICY,
+                      EFS_CSI_CONTROLLER_SA, "EFS")
+        if node_monitoring:
+            # Node auto repair acts on node conditions; without this agent a GPU XID error or a failed DCGM
+            # check never becomes one, and a broken GPU node stays Ready.
+            self.addons[NODE_MONITORING_ADDON] = self._addon(name, cluster, NODE_MONITORING_ADDON,
+                                                             versions[NODE_MONITORING_ADDON], [system_nodes])
+        self.register_outputs({a: addon.addon_version for a, addon in self.addons.items()})
+
+    def _csi(self, name, cluster, versions, partition, system_nodes, addon, short, policy, service_account, kind):
+        role, attachments = service_role(f"{name}-{short}", POD_IDENTITY_PRINCIPAL, partition, (policy,), self,
+                                         f"{kind} CSI driver controller (Pod Identity)")
+        self.addons[addon] = self._addon(
+            name, cluster, addon, versions[addon], [system_nodes, self.addons["eks-pod-identity-agent"], *attachments],
+            pod_identity_associations=[{"role_arn": role.arn, "service_account": service_account}])
+
+    def _addon(self, name: str, cluster: aws.eks.Cluster, addon: str, version: str, depends_on: list,
+               **kwargs) -> aws.eks.Addon:
+        # OVERWRITE: EKS installed self-managed vpc-cni / kube-proxy / coredns at creation; the managed
+        # add-on takes them over instead of failing on the fields they already set.
+        return aws.eks.Addon(f"{name}-{addon}", cluster_name=cluster.name, addon_name=addon, addon_version=version,
+                             resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE",
+                             opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on), **kwargs)
