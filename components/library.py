@@ -56,6 +56,14 @@ class VllmServiceArgs(TypedDict, total=False):
     context: Optional[str]
     """A context of the kubeconfig."""
 
+    block_storage_class: Optional[str]
+    """A ReadWriteOnce StorageClass of the cluster for the claims the service makes (Prometheus when installed,
+    the Ray GCS store in production), as a stack file's `existing.blockStorageClass`."""
+
+    network_policy_enforced: Optional[bool]
+    """Whether the cluster's CNI enforces NetworkPolicy (`existing.networkPolicyEnforced`); production
+    requires it, since serving isolates tenants with a NetworkPolicy."""
+
     hf_token: Required[pulumi.Input[str]]
     """Hugging Face token for gated weights, as a secret."""
 
@@ -93,8 +101,10 @@ def resolve(args: "PlatformArgs | LoadedConfig", topologies: Optional[dict[str, 
 def service_config(args: VllmServiceArgs) -> dict[str, Any]:
     """The stack configuration a VllmService stands for: an existing cluster serving one model."""
     existing: dict[str, Any] = {"gpuNodes": args.get("gpu_nodes")}
-    if args.get("context"):
-        existing["context"] = args["context"]
+    for key, camel in (("context", "context"), ("block_storage_class", "blockStorageClass"),
+                       ("network_policy_enforced", "networkPolicyEnforced")):
+        if args.get(key) is not None:
+            existing[camel] = args[key]
     config: dict[str, Any] = {"cloud": "existing", "existing": existing, "models": [args.get("model")]}
     for key, camel in (("namespace", "namespace"), ("environment", "environment"),
                        ("model_cache", "modelCache"), ("addons", "addons")):

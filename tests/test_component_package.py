@@ -47,7 +47,8 @@ def test_the_schema_lists_both_components_with_their_inputs_and_outputs():
     assert set(platform["properties"]) == {"endpoints", "topology", "costPerHour", "clusterName", "apiEndpoint",
                                            "oidcIssuer", "workloadIdentityPool", "kubeconfig", "grafana"}
     assert set(service["inputProperties"]) == {"model", "gpuNodes", "namespace", "environment", "modelCache",
-                                               "addons", "context", "hfToken", "kubeconfig"}
+                                               "addons", "context", "blockStorageClass",
+                                               "networkPolicyEnforced", "hfToken", "kubeconfig"}
     assert sorted(service["requiredInputs"]) == ["gpuNodes", "hfToken", "model"]
     assert set(service["properties"]) == {"endpoint", "topology", "grafana"}
     assert "Hugging Face token" in platform["inputProperties"]["hfToken"]["description"]
@@ -66,7 +67,7 @@ from pulumi.provider.experimental.component import ComponentProvider
 from components.package import COMPONENTS, PACKAGE, VllmService, Platform
 provider = ComponentProvider(COMPONENTS, PACKAGE)
 inputs = {{"model": {DEV_MODEL!r}, "gpuNodes": {DEV_NODES!r}, "namespace": "llm", "hfToken": "{OFFLINE_SECRET}",
-          "modelCache": {{"kind": "rwx", "storageClass": "nfs-client"}}}}
+          "modelCache": {{"kind": "rwx", "storageClass": "nfs-client"}}, "blockStorageClass": "standard"}}
 args = provider.map_inputs(inputs, provider._component_defs["VllmService"])
 svc = VllmService("team-a", args)
 pulumi.export("endpoint", svc.endpoint)

@@ -196,14 +196,6 @@ def test_every_values_key_exists_in_the_chart_in_configs_no_stack_ships(variant)
     assert not problems, "\n".join(problems)
 
 
-def test_efa_values_also_fit_the_newest_chart_release():
-    """The AWS EFA plugin chart moves fast (0.5.30 by mid-2026): the values must survive a bump."""
-    efa = [v for *_, chart, _, v in shipped_releases() if chart == "aws-efa-k8s-device-plugin"]
-    assert efa
-    for values in efa:
-        assert not list(unknown_keys(values, CHARTS_DIR / "aws-efa-k8s-device-plugin" / "0.5.30"))
-
-
 @pytest.mark.parametrize("values, chart, bad", [
     ({"nodeSelecter": {"a": "b"}}, ("keda", "2.20.2"), "nodeSelecter"),
     ({"grafana": {"sidecar": {"dashboards": {"labelValu": "1"}}}}, ("kube-prometheus-stack", "92.0.0"),
@@ -213,6 +205,7 @@ def test_efa_values_also_fit_the_newest_chart_release():
     ({"prometheus": {"prometheusSpec": {"retension": "30d"}}}, ("kube-prometheus-stack", "92.0.0"),
      "prometheus.prometheusSpec.retension"),
     ({"cdi": {"default": True}}, ("gpu-operator", "v26.7.0"), "cdi.default"),
+    ({"tolerationz": []}, ("aws-efa-k8s-device-plugin", "v0.5.30"), "tolerationz"),
 ])
 def test_a_misspelt_key_is_caught(values, chart, bad):
     assert list(unknown_keys(values, _key(*chart))) == [bad]

@@ -21,8 +21,8 @@ RAY_STACKS = ["prod-llama405b-onprem", "prod-llama405b-aws"]
 NO_CONSOLIDATION = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false", "karpenter.sh/do-not-disrupt": "true"}
 DEV_405B = {
     "cloud": "existing", "environment": "dev", "namespace": "llm",
-    "existing": {"gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048,
-                              "fabric": "infiniband"}},
+    "existing": {"blockStorageClass": "standard",
+                 "gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048, "fabric": "infiniband"}},
     "modelCache": {"kind": "rwx", "storageClass": "nfs"},
     "models": [{"name": "big", "model": "llama-3.1-405b", "precision": "bf16", "maxModelLen": 8192}],
 }

@@ -104,7 +104,7 @@ def test_ray_serve_llm_gets_eager_shards_not_the_streamer_its_image_lacks():
 def test_runai_streamer_for_a_multi_node_model_is_a_config_error():
     import pulumi
     cfg = {"cloud": "existing", "namespace": "llm",
-           "existing": {"gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048,
+           "existing": {"blockStorageClass": "standard", "gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048,
                                      "fabric": "infiniband"}},
            "modelCache": {"kind": "rwx", "storageClass": "nfs", "loader": "runai-streamer"},
            "models": [{"name": "big", "model": "llama-3.1-405b", "precision": "bf16", "maxModelLen": 8192}]}
@@ -296,7 +296,8 @@ def test_requests_drain_before_the_pod_goes():
 
 EXISTING = {
     "cloud": "existing", "environment": "prod", "namespace": "llm",
-    "existing": {"gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048}},
+    "existing": {"blockStorageClass": "standard", "networkPolicyEnforced": True,
+                 "gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048}},
     "modelCache": {"kind": "rwx", "storageClass": "nfs", "readGbps": 1},
     "models": [{"name": "chat", "model": "llama-3.1-70b", "maxModelLen": 8192, "replicas": {"min": 2, "max": 6},
                 "revision": REV}],

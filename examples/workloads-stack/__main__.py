@@ -21,7 +21,8 @@ service = VllmService(model["name"], VllmServiceArgs(
     model=model, gpu_nodes=gpu_nodes, namespace=config.get("namespace") or "vllm",
     environment=config.get("environment") or "dev",
     model_cache={"kind": "rwx", "storageClass": stack_output(cluster, "storageClass")},
-    addons=addons, hf_token=config.require_secret("hfToken"), kubeconfig=cluster.require_output("kubeconfig")))
+    addons=addons, network_policy_enforced=True,  # EKS VPC CNI with network policy on (the cluster stack)
+    hf_token=config.require_secret("hfToken"), kubeconfig=cluster.require_output("kubeconfig")))
 
 pulumi.export("endpoint", service.endpoint)
 pulumi.export("topology", service.topology)
