@@ -114,3 +114,51 @@ def test_plan_prints_verdicts_and_exits_non_zero_on_a_mandatory_violation(tmp_pa
     assert code == EXIT_POLICY == 4  # the exit code README and the CI plan step document
     assert ("policy mandatory: gpu-memory-utilization-range: vllm-llama-8b-deployment "
             "(kubernetes:apps/v1:Deployment): container vllm: gpu-memory-utilization 0.96 is outside 0.80-0.95") in out
+
+
+# --- single replica in production (advisory) ----------------------------------------------------------------
+
+SCALEDOBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+
+
+def scaled_object(min_count: int | None, target: str = "llama-70b", ns: str = "llm") -> StackResource:
+    spec = {"scaleTargetRef": {"name": target}, "maxReplicaCount": 4}
+    if min_count is not None:
+        spec["minReplicaCount"] = min_count
+    return StackResource(SCALEDOBJECT, "so", {"metadata": {"name": target, "namespace": ns}, "spec": spec})
+
+
+def single_replica_messages(resources: list[StackResource]) -> list[str]:
+    return [v.message.split("; fix:")[0] for v in evaluate_resources(resources)
+            if v.rule == "single-replica-in-production"]
+
+
+def test_a_production_model_that_may_shrink_to_one_replica_is_reported():
+    dep = StackResource(DEPLOYMENT, "llama", deployment())  # spec.replicas 2
+    assert single_replica_messages([namespace("prod"), dep]) == []
+    # KEDA owns the replica count where a ScaledObject targets the Deployment (its default minimum is 0)
+    assert single_replica_messages([namespace("prod"), dep, scaled_object(1)]) == [
+        "Deployment llama-70b in production may run a single replica (minimum 1)"]
+    assert single_replica_messages([namespace("prod"), dep, scaled_object(None)]) == [
+        "Deployment llama-70b in production may run a single replica (minimum 0)"]
+    assert single_replica_messages([namespace("prod"), dep, scaled_object(2)]) == []
+    assert single_replica_messages([namespace("staging"), dep, scaled_object(1)]) == []
+    # Serve LLM's autoscaling min_replicas, default 1
+    ray = StackResource(RAYSERVICE, "ray", ray_service())
+    assert single_replica_messages([namespace("prod"), ray]) == [
+        "RayService llama-405b model llama-405b in production may run a single replica (minimum 1)"]
+    from policies.rules import RULES_BY_NAME
+    assert RULES_BY_NAME["single-replica-in-production"].level != MANDATORY
+
+
+def test_shipped_single_replica_production_stacks_are_reported():
+    got = {s: [v.message.split("; fix:")[0] for v in evaluate_plan(planned(s)) if v.rule == "single-replica-in-production"]
+           for s in stack_names()}
+    assert got == {
+        "dev": [], "prod-llama70b-aws": [], "prod-qwen72b-gcp": [],
+        "prod-llama405b-aws": ["RayService llama-405b model llama-405b in production may run a single replica "
+                               "(minimum 1)"],
+        "prod-llama405b-onprem": ["RayService llama-405b model llama-405b in production may run a single "
+                                  "replica (minimum 1)"],
+        "prod-llama405b-fp8-h200-aws": ["Deployment llama-405b-fp8 in production may run a single replica "
+                                        "(minimum 1)"]}

@@ -4,11 +4,13 @@ stack config. Platform labels the namespace it creates with `vllm-platform/envir
 namespace the stack does not create can carry the label itself."""
 from __future__ import annotations
 
-from .core import MANDATORY, StackResource, as_dict, as_list, get, stack_rule
-from .podspec import LWS, RAY_TYPES, PodTemplate, is_serving_workload, pod_templates
+from .core import ADVISORY, MANDATORY, StackResource, as_dict, as_list, as_number, get, stack_rule
+from .podspec import LWS, RAY_TYPES, RAYSERVICE, PodTemplate, is_serving_workload, pod_templates, serve_config
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+SCALEDOBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 ENVIRONMENT_LABEL = "vllm-platform/environment"
 PRODUCTION = "prod"  # components/config/schema.py: environment is dev | staging | prod
 
@@ -79,3 +81,44 @@ def pdb_in_production(resources: list[StackResource]):
         if not covered:
             kind = r.type.rsplit(":", 1)[-1]
             yield r, f"{kind} {metadata(r).get('name') or r.name} in namespace {ns} has no PodDisruptionBudget"
+
+
+def min_replicas(r: StackResource, scaled: dict[tuple[str, str], StackResource]) -> list[tuple[str, float]]:
+    """(what, the fewest replicas it may run) of a serving workload: a KEDA ScaledObject's minReplicaCount
+    (KEDA's default 0) where one targets the Deployment, else its spec.replicas; each Serve LLM
+    application's autoscaling min_replicas (default 1) for a RayService."""
+    name = str(metadata(r).get("name") or r.name)
+    if r.type == RAYSERVICE:
+        out = []
+        for app in as_list(serve_config(r.props).get("applications")):
+            for llm in as_list(get(app, "args", "llm_configs")):
+                auto = as_dict(get(llm, "deployment_config", "autoscaling_config"))
+                model = get(llm, "model_loading_config", "model_id") or get(app, "name")
+                out.append((f"RayService {name} model {model}", as_number(auto.get("min_replicas", 1))))
+        return out
+    so = scaled.get((namespace_of(r), name))
+    if so is not None:
+        return [(f"Deployment {name}", as_number(get(so.props, "spec", "minReplicaCount") or 0))]
+    return [(f"Deployment {name}", as_number(get(r.props, "spec", "replicas") or 1))]
+
+
+@stack_rule("single-replica-in-production", ADVISORY,
+            "A production model whose fleet may shrink to one replica goes down for every drain of that "
+            "replica's nodes, every node upgrade and every engine crash: the PodDisruptionBudget lets one "
+            "replica go rather than block node maintenance forever.",
+            "set models[].replicas.min to 2 (the plan prints the price of a second replica), or accept the "
+            "downtime and say so in the stack file")
+def single_replica_in_production(resources: list[StackResource]):
+    by_namespace = environments(resources)
+    scaled = {}
+    for so in resources:
+        if so.type == SCALEDOBJECT and get(so.props, "spec", "scaleTargetRef", "kind") in (None, "Deployment"):
+            scaled[(namespace_of(so), str(get(so.props, "spec", "scaleTargetRef", "name")))] = so
+    for r in resources:
+        if r.type not in (DEPLOYMENT, RAYSERVICE) or environment_of(r, by_namespace) != PRODUCTION:
+            continue
+        if r.type == DEPLOYMENT and not is_serving_workload(r.type, r.props):
+            continue
+        for what, fewest in min_replicas(r, scaled):
+            if fewest is not None and fewest <= 1:
+                yield r, f"{what} in production may run a single replica (minimum {int(fewest)})"
