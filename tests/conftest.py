@@ -21,7 +21,7 @@ class OutsideRepo(RuntimeError):
 
 def beside_repo(path: str, root: str, tempdir: str) -> bool:
     """Whether `path` lies under the repository's parent directory but not inside the repository (a sibling
-    checkout, ../shared). Where the clone itself sits in the temp directory (a CI runner cloning into /tmp),
+    checkout, reference material). Where the clone itself sits in the temp directory (a CI runner cloning into /tmp),
     the temp files Python and pytest make there (tmp*, pytest-of-*) are not the repository's neighbours."""
     parent = os.path.dirname(root)
     if path == root or path.startswith(root + os.sep):
