@@ -73,3 +73,27 @@ def test_infiniband_and_roce_get_the_network_operator(stack):
     p = plan(stack)
     assert "network-operator" in p.releases and len(p.kind("NicClusterPolicy")) == 1
     assert ("ipoib" in p.kind("NicClusterPolicy")[0]["spec"]["secondaryNetwork"]) is stack.endswith("infiniband")
+
+
+def test_a_gpudirect_rdma_stack_without_the_gib_installer_digest_is_refused(tmp_path, capsys):
+    """The gIB installer runs privileged on the GPU nodes: the stack must pin it by digest (no made-up pin)."""
+    from components.cli import main
+    from components.offline.runner import ROOT
+    text = (ROOT / "tests" / "stacks" / "Pulumi.fabric-gke-a4.yaml").read_text()
+    start = text.index("  vllm-platform:addons:\n")
+    stack = tmp_path / "Pulumi.a4-no-digest.yaml"
+    stack.write_text(text[:start] + text[text.index("  vllm-platform:modelCache:\n"):])
+    assert main(["plan", str(stack), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "addons.fabric.gibInstallerDigest: missing; the GPUDirect-RDMA pools need the gIB NCCL installer" in err
+    assert "gcloud artifacts docker images describe us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/" \
+           "nccl-plugin-gib:v1.1.0 --format='value(image_summary.digest)'" in err
+
+
+def test_the_gib_installer_runs_the_digest_the_stack_pins():
+    p = plan("fabric-gke-a4")
+    (ds,) = [r for r in p.resources if r.type == "kubernetes:apps/v1:DaemonSet" and "nccl-rdma-installer" in r.name]
+    images = {c["image"] for c in ds.inputs["spec"]["template"]["spec"]["initContainers"]
+              + ds.inputs["spec"]["template"]["spec"]["containers"]}
+    assert "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0@sha256:" \
+           "9f91c1c04d38a32f1ca3bd74ba82d10f147a5877095ae9f558dabdab8e8d283e" in images

@@ -25,6 +25,8 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CUSTOM_KINDS = ("mellanox.com/", "monitoring.coreos.com/", "keda.sh/", "ray.io/")
 
+GIB_DIGEST = "sha256:" + "cd" * 32  # a test fixture (a real stack sets the digest gcloud prints)
+
 
 class DependencyMonitor(RecordingMonitor):
     """Also records each resource's dependencies (resource names), which the plain recorder leaves out."""
@@ -65,7 +67,10 @@ def run_addons(cloud: str, addons: dict | None = None, **fact_args) -> Run:
     def program():
         provider = k8s.Provider("k8s")
         cluster = facts(cloud, KINDS[cloud](), provider=provider, **fact_args)
-        built["facts"] = ClusterAddons("vllm-addons", cluster, Addons.model_validate(addons or {})).facts
+        settings = {"fabric": {"gibInstallerDigest": GIB_DIGEST}} if cloud == "gcp" else {}
+        for key, value in (addons or {}).items():
+            settings[key] = {**settings.get(key, {}), **value}
+        built["facts"] = ClusterAddons("vllm-addons", cluster, Addons.model_validate(settings)).facts
 
     _sync_await(run_pulumi_func(program))
     return Run(monitor, built["facts"])

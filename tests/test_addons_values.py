@@ -20,6 +20,8 @@ CRDS = Path(__file__).resolve().parents[1] / "schemas" / "crds"
 SYSTEM = {"vllm-platform/node-role": "system"}
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 
+GIB_DIGEST = "sha256:" + "ab" * 32
+
 
 # --- cluster facts as each cluster component hands them over -------------------------------------------
 
@@ -314,7 +316,7 @@ def test_nic_cluster_policy_selects_the_named_hcas_and_needs_a_resource():
 
 def test_gib_installer_lands_on_its_pools_as_one_privileged_container_on_the_pinned_image():
     pools = gcp_pools()[2:3]
-    ds = gke_nccl.rdma_installer(pools, gpu_tolerations(pools))
+    ds = gke_nccl.rdma_installer(pools, gpu_tolerations(pools), GIB_DIGEST)
     assert ds["metadata"]["name"] == "nccl-rdma-installer" and ds["metadata"]["namespace"] == "kube-system"
     spec = ds["spec"]["template"]["spec"]
     assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
@@ -325,7 +327,7 @@ def test_gib_installer_lands_on_its_pools_as_one_privileged_container_on_the_pin
     containers = spec["initContainers"] + spec["containers"]
     privileged = [c for c in containers if (c.get("securityContext") or {}).get("privileged")]
     assert [(c["name"], c["image"]) for c in privileged] == [
-        ("nccl-rdma-installer", "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0")]
+        ("nccl-rdma-installer", "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0@" + GIB_DIGEST)]
     assert [c["image"] for c in spec["containers"]] == ["registry.k8s.io/pause:3.10"]
     assert spec["hostNetwork"] is True and "hostIPC" not in spec
     mounted = {m["name"] for c in containers for m in c.get("volumeMounts", [])}
@@ -333,7 +335,7 @@ def test_gib_installer_lands_on_its_pools_as_one_privileged_container_on_the_pin
 
 
 def test_gib_installer_puts_the_plugin_where_gke_mounts_gpu_libraries_and_quiets_martians():
-    spec = gke_nccl.rdma_installer(gcp_pools()[2:3], [])["spec"]["template"]["spec"]
+    spec = gke_nccl.rdma_installer(gcp_pools()[2:3], [], GIB_DIGEST)["spec"]["template"]["spec"]
     (installer,) = spec["initContainers"]
     script = installer["args"][0]
     assert "/scripts/container_entry.sh install --install-nccl" in script

@@ -164,9 +164,10 @@ def test_no_privileged_containers():
 
 
 GIB_INSTALLER = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0"
+GIB_PINNED = GIB_INSTALLER + "@sha256:" + "ab" * 32
 
 
-def node_agent(namespace: str = "kube-system", image: str = GIB_INSTALLER, name: str = "nccl-rdma-installer",
+def node_agent(namespace: str = "kube-system", image: str = GIB_PINNED, name: str = "nccl-rdma-installer",
                extra: list | None = None, **pod) -> dict:
     installer = {"name": "install", "image": image, "securityContext": {"privileged": True}}
     return {"metadata": {"name": name, "namespace": namespace}, "spec": {"template": {"spec": {
@@ -174,14 +175,15 @@ def node_agent(namespace: str = "kube-system", image: str = GIB_INSTALLER, name:
         "initContainers": [installer, *(extra or [])], **pod}}}}
 
 
-def test_the_one_privileged_node_agent_is_the_gib_installer_daemonset_on_its_pinned_image():
+def test_the_one_privileged_node_agent_is_the_gib_installer_daemonset_pinned_by_digest():
     daemonset = "kubernetes:apps/v1:DaemonSet"
     assert violations("no-privileged-containers", daemonset, node_agent()) == []
     # anything else about it and both the privileged container and hostPID are reported
     assert len(violations("no-privileged-containers", daemonset, node_agent(namespace="llm"))) == 2
     assert len(violations("no-privileged-containers", DEPLOYMENT, node_agent())) == 2
     assert len(violations("no-privileged-containers", daemonset, node_agent(name="nccl-tcpx-installer"))) == 2
-    for image in (GIB_INSTALLER.replace("v1.1.0", "v1.0.3"), GIB_INSTALLER + "-evil",
+    # the tag alone (movable), another tag or a truncated digest is not the pinned image
+    for image in (GIB_INSTALLER, GIB_PINNED[:-1], GIB_PINNED.replace("v1.1.0", "v1.0.3"), GIB_INSTALLER + "-evil",
                   "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
                   "gcr.io/gke-release/nri-device-injector@sha256:" + "0" * 64):
         [_, m] = violations("no-privileged-containers", daemonset, node_agent(image=image))

@@ -15,7 +15,8 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from ..cluster.facts import AddonsFacts, ClusterFacts
-from ..config.schema import Addons
+from ..config.load import ConfigError
+from ..config.schema import Addons, FabricAddon
 from ..versions import CHARTS
 from . import fabrics, gke_nccl, gpu_operator, keda, kuberay, prometheus
 from .placement import gpu_tolerations
@@ -90,7 +91,7 @@ class ClusterAddons(pulumi.ComponentResource):
         pools = fabrics.fabric_pools(cluster)
         rdma = fabrics.rdma_resource(pools.get(fabrics.NETWORK_OPERATOR, []))
         if settings.fabric.enabled:
-            ready["network"] = self._fabrics(pools, rdma, settings.fabric.rdma_interfaces, nfd=ready["gpu"])
+            ready["network"] = self._fabrics(pools, rdma, settings.fabric, nfd=ready["gpu"])
 
         self.facts = AddonsFacts(prometheus_url=prometheus_url, monitor_labels=monitor_labels,
                                  dashboard_label=prometheus.DASHBOARD_LABEL, ready=ready, rdma_resource=rdma,
@@ -128,7 +129,7 @@ class ClusterAddons(pulumi.ComponentResource):
         ns = self._namespace(namespace, privileged)
         return self._chart(chart_key, namespace, values, [ns, *(after or [])])
 
-    def _fabrics(self, pools: dict, rdma: str | None, rdma_interfaces: list[str], nfd: list) -> list:
+    def _fabrics(self, pools: dict, rdma: str | None, fabric: FabricAddon, nfd: list) -> list:
         """The fabric add-ons of the cluster's GPU pools; returns what a pod using the fabric waits for.
         `nfd`: the release that brings Node Feature Discovery (our GPU Operator), when it is ours."""
         ready: list = []
@@ -138,7 +139,13 @@ class ClusterAddons(pulumi.ComponentResource):
             ready.append(self._chart("aws-efa-k8s-device-plugin", fabrics.EFA_NAMESPACE,
                                      fabrics.efa_values(tolerations), []))
         if fabrics.GKE_RDMA in pools:
-            ds = gke_nccl.rdma_installer(pools[fabrics.GKE_RDMA], tolerations)
+            if not fabric.gib_installer_digest:
+                err = ConfigError([f"addons.fabric.gibInstallerDigest: missing; the GPUDirect-RDMA pools need the gIB NCCL "
+                                   f"installer, which runs privileged on the GPU nodes and is pinned by digest: run "
+                                   f"`gcloud artifacts docker images describe {gke_nccl.GKE_NCCL_RDMA_INSTALLER_IMAGE} "
+                                   f"--format='value(image_summary.digest)'` and set the sha256:... it prints"])
+                raise pulumi.RunError(str(err)) from err
+            ds = gke_nccl.rdma_installer(pools[fabrics.GKE_RDMA], tolerations, fabric.gib_installer_digest)
             ready.append(k8s.apps.v1.DaemonSet(f"{self._name}-{ds['metadata']['name']}", metadata=ds["metadata"],
                                                spec=ds["spec"], opts=self._opts()))
         if fabrics.NETWORK_OPERATOR in pools:
@@ -147,7 +154,7 @@ class ClusterAddons(pulumi.ComponentResource):
             operator = self._release("network-operator", fabrics.NETWORK_OPERATOR_NAMESPACE,
                                      fabrics.network_operator_values(self._cluster.system_node_selector),
                                      after=nfd, privileged=True)
-            policy = fabrics.nic_cluster_policy(pools[fabrics.NETWORK_OPERATOR], rdma, tolerations, rdma_interfaces)
+            policy = fabrics.nic_cluster_policy(pools[fabrics.NETWORK_OPERATOR], rdma, tolerations, fabric.rdma_interfaces)
             ready.append(k8s.apiextensions.CustomResource(
                 f"{self._name}-nic-cluster-policy", api_version=policy["apiVersion"], kind=policy["kind"],
                 metadata=policy["metadata"], spec=policy["spec"], opts=self._opts([operator])))

@@ -44,11 +44,11 @@ def installer_script() -> str:
             "echo \"installation finishes\"\n")
 
 
-def rdma_installer(pools: list[GpuPool], tolerations: list[dict]) -> dict:
+def rdma_installer(pools: list[GpuPool], tolerations: list[dict], digest: str) -> dict:
     """A3 Ultra / A4: the gIB NCCL plugin for GPUDirect RDMA over RoCE, as one DaemonSet in kube-system."""
     labels = {"k8s-app": INSTALLER}
     installer = {
-        "name": INSTALLER, "image": GKE_NCCL_RDMA_INSTALLER_IMAGE, "securityContext": {"privileged": True},
+        "name": INSTALLER, "image": f"{GKE_NCCL_RDMA_INSTALLER_IMAGE}@{digest}", "securityContext": {"privileged": True},
         "resources": INSTALLER_CPU, "command": ["/bin/sh", "-c"], "args": [installer_script()],
         "volumeMounts": [{"name": "library-dir-host", "mountPath": "/usr/local/home/kubernetes/bin/nvidia/lib64"},
                          {"name": "gib", "mountPath": "/usr/local/home/kubernetes/bin/gib"}],

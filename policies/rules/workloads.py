@@ -61,7 +61,7 @@ def shm_memory_backed(resource_type, props):
 @dataclass(frozen=True)
 class NodeAgentException:
     """One privileged node agent the pack admits: a DaemonSet of this name in this namespace whose every
-    privileged container runs exactly this image."""
+    privileged container runs exactly this image, pinned by a digest (`<image>@sha256:<64 hex>`)."""
     kind: str
     namespace: str
     name: str
@@ -73,11 +73,12 @@ class NodeAgentException:
 # is no unprivileged way to install it, and GKE's GPUDirect-RDMA how-to applies exactly this DaemonSet
 # (GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml; ours is
 # components/addons/gke_nccl.py, with its second privileged container folded into this one).
-# Narrow by construction: one name, kube-system only, one image reference, compared whole. The image is
-# pinned by tag, not digest: no published digest of nccl-plugin-gib:v1.1.0 could be verified when this was
-# written; replace it with `...:v1.1.0@sha256:<digest>` (`crane digest` / `gcloud artifacts docker images
-# describe`) in components/versions.py and here together. A3 High / Mega need no exception: serving uses
-# NCCL sockets there and no TCPX(O) installer is deployed.
+# Narrow by construction: one name, kube-system only, one image reference compared whole and pinned by
+# digest (a tag can be moved; a digest cannot). The digest comes from the stack (addons.fabric.
+# gibInstallerDigest: no published digest of nccl-plugin-gib:v1.1.0 could be verified offline, and the
+# program refuses an A3 Ultra / A4 stack without one rather than ship a made-up pin). hostPID stays allowed
+# for it: the upstream installer's entry script works on the host. A3 High / Mega need no exception:
+# serving uses NCCL sockets there and no TCPX(O) installer is deployed.
 PRIVILEGED_NODE_AGENT = NodeAgentException(
     kind=DAEMONSET, namespace="kube-system", name="nccl-rdma-installer",
     image="us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.0")
@@ -91,12 +92,14 @@ def _node_agent(resource_type: str, props: dict, tpl) -> bool:
     if is_true(tpl.spec.get("hostIPC")):
         return False
     privileged = [c for _, c in tpl.containers() if is_true(get(c, "securityContext", "privileged"))]
-    return bool(privileged) and all(c.get("image") == agent.image for c in privileged)
+    pinned = re.compile(re.escape(agent.image) + r"@sha256:[0-9a-f]{64}")
+    return bool(privileged) and all(isinstance(c.get("image"), str) and pinned.fullmatch(c["image"])
+                                    for c in privileged)
 
 
 @rule("no-privileged-containers", MANDATORY, POD_TYPES,
       "No privileged container, and no pod sharing the host's PID or IPC namespace (one exception: GKE's "
-      "gIB NCCL installer DaemonSet nccl-rdma-installer in kube-system, on its pinned image).",
+      "gIB NCCL installer DaemonSet nccl-rdma-installer in kube-system, on its image pinned by digest).",
       "remove securityContext.privileged / hostPID / hostIPC; GPUs come through the device plugin")
 def no_privileged(resource_type, props):
     for tpl in pod_templates(resource_type, props):
