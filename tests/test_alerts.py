@@ -191,3 +191,46 @@ def test_production_pages_and_development_warns():
         "VllmQueueHighAtMaxReplicas": "critical", "VllmQueueHighScaleUpStalled": "critical",
         "VllmKvCacheNearFull": "warning"}
     assert set(sev("dev").values()) == {"warning"}
+
+
+def test_bucket_table_is_vllms():
+    """components/metrics.py holds vLLM 0.31's real bounds, spelt as prometheus_client exposes them."""
+    for metric, les in VLLM_BUCKETS.items():
+        assert tuple(metrics.le_label(b) for b in metrics.buckets(metric)) == les, metric
+    assert [metrics.le_label(b) for b in metrics.buckets("e2e_request_latency_seconds")][:4] == \
+        ["0.3", "0.5", "0.8", "1.0"]
+    assert metrics.buckets("e2e_request_latency_seconds")[-1] == 7680.0
+    assert (metrics.le_label(1.0), metrics.le_label(0.05), metrics.le_label(float("inf"))) == ("1.0", "0.05", "+Inf")
+    assert metrics.le_label(1e7) == "1e+07"  # prometheus_client floatToGoString
+
+
+def _rules(stack: str) -> dict[str, dict]:
+    return {r["alert"]: r for o, _ in rule_objects(stack) for g in o["spec"]["groups"] for r in g["rules"]}
+
+
+@pytest.mark.parametrize("stack, ttft_le, tpot_le", [
+    ("prod-llama70b-aws", "2.5", "0.05"),     # SLA 2000 ms / 30 ms: the next bounds up
+    ("prod-qwen72b-gcp", "2.5", "0.05"),      # 1500 ms / 30 ms
+    ("prod-llama405b-onprem", "5.0", "0.1"),  # 3000 ms / 80 ms
+    ("dev", "2.5", "0.1"),                    # 100 ms TPOT is a bound itself
+])
+def test_latency_alerts_read_the_bucket_bound_at_or_above_the_sla(stack, ttft_le, tpot_le):
+    rules = _rules(stack)
+    ttft, tpot = rules["VllmTimeToFirstTokenAboveSla"], rules["VllmTimePerOutputTokenAboveSla"]
+    assert "histogram_quantile" not in ttft["expr"] + tpot["expr"]
+    assert f'le="{ttft_le}"' in ttft["expr"] and ") > 0.10)" in ttft["expr"]
+    assert f'le="{tpot_le}"' in tpot["expr"] and ") > 0.05)" in tpot["expr"]
+    assert f"{float(tpot_le) * 1000:g} ms" in tpot["annotations"]["description"]
+    if stack == "dev":
+        assert "is one of vLLM's bucket bounds" in tpot["annotations"]["description"]
+    else:
+        assert "next bound up" in tpot["annotations"]["description"]
+
+
+@pytest.mark.parametrize("stack, stalled_for", [
+    ("prod-llama405b-onprem", "35m"),  # 1460 s start-up budget (loader-capped) + 10 min for a GPU node
+    ("prod-llama405b-aws", "35m"),
+    ("prod-llama70b-aws", "19m"),
+])
+def test_scale_up_stalled_waits_for_the_replica_start_up_budget(stack, stalled_for):
+    assert _rules(stack)["VllmQueueHighScaleUpStalled"]["for"] == stalled_for
