@@ -80,6 +80,34 @@ if VLLM_VERSION not in METRICS_BY_VERSION:
                        f"release's metric names off its package and add them before bumping the image")
 VLLM_METRICS: frozenset[str] = METRICS_BY_VERSION[VLLM_VERSION]
 
+# Histogram bucket upper bounds of vLLM 0.31 (vllm/v1/metrics/loggers.py, PrometheusStatLogger: the
+# `buckets=` of histogram_time_to_first_token, histogram_inter_token_latency,
+# histogram_request_time_per_output_token and the request latency histograms, which share one list).
+# They are fixed in code (no flag changes them), and Prometheus reads quantiles off them by linear
+# interpolation inside a bucket, so the SLA alerts compare against these bounds rather than a quantile.
+_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+_TOKEN_LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
+                          10.0, 20.0, 40.0, 80.0)
+_REQUEST_LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
+                            120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
+BUCKETS_BY_VERSION: dict[str, dict[str, tuple[float, ...]]] = {
+    "v0.31.0": {
+        "vllm:time_to_first_token_seconds": _TTFT_BUCKETS,
+        "vllm:inter_token_latency_seconds": _TOKEN_LATENCY_BUCKETS,
+        "vllm:request_time_per_output_token_seconds": _TOKEN_LATENCY_BUCKETS,
+        "vllm:e2e_request_latency_seconds": _REQUEST_LATENCY_BUCKETS,
+        "vllm:request_queue_time_seconds": _REQUEST_LATENCY_BUCKETS,
+        "vllm:request_inference_time_seconds": _REQUEST_LATENCY_BUCKETS,
+        "vllm:request_prefill_time_seconds": _REQUEST_LATENCY_BUCKETS,
+        "vllm:request_decode_time_seconds": _REQUEST_LATENCY_BUCKETS,
+    },
+}
+if VLLM_VERSION not in BUCKETS_BY_VERSION:
+    raise RuntimeError(f"components/metrics.py has no histogram buckets for vLLM {VLLM_VERSION}; read them off "
+                       f"the release's vllm/v1/metrics/loggers.py before bumping the image")
+
+
 # Counters are exposed with `_total`, histograms as `_bucket`/`_sum`/`_count` (prometheus_client).
 SERIES_SUFFIXES = ("_total", "_bucket", "_sum", "_count")
 RUNTIME_PREFIX = {"vllm": "", "ray": "ray_"}
@@ -152,3 +180,34 @@ def names_in(text: str) -> set[str]:
 def unknown_names(text: str) -> set[str]:
     """The vLLM series names in `text` that the pinned vLLM release does not expose."""
     return {n for n in names_in(text) if base_name(n) is None}
+
+
+def buckets(metric: str) -> tuple[float, ...]:
+    """The finite bucket upper bounds vLLM exposes for histogram `metric` (ascending; +Inf follows)."""
+    full = metric if metric.startswith("vllm:") else f"vllm:{metric}"
+    table = BUCKETS_BY_VERSION[VLLM_VERSION]
+    if full not in table:
+        raise UnknownMetric(f"{full} has no bucket list for vLLM {VLLM_VERSION} in components/metrics.py")
+    return table[full]
+
+
+def bucket_at_or_above(metric: str, seconds: float) -> float:
+    """The smallest bucket bound of `metric` at or above `seconds`: the share of observations above it is
+    exact (a cumulative bucket), where a quantile read at `seconds` would be interpolated."""
+    for bound in buckets(metric):
+        if bound >= seconds - 1e-12:
+            return bound
+    raise UnknownMetric(f"{seconds:g} s is above every bucket of {metric} ({buckets(metric)[-1]:g} s)")
+
+
+def le_label(bound: float) -> str:
+    """A bucket bound as the `le` label value prometheus_client exposes it (floatToGoString: repr of the
+    float, so 1 -> "1.0", 0.05 -> "0.05"; +Inf for infinity)."""
+    if bound == float("inf"):
+        return "+Inf"
+    s = repr(float(bound))
+    dot = s.find(".")
+    if bound > 0 and dot > 6:  # client_python writes large bounds in Go's exponent form
+        mantissa = f"{s[0]}.{s[1:dot]}{s[dot + 1:]}".rstrip("0.")
+        return f"{mantissa}e+0{dot - 1}"
+    return s

@@ -16,6 +16,8 @@ from .pods import MODEL_LABEL, ROLE_LABEL, selector
 SCRAPE_INTERVAL = "15s"
 KV_NEAR_FULL = 0.95
 RATE_WINDOW = "5m"
+TTFT = "time_to_first_token_seconds"
+TPOT = "request_time_per_output_token_seconds"
 
 
 def service_monitor_spec(model: str) -> dict:
@@ -27,6 +29,20 @@ def pod_monitor_spec(model: str) -> dict:
     return {"selector": {"matchLabels": {MODEL_LABEL: model},
                          "matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": RAY_ROLES}]},
             "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": SCRAPE_INTERVAL}]}
+
+
+def _slower_share(metric: str, bound: float, sel: str, runtime: str) -> str:
+    """PromQL: the share of the last window's observations of histogram `metric` above bucket bound `bound`."""
+    bucket, count = metrics.name(metric, runtime, "_bucket"), metrics.name(metric, runtime, "_count")
+    le_sel = sel[:-1] + f',le="{metrics.le_label(bound)}"}}'
+    return (f"(1 - sum(rate({bucket}{le_sel}[{RATE_WINDOW}])) / sum(rate({count}{sel}[{RATE_WINDOW}])))")
+
+
+def _bound_note(sla_ms: float, bound: float, metric: str) -> str:
+    if abs(bound * 1000 - sla_ms) < 1e-6:
+        return f"the {sla_ms:g} ms SLA is one of vLLM's bucket bounds for {metric}, so this share is exact"
+    return (f"vLLM's buckets for {metric} have no bound at the {sla_ms:g} ms SLA, so the alert reads the next "
+            f"bound up, {bound * 1000:g} ms, exactly rather than a quantile interpolated inside the bucket")
 
 
 def _quantile(q: float, metric: str, sel: str, runtime: str) -> str:
@@ -43,6 +59,11 @@ def _quantile(q: float, metric: str, sel: str, runtime: str) -> str:
 # - TTFT: queueing plus prefill, and prefill grows with the prompt; the SLA describes the average prompt.
 #   p90 still moves when everybody queues (the failure that matters) while the longest tenth of prompts,
 #   which the SLA never promised, does not page anyone.
+# vLLM's histograms have fixed, coarse buckets (metrics.buckets) and an SLA usually falls inside one (30 ms
+# TPOT between 25 and 50 ms): histogram_quantile would interpolate linearly across that bucket and report a
+# p95 of 46 ms for a fleet whose every request took at most 28 ms. The alerts therefore read the exact share
+# of requests above the smallest bucket bound at or above the SLA (the SLA itself when it is a bound): "p95
+# above the bound" is "more than 5 % of requests above it", a ratio of two cumulative counters.
 TPOT_QUANTILE = 0.95
 TTFT_QUANTILE = 0.90
 # A quantile over a handful of requests is noise: latency alerts need at least this much traffic.
@@ -96,22 +117,26 @@ def rules_spec(t: Topology, namespace: str, runtime: str, waiting_threshold: flo
     def busy(metric):
         return f"sum(rate({n(metric, '_count')}{sel}[{RATE_WINDOW}])) > {MIN_REQUESTS_PER_S:g}"
 
-    ttft, tpot = t.sla_ttft_ms / 1000, t.sla_tpot_ms / 1000
+    ttft_le = metrics.bucket_at_or_above(TTFT, t.sla_ttft_ms / 1000)
+    tpot_le = metrics.bucket_at_or_above(TPOT, t.sla_tpot_ms / 1000)
     stalled_for = _minutes(startup_s + SCALE_UP_MARGIN_S)
     return {"groups": [{"name": f"vllm-{m}-sla", "rules": [
         rule("VllmTimeToFirstTokenAboveSla",
-             f"({_quantile(TTFT_QUANTILE, 'time_to_first_token_seconds', sel, runtime)} > {ttft:g}) "
-             f"and on() ({busy('time_to_first_token_seconds')})",
-             LATENCY_FOR, f"{m}: p{TTFT_QUANTILE * 100:.0f} time to first token above the {t.sla_ttft_ms:g} ms SLA",
+             f"({_slower_share(TTFT, ttft_le, sel, runtime)} > {1 - TTFT_QUANTILE:.2f}) and on() ({busy(TTFT)})",
+             LATENCY_FOR, f"{m}: p{TTFT_QUANTILE * 100:.0f} time to first token above {ttft_le * 1000:g} ms "
+                          f"(SLA {t.sla_ttft_ms:g} ms)",
+             f"More than {1 - TTFT_QUANTILE:.0%} of requests waited over {ttft_le * 1000:g} ms for their first "
+             f"token ({_bound_note(t.sla_ttft_ms, ttft_le, TTFT)}). "
              f"The plan sized {t.est_ttft_ms:.0f} ms for an average prompt at {t.concurrency_per_replica} concurrent "
              f"requests per replica. Check the queue (VllmQueue* alerts, dashboard 'Requests running / waiting'): "
              f"queueing means too few replicas; without a queue, prompts are longer than the SLA's average "
              f"prompt (dashboard 'Tokens per second', prompt vs generated)."),
         rule("VllmTimePerOutputTokenAboveSla",
-             f"({_quantile(TPOT_QUANTILE, 'request_time_per_output_token_seconds', sel, runtime)} > {tpot:g}) "
-             f"and on() ({busy('request_time_per_output_token_seconds')})",
-             LATENCY_FOR, f"{m}: p{TPOT_QUANTILE * 100:.0f} per-request time per output token above the "
-                          f"{t.sla_tpot_ms:g} ms SLA",
+             f"({_slower_share(TPOT, tpot_le, sel, runtime)} > {1 - TPOT_QUANTILE:.2f}) and on() ({busy(TPOT)})",
+             LATENCY_FOR, f"{m}: p{TPOT_QUANTILE * 100:.0f} per-request time per output token above "
+                          f"{tpot_le * 1000:g} ms (SLA {t.sla_tpot_ms:g} ms)",
+             f"More than {1 - TPOT_QUANTILE:.0%} of requests streamed slower than {tpot_le * 1000:g} ms per output "
+             f"token ({_bound_note(t.sla_tpot_ms, tpot_le, TPOT)}). "
              f"The plan sized {t.est_tpot_ms:.1f} ms per token at a batch of {t.concurrency_per_replica} "
              f"(--max-num-seqs). A larger running batch than planned, preemptions (dashboard 'Preemptions per "
              f"second', VllmKvCacheNearFull) or a degraded GPU/fabric slow decoding; compare the replicas on "

@@ -24,7 +24,6 @@ from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
 from .pods import model_labels
-from .probes import topology_budget_s
 from .rayservice import rayservice_spec
 from .redis import GcsRedis
 
@@ -142,7 +141,7 @@ class VllmService(pulumi.ComponentResource):
             f"{name}-rules", api_version="monitoring.coreos.com/v1", kind="PrometheusRule",
             metadata=meta(f"{model}-sla", runtime, addons.monitor_labels),
             spec=rules_spec(t, ns, runtime, waiting_threshold(t, cfg.serving), severity,
-                            startup_s=topology_budget_s(t, cache.read_gbps)), opts=needs("monitoring"))
+                            startup_s=cache.budget(t).total_s), opts=needs("monitoring"))
         key, value = addons.dashboard_label
         self.dashboard = k8s.core.v1.ConfigMap(
             f"{name}-dashboard", metadata=meta(f"{model}-dashboard", runtime, {key: value}),
