@@ -242,6 +242,19 @@ def test_head_reads_the_shared_cache_but_not_a_node_local_one(p5_405b):
         assert ("HF_HUB_OFFLINE" in env) is offline
         assert any(m["name"] == "model-cache" for m in head["volumeMounts"]) is offline
         assert ("HF_TOKEN" in env) is not offline  # a head that fetches from the Hub needs the token
+        # offline on a shared cache: it waits for the prefetch Job's marker before building the Serve app
+        assert [c["name"] for c in rs["rayClusterConfig"]["headGroupSpec"]["template"]["spec"].get(
+            "initContainers", [])] == (["wait-for-cache"] if offline else [])
+
+
+def test_head_of_the_shipped_405b_stack_waits_for_the_same_marker_as_its_workers():
+    rs = obj(planned("prod-llama405b-aws").resources, "RayService", MODEL)
+    (head_init,) = rs["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["initContainers"]
+    (worker_init,) = worker_group(rs)["template"]["spec"]["initContainers"]
+    assert head_init["name"] == worker_init["name"] == "wait-for-cache"
+    assert head_init["command"] == worker_init["command"]
+    assert "/models/.ready/" in head_init["command"][-1]
+    assert head_init["volumeMounts"] == [{"name": "model-cache", "mountPath": "/models", "readOnly": True}]
 
 
 @pytest.mark.parametrize("stack, manifest, kind", [
