@@ -30,7 +30,7 @@ from .serving.k8s import (CACHE_MOUNT, CACHE_VOLUME, COMPILE_CACHE, HF_HOME, REA
                           container_security, offline_cache_env, pod_security, ready_marker, root_container_security,
                           slug)
 from .serving.pods import gpu_placement, hf_token_env
-from .serving.probes import LOADERS
+from .serving.probes import IMAGE_PULL_S, LOADERS
 from .versions import PAUSE_IMAGE, PREFETCH_IMAGE
 
 # The layout is defined once in the k8s layer (serving/k8s.py); these names stay for their importers.
@@ -48,7 +48,12 @@ PREFETCH_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu
 WAIT_RESOURCES = {"cpu": "10m", "memory": "64Mi"}
 PROGRESS_EVERY_S = 60
 WARM_READERS = 8  # parallel readers that pull the shards into the page cache on a node-local cache
-PREPULL_TIMEOUT_S = 1800  # a 9 GB image onto every node of a pool, nodes coming up included
+# How long Pulumi waits for a pre-pull DaemonSet: its updateStrategy (maxUnavailable 100%) lets every node pull
+# at once, so the wait is one node's pull of each image (its init containers pull them one after another,
+# IMAGE_PULL_S each), doubled because the whole pool pulls from one registry at the same time, plus a margin;
+# a create also waits for the pool's new nodes (ClusterFacts.gpu_node_ready_s). Not the node count.
+PREPULL_CONCURRENCY_FACTOR = 2
+PREPULL_MARGIN_S = 300
 WARM_MEMORY_SHARE = 0.8  # warm only weights that fit this share of the pod's memory (else the kernel drops them)
 
 
@@ -293,7 +298,17 @@ def prepull_spec(pool: GpuPool, images: list[str], labels: dict[str, str]) -> di
         "terminationGracePeriodSeconds": 1,
         **gpu_placement(pool),
     }
-    return {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": pod}}
+    # A cache warmer serves nothing: an image bump replaces every node's pod at once instead of one node at a
+    # time (the default maxUnavailable 1 rolls a 6-node pool for 6 pulls, past any sane Pulumi wait).
+    return {"selector": {"matchLabels": labels},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
+            "template": {"metadata": {"labels": labels}, "spec": pod}}
+
+
+def prepull_timeouts(images: int, node_ready_s: int) -> tuple[int, int]:
+    """(create, update) seconds Pulumi waits for a pre-pull DaemonSet (see PREPULL_CONCURRENCY_FACTOR)."""
+    pull = IMAGE_PULL_S * max(1, images) * PREPULL_CONCURRENCY_FACTOR + PREPULL_MARGIN_S
+    return node_ready_s + pull, pull
 
 
 class ModelCache(pulumi.ComponentResource):
@@ -342,10 +357,11 @@ class ModelCache(pulumi.ComponentResource):
             # Awaited (no skipAwait): Pulumi waits until every node of the pool has pulled the images, and
             # the serving workloads depend on this DaemonSet, so a new image is on the nodes before a
             # rollout starts (and a first deploy's pods do not pay the pull inside their start-up).
+            create_s, update_s = prepull_timeouts(len(imgs), facts.gpu_node_ready_s)
             self.prepull.append(k8s.apps.v1.DaemonSet(
                 f"{name}-prepull-{pool_name}",
                 metadata={"name": f"image-prepull-{pool_name}", "namespace": ns, "labels": ds_labels},
                 spec=prepull_spec(pool, imgs, ds_labels),
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(
-                    create=f"{PREPULL_TIMEOUT_S}s", update=f"{PREPULL_TIMEOUT_S}s")))))
+                    create=f"{create_s}s", update=f"{update_s}s")))))
         self.register_outputs({"kind": self.facts.kind})

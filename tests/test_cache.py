@@ -140,3 +140,15 @@ def test_prepull_spec_takes_the_pools_placement():
     assert spec["tolerations"] == POOL.tolerations()
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms[0]["matchExpressions"] == [{"key": "vllm-platform/gpu-pool", "operator": "In", "values": ["gpu-p5"]}]
+
+
+def test_prepull_daemonset_replaces_every_node_at_once_and_pulumi_waits_one_pull_not_one_per_node():
+    ds = [d for d in objs(planned("prod-llama70b-aws").resources, "DaemonSet")
+          if d["metadata"]["name"].startswith("image-prepull-")]
+    assert ds and all(d["spec"]["updateStrategy"] == {"type": "RollingUpdate",
+                                                      "rollingUpdate": {"maxUnavailable": "100%"}} for d in ds)
+    # one 300 s pull x2 (the whole pool pulls from one registry at once) + 300 s margin, whatever the pool's size;
+    # a create on a new cloud pool also waits the 900 s of its nodes coming up
+    assert cache.prepull_timeouts(1, 900) == (1800, 900)
+    assert cache.prepull_timeouts(1, 0) == (900, 900)
+    assert cache.prepull_timeouts(2, 0) == (1500, 1500)  # init containers pull one image after the other

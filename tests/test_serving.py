@@ -374,3 +374,20 @@ def test_production_replicas_are_spread_over_nodes():
     assert c["labelSelector"]["matchLabels"] == dep.inputs["spec"]["selector"]["matchLabels"]
     dev = [r for r in planned("dev").resources if r.type == "kubernetes:apps/v1:Deployment"][0]
     assert "topologySpreadConstraints" not in dev.inputs["spec"]["template"]["spec"]
+
+
+def test_first_rollout_deadline_waits_for_a_new_gpu_node_on_the_clouds_not_on_an_existing_cluster():
+    # prod-llama70b-aws (p5, EFS): the GPU node (900 s, longer than the 706 s Hub download the prefetch Job
+    # does meanwhile) + image pull 300 s + start-up budget 530 s
+    aws = planned("prod-llama70b-aws")
+    assert obj(aws.resources, "Deployment", "llama-70b")["spec"]["progressDeadlineSeconds"] == 1730
+    # dev on an existing cluster: its GPU nodes exist, 81 s download + 300 s pull + 300 s budget
+    assert obj(planned("dev").resources, "Deployment", DEV_MODEL)["spec"]["progressDeadlineSeconds"] == 681
+    t = topology(aws, "llama-70b")
+    rwx = CacheFacts("rwx", 1.0, claim="model-cache")
+    # Pulumi's create wait: the node's 900 s replace the 706 s download
+    assert rollout_timeouts(t, rwx, 900)[0] - rollout_timeouts(t, rwx, 0)[0] == 900 - 706
+    assert rollout_timeouts(t, rwx, 900)[1] == rollout_timeouts(t, rwx, 0)[1] + 900
+    # a node-local cache is filled on the node once it is ready: the two add up
+    nvme = CacheFacts("nvme", 1.0, nvme_paths={t.instance_type: "/mnt/nvme/model-cache"})
+    assert rollout_timeouts(t, nvme, 900)[0] - rollout_timeouts(t, nvme, 0)[0] == 900

@@ -16,6 +16,7 @@ from components.serving.fabric import FabricError, fabric_for
 from components.serving.rayservice import engine_kwargs, rayservice_spec
 from components.versions import RAY_LLM_EFA_IMAGE, RAY_LLM_IMAGE, RAY_VERSION
 from tests.conftest import manifests, plan_config, planned
+from tests.helpers_consistency import fabric_stacks, stack_path
 from tests.test_serving import obj, objs, topology
 
 STACK = "prod-llama405b-onprem"
@@ -191,6 +192,9 @@ def test_efa_workers_request_every_interface_of_the_instance_type(p5_405b):
     assert w["resources"]["limits"]["nvidia.com/gpu"] == "8"
     env = {e["name"]: e["value"] for e in w["env"] if "value" in e}
     assert env["FI_PROVIDER"] == "efa" and env["NCCL_DEBUG"] == "WARN"
+    # no hugepages reserved on the nodes nor requested: libfabric's EFA provider must not use them
+    assert env["FI_EFA_USE_HUGE_PAGE"] == "0"
+    assert not any(r.startswith("hugepages-") for r in w["resources"]["limits"])
     assert w["image"] == RAY_LLM_EFA_IMAGE
     g = worker_group(rs)
     assert (g["replicas"], g["minReplicas"], g["maxReplicas"]) == (2 * t.replicas, 2, 6)
@@ -242,6 +246,19 @@ def test_head_reads_the_shared_cache_but_not_a_node_local_one(p5_405b):
         assert ("HF_HUB_OFFLINE" in env) is offline
         assert any(m["name"] == "model-cache" for m in head["volumeMounts"]) is offline
         assert ("HF_TOKEN" in env) is not offline  # a head that fetches from the Hub needs the token
+        # offline on a shared cache: it waits for the prefetch Job's marker before building the Serve app
+        assert [c["name"] for c in rs["rayClusterConfig"]["headGroupSpec"]["template"]["spec"].get(
+            "initContainers", [])] == (["wait-for-cache"] if offline else [])
+
+
+def test_head_of_the_shipped_405b_stack_waits_for_the_same_marker_as_its_workers():
+    rs = obj(planned("prod-llama405b-aws").resources, "RayService", MODEL)
+    (head_init,) = rs["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["initContainers"]
+    (worker_init,) = worker_group(rs)["template"]["spec"]["initContainers"]
+    assert head_init["name"] == worker_init["name"] == "wait-for-cache"
+    assert head_init["command"] == worker_init["command"]
+    assert "/models/.ready/" in head_init["command"][-1]
+    assert head_init["volumeMounts"] == [{"name": "model-cache", "mountPath": "/models", "readOnly": True}]
 
 
 @pytest.mark.parametrize("stack, manifest, kind", [
@@ -264,3 +281,17 @@ def test_ray_engine_gets_the_planned_batch_budget(p5_405b):
     _, _, kwargs = engine_kwargs(t.vllm_args)
     assert kwargs["max_num_batched_tokens"] == 8192  # H100: vLLM's default for GPUs >= 70 GiB
     assert kwargs["tensor_parallel_size"] == 8 and kwargs["pipeline_parallel_size"] == 2
+
+
+def test_every_efa_fabric_family_turns_off_libfabric_huge_pages():
+    seen = 0
+    for stack in fabric_stacks():
+        for rs in objs(planned(str(stack_path(stack))).resources, "RayService"):
+            w = worker(rs)
+            if "vpc.amazonaws.com/efa" not in w["resources"]["limits"]:
+                continue
+            seen += 1
+            env = {e["name"]: e.get("value") for e in w["env"]}
+            assert env["FI_EFA_USE_HUGE_PAGE"] == "0", stack
+            assert not any(r.startswith("hugepages-") for r in w["resources"]["limits"]), stack
+    assert seen >= 4  # p4d, p5, p5en, p6-b200

@@ -97,6 +97,16 @@ GKE_FABRIC_SOFTWARE: dict[str, str | None] = {"gpudirect-tcpx": None, "gpudirect
                                                "rdma": GKE_GIB_INSTALLER}
 SELF_MANAGED_FABRIC_SOFTWARE: dict[str, str | None] = {"infiniband": NETWORK_OPERATOR, "rdma": NETWORK_OPERATOR}
 
+# How long a GPU node the cluster component creates takes from the node group / node pool asking for it to a
+# pod requesting nvidia.com/gpu being able to start there: instance launch and boot, kubelet registration,
+# then the GPU stack (driver check, device plugin advertising nvidia.com/gpu, the GPU Operator's validator,
+# the EFA device plugin on EKS). PLANNING ESTIMATE, not a vendor figure: about 5 min to a Ready p5 / A3 node
+# plus 5-10 min for the GPU operands on a fresh node; 900 s is the upper end. Serving Kubernetes objects no
+# longer wait for the GPU pools, so on the first `pulumi up` a serving pod waits (Pending) for this too.
+# An existing cluster's GPU nodes already exist: 0.
+NEW_GPU_NODE_READY_S = 900
+EXISTING_GPU_NODE_READY_S = 0
+
 # Cluster DNS servers (the metrics the monitoring stack scrapes differ).
 COREDNS = "coredns"  # EKS, kubeadm and most self-managed clusters
 KUBE_DNS = "kube-dns"  # GKE Standard's default provider
@@ -124,6 +134,9 @@ class ClusterFacts:
     # (EKS: bound to localhost; GKE Dataplane V2: no kube-proxy): scraping them only raises TargetDown.
     managed_control_plane: bool = False
     cluster_dns: str = COREDNS
+    # Seconds from a GPU pool's node being asked for to a GPU pod starting on it (NEW_GPU_NODE_READY_S for a
+    # pool the cluster component creates); the serving rollout deadlines add it.
+    gpu_node_ready_s: int = EXISTING_GPU_NODE_READY_S
 
     def pool_for(self, instance_type: str) -> GpuPool:
         return self.gpu_pools[instance_type]

@@ -95,26 +95,36 @@ def rollout_strategy(t: Topology) -> dict:
     return {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
 
 
-def first_start_s(t: Topology, cache: CacheFacts) -> int:
-    """Longest a fresh pod may take: the cache filling (first deploy), the image pull, then the start-up."""
-    return download_seconds(t.weights_gib) + IMAGE_PULL_S + cache.budget(t).total_s
+def first_start_s(t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> int:
+    """Longest a fresh pod may take on the first `pulumi up`: its GPU node being provisioned
+    (ClusterFacts.gpu_node_ready_s: 0 where the nodes exist), the cache filling, the image pull, then the
+    start-up. A shared (rwx) cache is filled by the prefetch Job on a system node while the GPU node is still
+    coming, so the two overlap (the longer counts); a node-local (nvme) cache is filled by the pod's init
+    container on that node, after it is ready, so they add up."""
+    fill = download_seconds(t.weights_gib)
+    wait = max(fill, node_ready_s) if cache.kind == "rwx" else node_ready_s + fill
+    return wait + IMAGE_PULL_S + cache.budget(t).total_s
 
 
-def deployment_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict[str, str]) -> dict:
+def deployment_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict[str, str],
+                    node_ready_s: int = 0) -> dict:
     budget = cache.budget(t).total_s
     return {
         "replicas": t.replicas,
         "selector": {"matchLabels": selector(model, ROLE)},
         "strategy": rollout_strategy(t),
         # Kubernetes (and Pulumi's await) would call a rollout failed after the default 600 s
-        "progressDeadlineSeconds": first_start_s(t, cache),
+        # and it counts while the pod is Pending for its GPU node
+        "progressDeadlineSeconds": first_start_s(t, cache, node_ready_s),
         "revisionHistoryLimit": 3,
         "template": {"metadata": pod_metadata(labels, pool), "spec": pod_spec(t, pool, cache, budget)},
     }
 
 
-def rollout_timeouts(t: Topology, cache: CacheFacts) -> tuple[int, int]:
-    """(create, update) seconds Pulumi waits for the Deployment: the first start includes filling
-    the cache; an update replaces up to max_replicas one by one (the images are pre-pulled by then)."""
+def rollout_timeouts(t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> tuple[int, int]:
+    """(create, update) seconds Pulumi waits for the Deployment: the first start includes a new GPU node
+    and filling the cache; an update replaces up to max_replicas one by one (the images are pre-pulled by
+    then), its first surge pod may wait for one node the autoscaler adds (the next ones reuse freed nodes)."""
     budget = cache.budget(t).total_s
-    return first_start_s(t, cache) + 300, (budget + grace_s(t)) * max(1, t.max_replicas) + 300
+    return (first_start_s(t, cache, node_ready_s) + 300,
+            node_ready_s + (budget + grace_s(t)) * max(1, t.max_replicas) + 300)

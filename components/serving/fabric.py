@@ -77,8 +77,15 @@ FABRICS: dict[str, Fabric] = {
     # libfabric's EFA provider through the aws-ofi-nccl plugin, which the AWS Ray Serve LLM image
     # carries (EFA installer 1.49). The interface for NCCL's bootstrap is detected: the image's
     # /etc/nccl.conf excludes the wrong ones, and EKS pods do not always call theirs eth0.
-    "efa": Fabric(RAY_LLM_EFA_IMAGE, {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1", **_WARN}, (IPC_LOCK,),
-                  source="aws/deep-learning-containers docker/ray_llm/Dockerfile.cuda; aws-ofi-nccl docs"),
+    # FI_EFA_USE_HUGE_PAGE=0: the EFA provider allocates its internal buffers from huge pages by default
+    # (libfabric fi_efa(7)); the GPU nodes reserve none and the pods request no hugepages-2Mi, so that
+    # allocation (and fork() in a pinned process) fails. AWS's EKS EFA examples either request hugepages-2Mi
+    # or set it to 0; the buffers are host-side bounce buffers, GPU memory goes through GPUDirect RDMA.
+    "efa": Fabric(RAY_LLM_EFA_IMAGE, {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1", "FI_EFA_USE_HUGE_PAGE": "0",
+                                      **_WARN}, (IPC_LOCK,),
+                  source="aws/deep-learning-containers docker/ray_llm/Dockerfile.cuda; aws-ofi-nccl docs; "
+                         "ofiwg/libfabric man/fi_efa.7.md (FI_EFA_USE_HUGE_PAGE); aws-samples/"
+                         "awsome-distributed-training EFA cheatsheet (FI_EFA_USE_HUGE_PAGE=0)"),
     # NCCL's built-in IB verbs transport; the RDMA device comes from the Network Operator's shared
     # device plugin. eth0 (the pod network) only carries NCCL's and Gloo's bootstrap.
     "infiniband": Fabric(RAY_LLM_IMAGE, {"NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "mlx5",

@@ -207,6 +207,10 @@ def head_group(t: Topology, cache: CacheFacts, image: str, labels: dict, system_
         }],
         "volumes": volumes,
     }
+    if cache.kind == "rwx":
+        # Serve LLM reads the model's config and tokenizer on the head when it builds the app, offline: a head
+        # started before the prefetch Job's ready marker would fail the app (DEPLOY_FAILED), as a worker would
+        pod["initContainers"] = [cache.init_container(t.model_repo, image)]
     if system_node_selector:
         pod["nodeSelector"] = dict(system_node_selector)
     # no GPUs on the head: it schedules, routes and autoscales; engines run on the workers

@@ -110,10 +110,11 @@ class VllmService(pulumi.ComponentResource):
                 metadata=meta(model, "ray", addons.monitor_labels), spec=pod_monitor_spec(model),
                 opts=needs("monitoring"))
         else:
-            create_s, update_s = rollout_timeouts(t, cache)
+            create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
             self.workload = k8s.apps.v1.Deployment(
                 f"{name}-deployment", metadata=meta(model, "server"),
-                spec=deployment_spec(model, t, pool, cache, model_labels(model, "server", labels)),
+                spec=deployment_spec(model, t, pool, cache, model_labels(model, "server", labels),
+                                     facts.gpu_node_ready_s),
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                     # KEDA owns the replica count once the Deployment exists
                     ignore_changes=["spec.replicas"],

@@ -14,7 +14,7 @@ from ...config import ConfigError
 from ...config.schema import StackConfig
 from ...planner import Topology
 from ...versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
-from ..facts import COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, ClusterFacts
+from ..facts import COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, NEW_GPU_NODE_READY_S, ClusterFacts
 from ..pools import PoolSpec, gpu_pool_specs, pool_name
 from .autoscaling import ClusterAutoscaler
 from . import capacity
@@ -124,6 +124,6 @@ class AwsGpuCluster(pulumi.ComponentResource):
             driver_preinstalled=True, kubeconfig=self.kubeconfig, depends_on=ready,
             block_storage_class=BLOCK_STORAGE_CLASS, network_policy_enforced=True,
             gpu_stack=EKS_GPU_STACK, fabric_software=dict(EKS_FABRIC_SOFTWARE), managed_control_plane=True,
-            cluster_dns=COREDNS)
+            cluster_dns=COREDNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S)
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})

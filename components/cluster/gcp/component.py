@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 from ...config.load import ConfigError
 from ...config.schema import StackConfig
 from ...planner import Topology
-from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, ClusterFacts, GpuPool
+from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, NEW_GPU_NODE_READY_S, ClusterFacts, GpuPool
 from ..pools import PoolSpec, gpu_pool_specs, model_cache_gib
 from . import storage
 from .control_plane import GkeControlPlane, cost_labels, enable_services, node_identity
@@ -136,6 +136,6 @@ class GcpGpuCluster(pulumi.ComponentResource):
             # (a stockout, a reservation not yet active) leaves serving pods Pending instead of failing the run.
             depends_on=[self.system_pool, *self.network_objects, *cache_resources],
             gpu_stack=GKE_GPU_STACK, fabric_software=dict(GKE_FABRIC_SOFTWARE), managed_control_plane=True,
-            cluster_dns=KUBE_DNS)
+            cluster_dns=KUBE_DNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S)
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})
