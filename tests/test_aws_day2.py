@@ -82,8 +82,13 @@ def test_every_gpu_instance_and_volume_carries_the_cost_tags():
     specs = {s["resourceType"]: s["tags"] for s in lt.inputs["tagSpecifications"]}
     assert set(specs) == {"instance", "volume"}
     for tags in specs.values():
-        assert tags == {"Name": "llama405b-prod-gpu-p5-48xlarge", **expected}
+        assert tags == {"Name": "llama405b-prod-gpu-p5-48xlarge", "vllm-platform/stack": P5,
+                        "vllm-platform/environment": "prod", "vllm-platform/pool": "gpu-p5-48xlarge"}
     assert gpu_group(res).inputs["tags"] == expected
+    # the models tag reaches instances through the node group's Auto Scaling group, not the template
+    (models,) = [r for r in by_type(res, "aws:autoscaling/tag:Tag") if r.name.endswith("gpu-p5-48xlarge-models")]
+    assert models.inputs["tag"] == {"key": "vllm-platform/models", "value": "llama-3.1-405b",
+                                    "propagateAtLaunch": True}
     system = one(res, LT, "vllm-cluster-nodes-system").inputs["tagSpecifications"]
     assert {s["resourceType"] for s in system} == {"instance", "volume"}
     assert all(s["tags"]["vllm-platform/environment"] == "prod" for s in system)
