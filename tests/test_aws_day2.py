@@ -72,6 +72,18 @@ def test_the_ci_preview_identity_gets_a_read_only_cluster_wide_entry():
                 if r.inputs["principalArn"] == ci]
     assert assoc["policyArn"] == "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
     assert assoc["accessScope"] == {"type": "cluster"}
+    # preview reads Helm release state and Secrets, which AmazonEKSViewPolicy does not grant: the entry's
+    # group gets read-only access to Secrets, and nothing else
+    assert entry["kubernetesGroups"] == ["vllm-platform-preview"]
+    role = one(res, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "vllm-cluster-preview").inputs
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]
+    binding = one(res, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "vllm-cluster-preview").inputs
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                    "name": "vllm-platform-preview"}]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": "vllm-platform-preview"}
+    assert [r for r in by_type(g6(), "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+            if r.name == "vllm-cluster-preview"] == []
 
 
 def test_every_gpu_instance_and_volume_carries_the_cost_tags():

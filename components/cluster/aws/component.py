@@ -22,7 +22,7 @@ from .autoscaling import ClusterAutoscaler
 from . import capacity
 from .capacity import PoolPlacement, plan_placement
 from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, EksAddons, EksControlPlane, endpoint_reachability,
-                            token_identity)
+                            preview_secret_reader, token_identity)
 from .network import AwsNetwork, network_zones
 from .node_pools import SYSTEM_LABELS, AwsNodeGroups
 from .storage import BLOCK_STORAGE_CLASS, EFS_CLIENT_READ_GBPS, STORAGE_CLASS, EfsModelCache, block_storage_class
@@ -124,6 +124,8 @@ class AwsGpuCluster(pulumi.ComponentResource):
         ClusterAutoscaler(f"{name}-autoscaler", self.cluster, cluster_name, settings.region, minor,
                           partition.partition, account, self.provider,
                           [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules], opts=child)
+        if settings.viewer_role_arns:
+            preview_secret_reader(f"{name}-preview", self.provider, control.deployer_rules, self)
         storage_class, read_gbps = cache_facts(cfg)
         self.facts = ClusterFacts(
             cloud="aws", name=cluster_name, provider=self.provider, gpu_pools=nodes.pools,

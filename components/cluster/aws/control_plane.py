@@ -9,6 +9,7 @@ from typing import Any
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_kubernetes as k8s
 import yaml
 
 from ...config.schema import AwsSettings, StackConfig
@@ -20,6 +21,11 @@ LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 LOG_RETENTION_DAYS = 90
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 VIEW_POLICY = "AmazonEKSViewPolicy"
+# AmazonEKSViewPolicy reads no Secrets, but `pulumi preview` reads them: Helm keeps each release's state
+# in Secrets of its namespace, and Secret resources are diffed against the live ones. The viewer entries
+# carry this Kubernetes group, which PREVIEW_RULES bind cluster-wide (read-only, Secrets only).
+PREVIEW_GROUP = "vllm-platform-preview"
+PREVIEW_RULES = [{"api_groups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]
 API_PORT = 443
 # Add-ons the nodes need before they can run pods; the others wait for the system nodes
 # (an add-on whose pods cannot schedule stays DEGRADED and its creation times out).
@@ -160,8 +166,9 @@ class EksControlPlane(pulumi.ComponentResource):
         for role, policy, arns in (("admin", ADMIN_POLICY, settings.admin_role_arns),
                                    ("viewer", VIEW_POLICY, settings.viewer_role_arns)):
             for i, arn in enumerate(arns):
+                groups = {"kubernetes_groups": [PREVIEW_GROUP]} if role == "viewer" else {}
                 entry = aws.eks.AccessEntry(f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
-                                            type="STANDARD", opts=child)
+                                            type="STANDARD", opts=child, **groups)
                 aws.eks.AccessPolicyAssociation(
                     f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
                     policy_arn=access_policy_arn(partition, policy), access_scope={"type": "cluster"},
@@ -179,6 +186,16 @@ class EksControlPlane(pulumi.ComponentResource):
                 lambda a: kubeconfig_yaml(a[0], a[1], a[2], settings.region, a[3], a[4])))
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})
+
+
+def preview_secret_reader(name: str, provider: k8s.Provider, depends_on: list, parent: pulumi.Resource) -> None:
+    """Read access to Secrets for the viewer entries' group (aws.viewerRoleArns), so that they can preview."""
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on)
+    role = k8s.rbac.v1.ClusterRole(name, metadata={"name": PREVIEW_GROUP}, rules=PREVIEW_RULES, opts=opts)
+    k8s.rbac.v1.ClusterRoleBinding(
+        name, metadata={"name": PREVIEW_GROUP},
+        role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.metadata.name},
+        subjects=[{"api_group": "rbac.authorization.k8s.io", "kind": "Group", "name": PREVIEW_GROUP}], opts=opts)
 
 
 class EksAddons(pulumi.ComponentResource):
