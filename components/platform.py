@@ -26,7 +26,7 @@ def cluster_component(name: str, loaded: LoadedConfig, topologies: dict[str, Top
         return ExistingCluster(name, cfg, topologies, loaded.kubeconfig, opts)
     if cfg.cloud == "aws":
         from .cluster.aws import AwsGpuCluster
-        return AwsGpuCluster(name, cfg, topologies, opts)
+        return AwsGpuCluster(name, cfg, topologies, opts, provider_config=loaded.provider_config.get("aws"))
     from .cluster.gcp import GcpGpuCluster
     return GcpGpuCluster(name, cfg, topologies, opts)
 

@@ -99,3 +99,42 @@ def test_a_public_endpoint_lists_only_the_given_cidrs_and_adds_no_rule():
     vpc = one(res, CLUSTER).inputs["vpcConfig"]
     assert vpc["endpointPublicAccess"] is True and vpc["publicAccessCidrs"] == ["203.0.113.7/32"]
     assert [r.name for r in by_type(res, INGRESS) if "deployer" in r.name] == []
+
+
+# --- the kubeconfig's token identity -------------------------------------------------------------------
+
+def _kubeconfig_exec(**provider: str) -> dict:
+    """The exec section of the kubeconfig the stack's Kubernetes provider gets, under these `aws:*` keys."""
+    import json
+
+    import yaml
+
+    from components.offline.runner import OFFLINE_SECRET, run_program
+    config = {"vllm-platform:cloud": "aws", "vllm-platform:hfToken": OFFLINE_SECRET,
+              "vllm-platform:models": json.dumps(MODELS),
+              "vllm-platform:aws": json.dumps({"region": "us-east-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"]}),
+              **provider}
+    _, exports = run_program(config, ["vllm-platform:hfToken"], "token-test")
+    return yaml.safe_load(exports["kubeconfig"])["users"][0]["user"]["exec"]
+
+
+ROLE = "arn:aws:iam::123456789012:role/platform-deployer"
+
+
+def test_the_kubeconfig_gets_its_token_as_the_aws_providers_profile_and_role():
+    """The cluster creator (the only admin at first) is the provider's identity; `aws eks get-token` as any
+    other identity gets 401 from the API on every Kubernetes call."""
+    ex = _kubeconfig_exec(**{"aws:profile": "platform-prod", "aws:assumeRoles": f'[{{"roleArn": "{ROLE}"}}]'})
+    assert ex["command"] == "aws"
+    assert ex["args"] == ["eks", "get-token", "--cluster-name", "vllm", "--region", "us-east-1", "--output",
+                          "json", "--role-arn", ROLE, "--profile", "platform-prod"]
+    assert ex["env"] == [{"name": "AWS_PROFILE", "value": "platform-prod"}]
+    plain = _kubeconfig_exec()
+    assert "--profile" not in plain["args"] and "--role-arn" not in plain["args"] and "env" not in plain
+
+
+def test_a_chain_of_assumed_roles_is_a_config_error():
+    chain = f'[{{"roleArn": "{ROLE}"}}, {{"roleArn": "{ROLE}-2"}}]'
+    with pytest.raises(pulumi.RunError, match=r"aws:assumeRoles: the kubeconfig's `aws eks get-token --role-arn` "
+                                              r"assumes one role"):
+        _kubeconfig_exec(**{"aws:assumeRoles": chain})

@@ -131,11 +131,17 @@ def test_an_efa_pool_needs_its_type_offered_in_the_first_zone(monkeypatch):
     assert gpu(res, NG).inputs["subnetIds"] == [subnet_ids(res)["us-east-1b"]]
 
 
-def test_a_single_node_pool_spans_only_the_zones_that_offer_its_type(monkeypatch):
-    monkeypatch.setitem(stubs.NOT_OFFERED, "us-east-1a", {"g6.xlarge"})
+def test_a_single_node_pools_subnets_do_not_follow_the_offerings_answer(monkeypatch):
+    """A node group's subnet list cannot change in place (EKS replaces the group, GPUs and all): a single-node
+    pool keeps every private subnet whatever EC2 offers today; the offerings only refuse a type offered nowhere."""
     res, _ = plan_config(config("g6.xlarge"))
     zones = subnet_ids(res)
-    assert sorted(gpu(res, NG, "gpu-g6-xlarge").inputs["subnetIds"]) == sorted([zones["us-east-1b"], zones["us-east-1c"]])
+    everywhere = sorted(zones.values())
+    assert len(everywhere) == 3
+    assert sorted(gpu(res, NG, "gpu-g6-xlarge").inputs["subnetIds"]) == everywhere
+    monkeypatch.setitem(stubs.NOT_OFFERED, "us-east-1a", {"g6.xlarge"})
+    res, _ = plan_config(config("g6.xlarge"))
+    assert sorted(gpu(res, NG, "gpu-g6-xlarge").inputs["subnetIds"]) == everywhere
     assert len(one(res, "aws:eks/cluster:Cluster").inputs["vpcConfig"]["subnetIds"]) == 3
     for zone in ("us-east-1b", "us-east-1c"):
         monkeypatch.setitem(stubs.NOT_OFFERED, zone, {"g6.xlarge"})

@@ -82,7 +82,7 @@ def test_p5_nodes_in_one_subnet_with_gpu_taint_labels_and_planned_size():
                             "k8s.amazonaws.com/accelerator": "h100"}
     # TP 8 x PP 2: 2 nodes per replica; 1 to 2 replicas
     assert ng["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 4}
-    tag = one(res, "aws:autoscaling/tag:Tag").inputs["tag"]
+    (tag,) = [r.inputs["tag"] for r in by_type(res, "aws:autoscaling/tag:Tag") if r.name.endswith("-ca-efa")]
     assert tag == {"key": "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa",
                    "value": "32", "propagateAtLaunch": False}
 
@@ -112,7 +112,8 @@ def test_g6_has_no_efa_no_placement_group_and_spans_every_zone():
     assert "networkInterfaces" not in lt and "placement" not in lt
     assert len(lt["vpcSecurityGroupIds"]) == 2  # the cluster's and the nodes' groups
     assert by_type(res, "aws:ec2/placementGroup:PlacementGroup") == []
-    assert by_type(res, EGRESS) == [] and by_type(res, "aws:autoscaling/tag:Tag") == []
+    assert by_type(res, EGRESS) == []
+    assert [r.name for r in by_type(res, "aws:autoscaling/tag:Tag")] == ["vllm-cluster-nodes-gpu-g6-xlarge-models"]
     ng = gpu(res, NG, "gpu-g6-xlarge").inputs
     assert ng["subnetIds"] == one(res, CLUSTER).inputs["vpcConfig"]["subnetIds"]
     assert ng["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
@@ -123,6 +124,16 @@ def test_renaming_a_model_writes_no_new_launch_template_version():
     replaces every node of the pool: a model's name must not be part of it."""
     renamed = {**G6, "models": [{**G6["models"][0], "name": "renamed"}]}
     assert gpu(plan_config(renamed)[0], LT, "gpu-g6-xlarge").inputs == gpu(g6(), LT, "gpu-g6-xlarge").inputs
+
+
+def test_changing_a_pools_models_rolls_no_node_and_re_tags_its_auto_scaling_group():
+    """The models tag is not in the launch template (a new version would replace every GPU node of the pool)."""
+    qwen = {**G6["models"][0], "name": "qwen", "model": "qwen2.5-7b"}
+    added = plan_config({**G6, "models": [*G6["models"], qwen]})[0]
+    assert gpu(added, LT, "gpu-g6-xlarge").inputs == gpu(g6(), LT, "gpu-g6-xlarge").inputs
+    tag = gpu(added, "aws:autoscaling/tag:Tag", "gpu-g6-xlarge-models").inputs["tag"]
+    assert tag == {"key": "vllm-platform/models", "value": "llama-3.1-8b+qwen2.5-7b", "propagateAtLaunch": True}
+    assert gpu(added, NG, "gpu-g6-xlarge").inputs["tags"]["vllm-platform/models"] == "llama-3.1-8b+qwen2.5-7b"
 
 
 def test_node_groups_follow_the_cluster_version():

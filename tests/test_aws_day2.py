@@ -72,6 +72,18 @@ def test_the_ci_preview_identity_gets_a_read_only_cluster_wide_entry():
                 if r.inputs["principalArn"] == ci]
     assert assoc["policyArn"] == "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
     assert assoc["accessScope"] == {"type": "cluster"}
+    # preview reads Helm release state and Secrets, which AmazonEKSViewPolicy does not grant: the entry's
+    # group gets read-only access to Secrets, and nothing else
+    assert entry["kubernetesGroups"] == ["vllm-platform-preview"]
+    role = one(res, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "vllm-cluster-preview").inputs
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]
+    binding = one(res, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "vllm-cluster-preview").inputs
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                    "name": "vllm-platform-preview"}]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": "vllm-platform-preview"}
+    assert [r for r in by_type(g6(), "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+            if r.name == "vllm-cluster-preview"] == []
 
 
 def test_every_gpu_instance_and_volume_carries_the_cost_tags():
@@ -82,8 +94,13 @@ def test_every_gpu_instance_and_volume_carries_the_cost_tags():
     specs = {s["resourceType"]: s["tags"] for s in lt.inputs["tagSpecifications"]}
     assert set(specs) == {"instance", "volume"}
     for tags in specs.values():
-        assert tags == {"Name": "llama405b-prod-gpu-p5-48xlarge", **expected}
+        assert tags == {"Name": "llama405b-prod-gpu-p5-48xlarge", "vllm-platform/stack": P5,
+                        "vllm-platform/environment": "prod", "vllm-platform/pool": "gpu-p5-48xlarge"}
     assert gpu_group(res).inputs["tags"] == expected
+    # the models tag reaches instances through the node group's Auto Scaling group, not the template
+    (models,) = [r for r in by_type(res, "aws:autoscaling/tag:Tag") if r.name.endswith("gpu-p5-48xlarge-models")]
+    assert models.inputs["tag"] == {"key": "vllm-platform/models", "value": "llama-3.1-405b",
+                                    "propagateAtLaunch": True}
     system = one(res, LT, "vllm-cluster-nodes-system").inputs["tagSpecifications"]
     assert {s["resourceType"] for s in system} == {"instance", "volume"}
     assert all(s["tags"]["vllm-platform/environment"] == "prod" for s in system)

@@ -54,7 +54,9 @@ class AwsSettings(_Base):
                                        description="IAM roles/users given cluster-admin access entries")
     viewer_role_arns: list[str] = Field(
         default_factory=list, description="IAM roles/users given read-only access entries (AmazonEKSViewPolicy), "
-                                          "e.g. the CI identity that runs `pulumi preview`")
+                                          "e.g. the CI identity that runs `pulumi preview`; they also read Secrets "
+                                          "cluster-wide (Kubernetes group vllm-platform-preview), which a preview "
+                                          "of Helm releases and Secrets needs")
     support_type: Literal["STANDARD", "EXTENDED"] = Field(
         "STANDARD", description="EKS upgrade policy: STANDARD upgrades the control plane at the end of standard "
                                 "support; EXTENDED keeps the minor 12 more months at the extended-support price")

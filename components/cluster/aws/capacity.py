@@ -1,6 +1,10 @@
 """Where a GPU pool's nodes come from, decided before anything is created.
 
-On-demand and spot pools go to the zones that offer the instance type (EC2 instance-type offerings).
+On-demand and spot pools are checked against EC2 instance-type offerings, which only validate: a
+single-node pool keeps every private subnet of the cluster (its Auto Scaling group skips zones without the
+type), so that the node group's subnets, which EKS cannot change in place (a new subnet list replaces the
+group, and its GPUs), never follow a live offerings answer. A pool whose replicas span nodes (EFA) goes to
+the first zone.
 Reserved capacity is used as reserved: the zone and the instance type come from the reservation itself
 (an On-Demand Capacity Reservation or a Capacity Block), never from config; a Capacity Block's group
 stays at zero nodes until the block starts and is scaled on the block's own dates.
@@ -59,8 +63,10 @@ def _field(spec: PoolSpec) -> str:
 
 def offered_subnets(spec: PoolSpec, zonal: bool, zones: list[str], offered: set[str], zones_field: str
                     ) -> tuple[list[int], list[str]]:
-    """Indexes of the subnets a pool may use: zonal pools the first zone's only. A problem line when the
-    instance type is not offered where the pool must go."""
+    """Indexes of the subnets a pool uses: zonal (EFA) pools the first zone's only, every other pool all of
+    them, whatever the offerings say (they change over time; the group's subnets must not). A problem line
+    when the instance type is not offered where the pool must go: in the first zone for a zonal pool, in
+    at least one zone for any other."""
     itype = spec.instance.name
     where = ", ".join(z for z in zones if z in offered) or "none of them"
     if zonal:
@@ -68,9 +74,8 @@ def offered_subnets(spec: PoolSpec, zonal: bool, zones: list[str], offered: set[
             return [0], []
         return [], [f"{zones_field}: {itype} is not offered in {zones[0]}, the first zone, where pools whose "
                     f"replicas span nodes (EFA) go; offered in: {where}; put one of those first"]
-    indexes = [i for i, z in enumerate(zones) if z in offered]
-    if indexes:
-        return indexes, []
+    if any(z in offered for z in zones):
+        return list(range(len(zones))), []
     return [], [f"{zones_field}: {itype} is not offered in any of {', '.join(zones)}; choose zones that offer it"]
 
 

@@ -6,6 +6,8 @@ a zone does not offer, a reservation of another type or zone) is asked of EC2 an
 first resource is registered."""
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
@@ -19,7 +21,8 @@ from ..pools import PoolSpec, gpu_pool_specs, pool_name
 from .autoscaling import ClusterAutoscaler
 from . import capacity
 from .capacity import PoolPlacement, plan_placement
-from .control_plane import EBS_CSI_ADDON, EFS_CSI_ADDON, EksAddons, EksControlPlane, endpoint_reachability
+from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, EksAddons, EksControlPlane, endpoint_reachability,
+                            preview_secret_reader, token_identity)
 from .network import AwsNetwork, network_zones
 from .node_pools import SYSTEM_LABELS, AwsNodeGroups
 from .storage import BLOCK_STORAGE_CLASS, EFS_CLIENT_READ_GBPS, STORAGE_CLASS, EfsModelCache, block_storage_class
@@ -73,10 +76,13 @@ class AwsGpuCluster(pulumi.ComponentResource):
     facts: ClusterFacts
 
     def __init__(self, name: str, cfg: StackConfig, topologies: dict[str, Topology],
-                 opts: pulumi.ResourceOptions | None = None):
+                 opts: pulumi.ResourceOptions | None = None, provider_config: dict[str, Any] | None = None):
+        """provider_config: the stack's `aws:*` settings (LoadedConfig.provider_config["aws"]), for the
+        kubeconfig's token identity."""
         super().__init__("vllm-platform:cluster:AwsGpuCluster", name, None, opts)
         specs = gpu_pool_specs(topologies)
-        problems = check(cfg, specs)
+        profile, role_arn, token_problems = token_identity(provider_config or {})
+        problems = check(cfg, specs) + token_problems
         if problems:
             _fail(problems)
         settings, cluster_name, minor = cfg.aws, cfg.cluster.name, cfg.cluster.kubernetes_version
@@ -97,7 +103,8 @@ class AwsGpuCluster(pulumi.ComponentResource):
 
         network = AwsNetwork(f"{name}-network", settings, cluster_name, zones, partition.reverse_dns_prefix,
                              opts=child).facts
-        control = EksControlPlane(f"{name}-eks", cfg, network, partition.partition, opts=child)
+        control = EksControlPlane(f"{name}-eks", cfg, network, partition.partition, opts=child, profile=profile,
+                                  role_arn=role_arn)
         self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
         tags = {"vllm-platform/stack": pulumi.get_stack(), "vllm-platform/environment": cfg.environment}
@@ -117,6 +124,8 @@ class AwsGpuCluster(pulumi.ComponentResource):
         ClusterAutoscaler(f"{name}-autoscaler", self.cluster, cluster_name, settings.region, minor,
                           partition.partition, account, self.provider,
                           [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules], opts=child)
+        if settings.viewer_role_arns:
+            preview_secret_reader(f"{name}-preview", self.provider, control.deployer_rules, self)
         storage_class, read_gbps = cache_facts(cfg)
         self.facts = ClusterFacts(
             cloud="aws", name=cluster_name, provider=self.provider, gpu_pools=nodes.pools,

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_kubernetes as k8s
 import yaml
 
 from ...config.schema import AwsSettings, StackConfig
@@ -19,6 +21,11 @@ LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 LOG_RETENTION_DAYS = 90
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 VIEW_POLICY = "AmazonEKSViewPolicy"
+# AmazonEKSViewPolicy reads no Secrets, but `pulumi preview` reads them: Helm keeps each release's state
+# in Secrets of its namespace, and Secret resources are diffed against the live ones. The viewer entries
+# carry this Kubernetes group, which PREVIEW_RULES bind cluster-wide (read-only, Secrets only).
+PREVIEW_GROUP = "vllm-platform-preview"
+PREVIEW_RULES = [{"api_groups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]
 API_PORT = 443
 # Add-ons the nodes need before they can run pods; the others wait for the system nodes
 # (an add-on whose pods cannot schedule stays DEGRADED and its creation times out).
@@ -84,16 +91,41 @@ def access_policy_arn(partition: str, policy: str) -> str:
     return f"arn:{partition}:eks::aws:cluster-access-policy/{policy}"
 
 
-def kubeconfig_yaml(cluster: str, endpoint: str, ca_data: str, region: str) -> str:
-    """A kubeconfig that gets short-lived tokens from the AWS CLI (no long-lived credential in state)."""
+def token_identity(provider: dict[str, Any]) -> tuple[Any, Any, list[str]]:
+    """(profile, role ARN, problems): the identity `aws eks get-token` must use, from the stack's `aws:profile`
+    and `aws:assumeRoles`, the settings the explicit provider runs with (components/providers.py); the
+    cluster creator, which alone has admin at first, is that provider's identity. Values may be secrets."""
+    profile, roles = provider.get("profile"), provider.get("assumeRoles")
+    if roles is None or isinstance(roles, pulumi.Output):
+        return profile, (roles.apply(lambda rs: _role_arn(rs)) if roles is not None else None), []
+    if not isinstance(roles, list) or len(roles) > 1:
+        return profile, None, ["aws:assumeRoles: the kubeconfig's `aws eks get-token --role-arn` assumes one role; "
+                               "name one role here, or chain roles in an AWS CLI profile (role_arn, source_profile) "
+                               "and set aws:profile"]
+    return profile, _role_arn(roles), []
+
+
+def _role_arn(roles) -> str | None:
+    return (roles[0] or {}).get("roleArn") if roles else None
+
+
+def kubeconfig_yaml(cluster: str, endpoint: str, ca_data: str, region: str, profile: str | None = None,
+                    role_arn: str | None = None) -> str:
+    """A kubeconfig that gets short-lived tokens from the AWS CLI (no long-lived credential in state), as the
+    identity the AWS provider uses (`--profile`, `--role-arn`): another identity gets 401 from the API."""
+    args = ["eks", "get-token", "--cluster-name", cluster, "--region", region, "--output", "json"]
+    if role_arn:
+        args += ["--role-arn", role_arn]
+    if profile:
+        args += ["--profile", profile]
+    env = [{"name": "AWS_PROFILE", "value": profile}] if profile else None
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": cluster, "preferences": {},
         "clusters": [{"name": cluster, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
         "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": cluster}}],
         "users": [{"name": cluster, "user": {"exec": {
             "apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws",
-            "args": ["eks", "get-token", "--cluster-name", cluster, "--region", region, "--output", "json"],
-            "interactiveMode": "Never"}}}],
+            "args": args, **({"env": env} if env else {}), "interactiveMode": "Never"}}}],
     }, sort_keys=False)
 
 
@@ -102,7 +134,7 @@ class EksControlPlane(pulumi.ComponentResource):
     autoscaler's discovery tags are known before anything is created."""
 
     def __init__(self, name: str, cfg: StackConfig, network: NetworkFacts, partition: str,
-                 opts: pulumi.ResourceOptions | None = None):
+                 opts: pulumi.ResourceOptions | None = None, profile: Any = None, role_arn: Any = None):
         super().__init__("vllm-platform:aws:EksControlPlane", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         settings, cluster_name = cfg.aws, cfg.cluster.name
@@ -134,8 +166,9 @@ class EksControlPlane(pulumi.ComponentResource):
         for role, policy, arns in (("admin", ADMIN_POLICY, settings.admin_role_arns),
                                    ("viewer", VIEW_POLICY, settings.viewer_role_arns)):
             for i, arn in enumerate(arns):
+                groups = {"kubernetes_groups": [PREVIEW_GROUP]} if role == "viewer" else {}
                 entry = aws.eks.AccessEntry(f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
-                                            type="STANDARD", opts=child)
+                                            type="STANDARD", opts=child, **groups)
                 aws.eks.AccessPolicyAssociation(
                     f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
                     policy_arn=access_policy_arn(partition, policy), access_scope={"type": "cluster"},
@@ -148,10 +181,21 @@ class EksControlPlane(pulumi.ComponentResource):
                                              **rule)
             for key, rule in deployer_rules(settings).items()]
         ca_data = self.cluster.certificate_authority.apply(lambda ca: ca.data)
-        self.kubeconfig = pulumi.Output.secret(pulumi.Output.all(self.cluster.name, self.cluster.endpoint, ca_data).apply(
-            lambda a: kubeconfig_yaml(a[0], a[1], a[2], settings.region)))
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(self.cluster.name, self.cluster.endpoint, ca_data, profile, role_arn).apply(
+                lambda a: kubeconfig_yaml(a[0], a[1], a[2], settings.region, a[3], a[4])))
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})
+
+
+def preview_secret_reader(name: str, provider: k8s.Provider, depends_on: list, parent: pulumi.Resource) -> None:
+    """Read access to Secrets for the viewer entries' group (aws.viewerRoleArns), so that they can preview."""
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on)
+    role = k8s.rbac.v1.ClusterRole(name, metadata={"name": PREVIEW_GROUP}, rules=PREVIEW_RULES, opts=opts)
+    k8s.rbac.v1.ClusterRoleBinding(
+        name, metadata={"name": PREVIEW_GROUP},
+        role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.metadata.name},
+        subjects=[{"api_group": "rbac.authorization.k8s.io", "kind": "Group", "name": PREVIEW_GROUP}], opts=opts)
 
 
 class EksAddons(pulumi.ComponentResource):

@@ -5,7 +5,10 @@ placement group (ours, or the one aws.placementGroup names), one zone's subnet a
 open to itself (EFA traffic does not cross zones and is dropped by security groups that do not admit
 it). Every GPU node assembles its local NVMe instance store as one RAID0 array (nodeadm `localStorage`)
 that holds kubelet, containerd and the node-local model cache. Every instance and volume carries the
-cost-allocation tags (stack, environment, pool, models).
+cost-allocation tags stack, environment and pool (from the launch template); the models a pool serves
+change more often than its nodes should, so that tag lives on the node group and on its Auto Scaling
+group, which puts it on each instance it launches (not on volumes): changing a pool's models re-tags the
+group and rolls no node.
 """
 from __future__ import annotations
 
@@ -101,10 +104,18 @@ def placement_group(spec: PoolSpec, settings: AwsSettings) -> str | None:
     return None
 
 
+MODELS_TAG = "vllm-platform/models"
+
+
 def cost_tags(base: dict[str, str], spec: PoolSpec, models: str) -> dict[str, str]:
-    """Cost-allocation tags of a GPU pool. The catalog model ids (not the served names) go in: renaming a
-    model writes no new launch-template version, while a pool that serves another model is re-tagged."""
-    return {**base, "vllm-platform/pool": spec.name, "vllm-platform/models": models}
+    """Cost-allocation tags of a GPU pool's node group. The catalog model ids (not the served names) go in.
+    The launch template takes all but MODELS_TAG (template_tags): a new template version rolls every node."""
+    return {**base, "vllm-platform/pool": spec.name, MODELS_TAG: models}
+
+
+def template_tags(tags: dict[str, str]) -> dict[str, str]:
+    """The tags a launch template may carry: none that follows the pool's models."""
+    return {k: v for k, v in tags.items() if k != MODELS_TAG}
 
 
 # Node updates replace GPU nodes in place: MINIMAL terminates up to max_unavailable old nodes before it
@@ -225,7 +236,7 @@ class AwsNodeGroups(pulumi.ComponentResource):
             instance_type=spec.instance.name, update_default_version=True, metadata_options=_metadata(1),
             block_device_mappings=_root(GPU_ROOT_GIB),
             user_data=base64.b64encode(nodeadm_user_data().encode()).decode(),
-            tag_specifications=[{"resource_type": kind, "tags": {"Name": node_name, **tags}}
+            tag_specifications=[{"resource_type": kind, "tags": {"Name": node_name, **template_tags(tags)}}
                                 for kind in ("instance", "volume")],
             opts=child, **lt_args)
         subnets = [network.private_subnet_ids[i] for i in placement.subnet_indexes]
@@ -239,6 +250,11 @@ class AwsNodeGroups(pulumi.ComponentResource):
                                 if settings.node_auto_repair else {"enabled": False}),
             tags=tags, opts=self._group_opts)
         asg = group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
+        # EKS does not copy node group tags to the Auto Scaling group; this tag reaches every instance the
+        # group launches from now on (running nodes keep the old value until replaced) and rolls nothing.
+        aws.autoscaling.Tag(f"{name}-models", autoscaling_group_name=asg,
+                            tag={"key": MODELS_TAG, "value": tags[MODELS_TAG], "propagate_at_launch": True},
+                            opts=child)
         if uses_efa(spec):
             # Cluster Autoscaler builds a node from the group's template when none is running: tell it
             # the EFA devices a node brings, or pods that ask for them never trigger a scale-up.
