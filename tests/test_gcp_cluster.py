@@ -310,7 +310,7 @@ def test_new_vpc_has_cloud_nat_and_an_existing_one_is_used_as_is():
 def test_kubeconfig_is_a_secret_that_reaches_the_dns_endpoint_with_the_exec_plugin():
     """No CIDR may reach the IP endpoint (the default), so Pulumi goes through the DNS endpoint."""
     extra, model = CASES["g2"]
-    private = {k: v for k, v in GCP.items() if k != "masterAuthorizedNetworks"}
+    private = {**{k: v for k, v in GCP.items() if k != "masterAuthorizedNetworks"}, "kubeconfigEndpoint": "dns"}
     res, exports = cluster_plan({"cloud": "gcp", "gcp": private, "models": [model]})
     provider = one(res, "pulumi:providers:kubernetes").inputs
     assert sanitize(provider["kubeconfig"]) == "[secret]"
