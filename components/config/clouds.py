@@ -181,6 +181,9 @@ class GcpSettings(_Base):
         None, description="default: components/versions.py GKE_RELEASE_CHANNEL")
     system_machine_type: str = Field("e2-standard-8", pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
                                      description="nodes for operators, Prometheus and the Ray heads")
+    system_nodes: int | None = Field(None, ge=1, le=10, description="the system pool's minimum node count (2+ keeps "
+                                                                  "operators available through a node upgrade); "
+                                                                  "default: 2 in production, 1 otherwise")
     filestore_tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] = Field(
         "BASIC_SSD", description="RWX model cache tier; read throughput per tier in "
                                  "components/cluster/gcp/storage.py")
