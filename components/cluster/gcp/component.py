@@ -22,7 +22,7 @@ from ..pools import PoolSpec, gpu_pool_specs, model_cache_gib
 from . import storage
 from .control_plane import GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
-from .network import fabric_networks, primary_network
+from .network import control_plane_firewall, fabric_networks, primary_network
 from .node_pools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, capacity_errors, checked_zone,
                          gpu_node_pool_args, local_ssd_read_gbps, pool_options, system_node_pool_args)
 
@@ -81,6 +81,8 @@ class GcpGpuCluster(pulumi.ComponentResource):
             name, cfg, net, cost_labels(stack, cfg.environment, every_model),
             pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources]))
         self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
+        self.control_plane_firewall = control_plane_firewall(name, prefix, g, net, self.cluster, account.email,
+                                                             child)
 
         # Fixed pool names: replaced by delete-then-create, the autoscaler owns the node count (pool_options).
         self.system_pool = gcp.container.NodePool(
