@@ -83,6 +83,11 @@ POOL = "gcp:container/nodePool:NodePool"
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 FIREWALL = "gcp:compute/firewall:Firewall"
+
+
+def fabric_rules(res):
+    """Firewall rules of the GPU NIC networks (the primary VPC's control-plane rule is test_gcp_pool_ops.py's)."""
+    return [r for r in by_type(res, FIREWALL) if r.inputs["network"] != "vllm-net"]
 FILESTORE = "gcp:filestore/instance:Instance"
 
 CASES = {
@@ -155,7 +160,7 @@ def test_a3_high_pool_gets_four_gpu_nic_networks():
     subnets = {r.inputs["name"]: r.inputs["ipCidrRange"] for r in by_type(res, SUBNET)}
     assert subnets == {"vllm-nodes": "10.0.0.0/20",
                        **{f"vllm-gpunic-{i}-sub": f"192.168.{i}.0/24" for i in range(1, 5)}}
-    rules = {r.inputs["network"]: r.inputs for r in by_type(res, FIREWALL)}
+    rules = {r.inputs["network"]: r.inputs for r in fabric_rules(res)}
     assert rules["vllm-gpunic-2"]["sourceRanges"] == ["192.168.2.0/24"]
     assert len(rules) == 4
 
@@ -187,7 +192,7 @@ def test_a3_ultra_pool_gets_the_gvnic_and_eight_rdma_networks():
     assert sorted(r.inputs["name"] for r in by_type(res, SUBNET) if r.inputs["network"] == "vllm-rdma") == [
         f"vllm-rdma-sub-{i}" for i in range(8)]
     # RoCE VPCs take no firewall rules; the second gVNIC's VPC does
-    assert [r.inputs["network"] for r in by_type(res, FIREWALL)] == ["vllm-gvnic-1"]
+    assert [r.inputs["network"] for r in fabric_rules(res)] == ["vllm-gvnic-1"]
     objs = manifests(res)
     assert objs["gkenetworkparamset_cluster_rdma-7.yaml"]["spec"] == {
         "vpc": "vllm-rdma", "vpcSubnet": "vllm-rdma-sub-7", "deviceMode": "RDMA"}
@@ -236,7 +241,7 @@ def test_g2_pool_is_one_l4_without_fabric_placement_or_local_ssd():
     assert "placementPolicy" not in p and "ephemeralStorageLocalSsdConfig" not in node
     res = plan("g2")[0]
     assert [r.inputs["name"] for r in by_type(res, NETWORK)] == ["vllm-net"]
-    assert by_type(res, FIREWALL) == []
+    assert fabric_rules(res) == []
     assert not [m for m in manifests(res) if m.startswith(("network_", "gkenetworkparamset_"))]
 
 
@@ -310,7 +315,7 @@ def test_new_vpc_has_cloud_nat_and_an_existing_one_is_used_as_is():
 def test_kubeconfig_is_a_secret_that_reaches_the_dns_endpoint_with_the_exec_plugin():
     """No CIDR may reach the IP endpoint (the default), so Pulumi goes through the DNS endpoint."""
     extra, model = CASES["g2"]
-    private = {k: v for k, v in GCP.items() if k != "masterAuthorizedNetworks"}
+    private = {**{k: v for k, v in GCP.items() if k != "masterAuthorizedNetworks"}, "kubeconfigEndpoint": "dns"}
     res, exports = cluster_plan({"cloud": "gcp", "gcp": private, "models": [model]})
     provider = one(res, "pulumi:providers:kubernetes").inputs
     assert sanitize(provider["kubeconfig"]) == "[secret]"

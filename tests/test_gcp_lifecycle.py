@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pulumi
 import pytest
+import yaml
 
 from components.cluster.gcp.control_plane import cost_labels, label_value
 from components.config import ConfigError
@@ -42,12 +43,22 @@ def refused(values: dict) -> str:
 BASE = {"project": "my-proj-123", "region": "us-central1", "zone": "us-central1-a"}
 
 
+DNS = {**BASE, "kubeconfigEndpoint": "dns"}
+
+
 @pytest.mark.parametrize("change,expected", [
+    ({},
+     "gcp.kubeconfigEndpoint: ip, but masterAuthorizedNetworks is empty and the stack creates its VPC (gcp.network "
+     "unset): nothing outside it can reach the IP endpoint on the first `pulumi up`; set "
+     "gcp.kubeconfigEndpoint: dns"),
     ({"dnsEndpoint": False},
-     "gcp.dnsEndpoint: false, masterAuthorizedNetworks is empty and the stack creates its VPC (network unset): "
-     "nothing can reach the control plane on the first `pulumi up`; set dnsEndpoint: true"),
-    ({"dnsEndpoint": False, "privateEndpoint": True, "masterAuthorizedNetworks": ["10.8.0.0/16"]},
-     "gcp.dnsEndpoint: false, privateEndpoint: true and the stack creates its VPC"),
+     "gcp.kubeconfigEndpoint: ip, but masterAuthorizedNetworks is empty and the stack creates its VPC (gcp.network "
+     "unset): nothing outside it can reach the IP endpoint on the first `pulumi up`; set "
+     "gcp.kubeconfigEndpoint: dns with gcp.dnsEndpoint: true"),
+    ({"privateEndpoint": True, "masterAuthorizedNetworks": ["10.8.0.0/16"]},
+     "gcp.kubeconfigEndpoint: ip, but privateEndpoint: true and the stack creates its VPC"),
+    ({"kubeconfigEndpoint": "dns", "dnsEndpoint": False, "masterAuthorizedNetworks": ["203.0.113.0/28"]},
+     "gcp.kubeconfigEndpoint: dns, but gcp.dnsEndpoint is false"),
     ({"privateEndpoint": True, "masterAuthorizedNetworks": ["10.8.0.0/16", "34.120.0.0/28"]},
      "gcp.masterAuthorizedNetworks: 34.120.0.0/28 are public addresses, but with privateEndpoint: true only "
      "internal ranges can reach the IP endpoint"),
@@ -58,7 +69,8 @@ def test_control_plane_settings_no_deploy_can_get_through_are_refused_by_field(c
 
 
 @pytest.mark.parametrize("change", [
-    {},  # the default: the DNS endpoint, no public IP endpoint
+    {"kubeconfigEndpoint": "dns"},  # the DNS endpoint, no public IP endpoint
+    {"kubeconfigEndpoint": "dns", "privateEndpoint": True},
     {"dnsEndpoint": False, "masterAuthorizedNetworks": ["203.0.113.0/28"]},  # public IP for the deployer's CIDR
     {"dnsEndpoint": False, "privateEndpoint": True, "network": "corp", "subnetwork": "gke", "podsRange": "p",
      "servicesRange": "s"},  # an existing VPC the deployer is inside (VPN / Interconnect)
@@ -67,9 +79,9 @@ def test_reachable_control_plane_settings_are_accepted(change):
     parse({"cloud": "gcp", "gcp": {**BASE, **change}, "models": MODEL}, {"hfToken"})
 
 
-def test_by_default_the_ip_endpoint_is_private_and_the_dns_endpoint_takes_external_traffic():
+def test_without_cidrs_the_ip_endpoint_is_private_and_the_dns_endpoint_takes_external_traffic():
     extra, model = CASES["g2"]
-    res, exports = cluster_plan({"cloud": "gcp", "gcp": BASE, "models": [model]})
+    res, exports = cluster_plan({"cloud": "gcp", "gcp": DNS, "models": [model]})
     c = one(res, CLUSTER).inputs
     assert c["privateClusterConfig"]["enablePrivateEndpoint"] is True
     assert c["masterAuthorizedNetworksConfig"] == {"cidrBlocks": [], "gcpPublicCidrsAccessEnabled": False}
@@ -77,11 +89,44 @@ def test_by_default_the_ip_endpoint_is_private_and_the_dns_endpoint_takes_extern
     assert ".us-central1.gke.goog" in exports["kubeconfig"]
 
 
+def _server(gcp: dict) -> str:
+    _, model = CASES["g2"]
+    _, exports = cluster_plan({"cloud": "gcp", "gcp": gcp, "models": [model]})
+    return yaml.safe_load(exports["kubeconfig"])["clusters"][0]["cluster"]["server"]
+
+
+SHARED = {"network": "corp", "subnetwork": "gke", "podsRange": "p", "servicesRange": "s"}
+
+
+@pytest.mark.parametrize("first,later", [
+    # dns: going private, or dropping the CIDRs, keeps the *.gke.goog name
+    ({**DNS, "masterAuthorizedNetworks": ["203.0.113.0/28"]}, DNS),
+    ({**DNS, "masterAuthorizedNetworks": ["203.0.113.0/28"]}, {**DNS, "privateEndpoint": True}),
+    ({**DNS, "masterAuthorizedNetworks": ["203.0.113.0/28"]},
+     {**DNS, "privateEndpoint": True, "masterAuthorizedNetworks": ["10.8.0.0/16"]}),
+    # ip (the default, every released stack): turning the DNS endpoint on keeps the IP endpoint
+    ({**BASE, "masterAuthorizedNetworks": ["203.0.113.0/28"], "dnsEndpoint": False},
+     {**BASE, "masterAuthorizedNetworks": ["203.0.113.0/28", "198.51.100.0/28"]}),
+    ({**BASE, **SHARED, "privateEndpoint": True}, {**BASE, **SHARED, "privateEndpoint": True, "dnsEndpoint": False,
+                                                   "masterAuthorizedNetworks": ["10.8.0.0/16"]}),
+])
+def test_the_kubeconfig_server_follows_kubeconfig_endpoint_only(first, later):
+    """A new server makes the Kubernetes provider replace every object it manages."""
+    assert _server(first) == _server(later)
+
+
+def test_the_kubeconfig_names_the_endpoint_kubeconfig_endpoint_chose():
+    cidrs = {**BASE, "masterAuthorizedNetworks": ["203.0.113.0/28"]}
+    assert _server(cidrs).startswith("https://34.")  # ip: the public IP endpoint, as before
+    assert _server({**cidrs, "kubeconfigEndpoint": "dns"}).endswith(".us-central1.gke.goog")
+    assert _server({**BASE, **SHARED, "privateEndpoint": True}).startswith("https://10.")  # internal address
+
+
 def test_readme_says_how_the_first_pulumi_up_reaches_a_private_cluster():
     readme = (ROOT / "README.md").read_text()
-    gcp = readme[readme.index("### GCP (GKE Standard)"):readme.index("### An existing cluster")]
-    for needed in ("gcp.dnsEndpoint", "container.clusters.connect", "gcp.masterAuthorizedNetworks",
-                   "gcp.privateEndpoint"):
+    gcp = " ".join(readme[readme.index("### GCP (GKE Standard)"):readme.index("### An existing cluster")].split())
+    for needed in ("gcp.kubeconfigEndpoint", "gcp.dnsEndpoint", "container.clusters.connect",
+                   "gcp.masterAuthorizedNetworks", "gcp.privateEndpoint", "replaces every Kubernetes object"):
         assert needed in gcp, needed
 
 
@@ -146,7 +191,7 @@ def test_gpu_pool_updates_replace_one_node_in_place(case):
 
 def test_readme_does_not_claim_auto_repair_replaces_a_node_with_a_faulty_gpu():
     readme = (ROOT / "README.md").read_text()
-    gcp = readme[readme.index("### GCP (GKE Standard)"):readme.index("### An existing cluster")]
+    gcp = " ".join(readme[readme.index("### GCP (GKE Standard)"):readme.index("### An existing cluster")].split())
     assert "does not replace a node for a GPU fault" in gcp and "Xid" in gcp
 
 

@@ -214,7 +214,8 @@ def test_control_plane_is_private_unless_cidrs_may_reach_it(cidrs, private_flag,
     from components.cluster.gcp.control_plane import cluster_args
     from components.cluster.gcp.network import PrimaryNetwork
 
-    cfg = parse({"cloud": "gcp", "gcp": {**GCP, "masterAuthorizedNetworks": cidrs, "privateEndpoint": private_flag},
+    cfg = parse({"cloud": "gcp", "gcp": {**GCP, "masterAuthorizedNetworks": cidrs, "privateEndpoint": private_flag,
+                                         "kubeconfigEndpoint": "dns"},
                  "models": MODEL}, {"hfToken"})
     args = cluster_args(cfg, PrimaryNetwork("net", "sub", "pods", "services"), {})
     assert args["private_cluster_config"]["enable_private_endpoint"] is private

@@ -169,6 +169,11 @@ class GcpSettings(_Base):
                           "Google APIs answer, each request authorised by IAM container.clusters.connect; Pulumi's "
                           "kubeconfig uses it unless masterAuthorizedNetworks opens the IP endpoint. The way in "
                           "for the first `pulumi up` of a private cluster")
+    kubeconfig_endpoint: Literal["ip", "dns"] = Field(
+        "ip", description="the endpoint Pulumi's kubeconfig names, chosen once: ip (the cluster's IP endpoint "
+                          "with its CA; what every earlier release used) or dns (the *.gke.goog DNS endpoint, "
+                          "needs dnsEndpoint: true). Changing it later gives the Kubernetes provider another "
+                          "server, and it replaces every Kubernetes object of the stack")
     master_authorized_networks: list[str] = Field(
         default_factory=list, description="CIDRs that may reach the control plane's IP endpoint; empty "
                                           "(default): no public IP endpoint, as privateEndpoint")
@@ -178,6 +183,9 @@ class GcpSettings(_Base):
         None, description="default: components/versions.py GKE_RELEASE_CHANNEL")
     system_machine_type: str = Field("e2-standard-8", pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
                                      description="nodes for operators, Prometheus and the Ray heads")
+    system_nodes: int | None = Field(None, ge=1, le=10, description="the system pool's minimum node count (2+ keeps "
+                                                                  "operators available through a node upgrade); "
+                                                                  "default: 2 in production, 1 otherwise")
     filestore_tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] = Field(
         "BASIC_SSD", description="RWX model cache tier; read throughput per tier in "
                                  "components/cluster/gcp/storage.py")
@@ -215,17 +223,22 @@ class GcpSettings(_Base):
                                                           f"privateEndpoint: true only internal ranges can reach the "
                                                           f"IP endpoint (GKE refuses them); list VPN / Interconnect "
                                                           f"ranges, or use dnsEndpoint: true to deploy from outside")
-        if self.dns_endpoint or self.network:
-            return
         no_public_ip = self.private_endpoint or not self.master_authorized_networks
-        if no_public_ip:
-            why = "privateEndpoint: true" if self.private_endpoint else "masterAuthorizedNetworks is empty"
-            raise field_error("dnsEndpoint", f"false, {why} and the stack creates its VPC (network unset): "
-                                             f"nothing can reach the control plane on the first `pulumi up`; set "
-                                             f"dnsEndpoint: true (recommended: IAM-gated, reachable from anywhere), "
-                                             f"or privateEndpoint: false with the deployer's egress CIDRs in "
-                                             f"masterAuthorizedNetworks, or an existing `network` you reach over "
-                                             f"VPN / Interconnect")
+        why = "privateEndpoint: true" if self.private_endpoint else "masterAuthorizedNetworks is empty"
+        if self.kubeconfig_endpoint == "dns" and not self.dns_endpoint:
+            raise field_error("kubeconfigEndpoint", "dns, but gcp.dnsEndpoint is false: the DNS endpoint takes no "
+                                                    "traffic from outside the VPC; set gcp.dnsEndpoint: true, or "
+                                                    "gcp.kubeconfigEndpoint: ip")
+        if self.kubeconfig_endpoint == "ip" and no_public_ip and not self.network:
+            fix = ("set gcp.kubeconfigEndpoint: dns (recommended: IAM-gated, reachable from anywhere; chosen "
+                   "once, a later change replaces every Kubernetes object)" if self.dns_endpoint else
+                   "set gcp.kubeconfigEndpoint: dns with gcp.dnsEndpoint: true (recommended)")
+            raise field_error("kubeconfigEndpoint", f"ip, but {why} and the stack creates its VPC "
+                                                    f"(gcp.network unset): nothing outside it can reach the IP "
+                                                    f"endpoint on the first `pulumi up`; {fix}, or "
+                                                    f"gcp.privateEndpoint: false with the deployer's egress CIDRs "
+                                                    f"in gcp.masterAuthorizedNetworks, or an existing gcp.network "
+                                                    f"you reach over VPN / Interconnect")
 
 
 class NodeTaint(_Base):

@@ -94,8 +94,13 @@ def _cluster(name, inputs):
     p, loc = _project(inputs), inputs["location"]
     path = f"projects/{p}/locations/{loc}/clusters/{inputs['name']}"
     version = f"{inputs.get('minMasterVersion', '1.33')}.5-gke.1080000"
+    pcc = inputs.get("privateClusterConfig") or {}
+    public = f"34.{_n(path, 200) + 20}.{_n(path + 'b', 250)}.{_n(path + 'c', 250) + 2}"
+    private = f"10.0.{_n(path, 15)}.{_n(path + 'p', 250) + 2}"  # an address of the node subnet (PSC)
     return {"id": path, "selfLink": f"https://container.googleapis.com/v1/{path}",
-            "endpoint": f"34.{_n(path, 200) + 20}.{_n(path + 'b', 250)}.{_n(path + 'c', 250) + 2}",
+            # GKE reports the internal address as the IP endpoint once the public one is off.
+            "endpoint": private if pcc.get("enablePrivateEndpoint") else public,
+            "privateClusterConfig": {**pcc, "privateEndpoint": private, "publicEndpoint": public},
             "masterAuth": {**(inputs.get("masterAuth") or {}), "clusterCaCertificate": _FAKE_CA,
                            "clientCertificateConfig": {"issueClientCertificate": False}},
             "masterVersion": version, "operation": None, "project": p,

@@ -22,9 +22,9 @@ from ..pools import PoolSpec, gpu_pool_specs, model_cache_gib
 from . import storage
 from .control_plane import GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
-from .network import fabric_networks, primary_network
+from .network import control_plane_firewall, fabric_networks, primary_network
 from .node_pools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, capacity_errors, checked_zone,
-                         gpu_node_pool_args, local_ssd_read_gbps, system_node_pool_args)
+                         gpu_node_pool_args, local_ssd_read_gbps, pool_options, system_node_pool_args)
 
 
 def check(cfg: StackConfig, topologies: dict[str, Topology]) -> list[str]:
@@ -81,14 +81,16 @@ class GcpGpuCluster(pulumi.ComponentResource):
             name, cfg, net, cost_labels(stack, cfg.environment, every_model),
             pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources]))
         self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
+        self.control_plane_firewall = control_plane_firewall(name, prefix, g, net, self.cluster, account.email,
+                                                             child)
 
-        # The autoscaler owns the node count after creation; a changed initial count must not replace a pool.
+        # Fixed pool names: replaced by delete-then-create, the autoscaler owns the node count (pool_options).
         self.system_pool = gcp.container.NodePool(
             f"{name}-system", **system_node_pool_args(cfg, self.cluster.id, account.email, control.labels),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=grants, ignore_changes=["initialNodeCount"]))
+            opts=pool_options(pulumi.ResourceOptions(parent=self, depends_on=grants)))
         # GPU pools are created in the zone GCE confirmed offers their machine type (and holds the reservation).
         zone = checked_zone(cfg, specs, apis["compute.googleapis.com"], self)
-        gpu_opts = pulumi.ResourceOptions(parent=self, depends_on=[*grants, *fabric], ignore_changes=["initialNodeCount"])
+        gpu_opts = pool_options(pulumi.ResourceOptions(parent=self, depends_on=[*grants, *fabric]))
         self.node_pools: dict[str, gcp.container.NodePool] = {}
         for spec in specs:
             extra = additional_node_networks(machine_family(spec.instance), vpcs) if spec.multi_node else []

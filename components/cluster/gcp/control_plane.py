@@ -9,6 +9,8 @@ How the deployer reaches the API on the first run (GcpSettings checks the combin
         no cluster CA; `gcloud container clusters get-credentials --dns-endpoint` writes the same)
   ip  = the IP endpoint: public and limited to master authorized networks, or private (internal IP,
         reached from inside the VPC, peered networks or VPN / Interconnect ranges listed as authorized)
+gcp.kubeconfigEndpoint (default ip, what earlier releases used) picks one of them, once: GKE reports the
+private address as the IP endpoint once privateEndpoint is on, so a stack that may go private picks dns.
 """
 from __future__ import annotations
 
@@ -61,10 +63,11 @@ def private_ip_endpoint(cfg: StackConfig) -> bool:
 
 
 def kubeconfig_via_dns(cfg: StackConfig) -> bool:
-    """Which endpoint Pulumi's kubeconfig names: the IP endpoint where the deployer's CIDRs may reach it,
-    else the DNS endpoint if on. The Kubernetes provider takes a different `server` for a different cluster
-    and replaces every object it manages, so a stack that reached the public IP endpoint keeps it."""
-    return cfg.gcp.dns_endpoint and private_ip_endpoint(cfg)
+    """Which endpoint Pulumi's kubeconfig names: gcp.kubeconfigEndpoint alone, never derived from the
+    endpoint settings. The Kubernetes provider takes a different `server` for a different cluster and replaces
+    every object it manages, so going private later must not switch it (GcpSettings refuses an endpoint the
+    first run cannot reach)."""
+    return cfg.gcp.kubeconfig_endpoint == "dns"
 
 
 def cluster_args(cfg: StackConfig, net: PrimaryNetwork, labels: dict[str, str]) -> dict:

@@ -15,6 +15,20 @@ from .gpudirect import FabricVpc
 NODES_CIDR = "10.0.0.0/20"
 PODS_RANGE, PODS_CIDR = "pods", "10.16.0.0/14"
 SERVICES_RANGE, SERVICES_CIDR = "services", "10.20.0.0/20"
+# Ports the control plane calls on pods, beyond the 443 / 10250 GKE opens itself on private clusters: KEDA's
+# external metrics API server (keda chart metricsServer port 6443) and the admission webhooks (keda
+# webhooks port 9443, kuberay-operator webhook 9443). Without them the HPA's external metrics fail.
+# (cloud.google.com/kubernetes-engine/docs/how-to/private-clusters#add_firewall_rules)
+CONTROL_PLANE_PORTS = ("6443", "9443")
+
+
+def control_plane_source(private_cluster_config) -> list[str]:
+    """The control plane's address as a source range: a cluster without masterIpv4CidrBlock (GKE >= 1.29)
+    reaches nodes through Private Service Connect from its private endpoint."""
+    c = private_cluster_config
+    block = c.get("master_ipv4_cidr_block") if isinstance(c, dict) else getattr(c, "master_ipv4_cidr_block", None)
+    endpoint = c.get("private_endpoint") if isinstance(c, dict) else getattr(c, "private_endpoint", None)
+    return [block] if block else [f"{endpoint}/32"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +89,17 @@ def fabric_networks(name: str, prefix: str, project: str, region: str, vpcs: lis
                         {"protocol": "icmp"}],
                 source_ranges=[s.cidr for s in v.subnets], opts=opts))
     return created
+
+
+def control_plane_firewall(name: str, prefix: str, gcp_cfg: GcpSettings, net: PrimaryNetwork, cluster,
+                           node_account: pulumi.Input[str], opts: pulumi.ResourceOptions):
+    """Let the control plane reach the webhook / metrics ports on the nodes, in a VPC the stack creates.
+    An existing `network` is its owner's: README says which rule to add there."""
+    if gcp_cfg.network:
+        return None
+    return gcp.compute.Firewall(
+        f"{name}-control-plane-webhooks", name=f"{prefix}-control-plane-webhooks", network=net.network,
+        direction="INGRESS", description="vllm-platform: GKE control plane to KEDA metrics API and webhooks",
+        allows=[{"protocol": "tcp", "ports": list(CONTROL_PLANE_PORTS)}],
+        source_ranges=cluster.private_cluster_config.apply(control_plane_source),
+        target_service_accounts=[node_account], opts=opts)

@@ -181,12 +181,31 @@ def gpu_node_pool_args(spec: PoolSpec, cfg: StackConfig, cluster_id, service_acc
     return args
 
 
+def system_nodes(cfg: StackConfig) -> int:
+    """gcp.systemNodes, else 2 in production (an upgrade or a repair of one node leaves the operators, KEDA's
+    metrics API and the webhooks running; as aws.systemNodes) and 1 elsewhere."""
+    if cfg.gcp.system_nodes is not None:
+        return cfg.gcp.system_nodes
+    return 2 if cfg.production else 1
+
+
+def pool_options(opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+    """Every pool has a fixed GKE name, so a change GKE cannot make in place (machine type, disks, networks,
+    placement) must delete the old pool before creating the new one; create-then-delete fails with 409
+    (already exists). For a GPU pool that means its replicas are down until the new pool's nodes are up; for
+    the system pool, the operators and Prometheus reschedule onto the new pool (Pending meanwhile). The
+    autoscaler owns the node count after creation; a changed initial count must not replace a pool."""
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+        delete_before_replace=True, ignore_changes=["initialNodeCount"]))
+
+
 def system_node_pool_args(cfg: StackConfig, cluster_id, service_account, labels: dict[str, str] | None = None) -> dict:
     g = cfg.gcp
+    n = system_nodes(cfg)
     return dict(
         name=SYSTEM_POOL, cluster=cluster_id, location=g.region, node_locations=[g.zone],
-        initial_node_count=1,
-        autoscaling={"min_node_count": 1, "max_node_count": 3, "location_policy": "BALANCED"},
+        initial_node_count=n,
+        autoscaling={"min_node_count": n, "max_node_count": n + 2, "location_policy": "BALANCED"},
         management={"auto_repair": True, "auto_upgrade": True},
         network_config={"enable_private_nodes": True},
         node_config={
