@@ -85,7 +85,7 @@ def test_a_rerun_during_the_block_keeps_the_planned_size_and_only_the_end_schedu
 
 def test_an_ended_block_and_a_block_of_another_type_or_zone_are_config_errors(monkeypatch):
     at(monkeypatch, "2027-03-15T11:10:00")
-    assert (f"aws.capacityReservations.p5.48xlarge: the Capacity Block ends 2027-03-15T11:30:00Z; buy a new block"
+    assert ("aws.capacityReservations.p5.48xlarge: the Capacity Block ends 2027-03-15T11:30:00Z; buy a new block"
             in config_error(config(**BLOCK_STACK)))
     at(monkeypatch, "2027-02-01T00:00:00")
     message = config_error(config("p5en.48xlarge", capacityType="capacityBlock",

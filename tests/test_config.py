@@ -89,7 +89,7 @@ def test_all_errors_are_reported_at_once():
 
 def test_cloud_block_must_match_the_cloud():
     errs = errors({**BASE, "aws": None, "gcp": {"project": "my-proj-123", "region": "us-central1",
-                                                  "zone": "us-central1-a"}})
+                                                  "zone": "us-central1-a", "kubeconfigEndpoint": "dns"}})
     assert "aws: missing: cloud is 'aws', so add a `aws` block" in errs
 
 

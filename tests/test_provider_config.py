@@ -43,7 +43,8 @@ def test_a_cloud_block_may_be_left_out_when_the_provider_keys_say_it_all():
     raw = {k: v for k, v in AWS.items() if k != "aws"}
     cfg = parse(raw, {"hfToken"}, provider={"aws:region": "us-west-2"})
     assert (cfg.aws.region, cfg.aws.capacity_type) == ("us-west-2", "onDemand")
-    raw = {k: v for k, v in GCP.items() if k != "gcp"}
+    # project, region and zone come from the provider keys; the block keeps only what they do not say
+    raw = {**{k: v for k, v in GCP.items() if k != "gcp"}, "gcp": {"kubeconfigEndpoint": "dns"}}
     cfg = parse(raw, {"hfToken"}, provider={"gcp:project": "ml-platform-prod", "gcp:region": "europe-west4",
                                             "gcp:zone": "europe-west4-b"})
     assert (cfg.gcp.project, cfg.gcp.region, cfg.gcp.zone) == ("ml-platform-prod", "europe-west4", "europe-west4-b")
@@ -92,7 +93,7 @@ def test_the_explicit_aws_provider_gets_the_stack_files_aws_settings():
 
 
 def test_the_explicit_gcp_provider_gets_project_region_zone_and_impersonation():
-    resources, _ = run({k: v for k, v in GCP.items() if k != "gcp"}, **{
+    resources, _ = run({**{k: v for k, v in GCP.items() if k != "gcp"}, "gcp": {"kubeconfigEndpoint": "dns"}}, **{
         "gcp:project": "ml-platform-prod", "gcp:region": "us-central1", "gcp:zone": "us-central1-a",
         "gcp:impersonateServiceAccount": "deployer@ml-platform-prod.iam.gserviceaccount.com"})
     provider = one(resources, "pulumi:providers:gcp", "gcp")

@@ -185,7 +185,6 @@ def test_the_aws_gpu_pool_could_never_hold_a_second_cluster():
 # --- start-up budget ---------------------------------------------------------------------------------------
 
 def test_engine_waits_as_long_as_the_start_up_budget(plan):
-    t = topology(plan, MODEL)
     rs = obj(plan.resources, "RayService", MODEL)
     cfg = serve_llm(rs)
     env = cfg["runtime_env"]["env_vars"]
