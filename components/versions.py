@@ -63,7 +63,9 @@ GKE_GPU_DRIVER_VERSION = "LATEST"
 # EKS clusters of that minor, 2026). vpc-cni, the Pod Identity agent and the CSI drivers are not tied
 # to a minor: one build serves all three. The EBS CSI driver (kubernetes-sigs/aws-ebs-csi-driver
 # CHANGELOG: v1.63.1, 2026) and the node monitoring agent (aws/eks-node-monitoring-agent v1.7.0,
-# 2026-08-04) carry EKS's first build of that release. Re-run the command before bumping a row.
+# 2026-08-04) carry EKS's first build of that release: ⚠ the upstream releases are sourced, the
+# `-eksbuild.1` suffixes are not (no describe-addon-versions output for them was at hand); run the command
+# above before the first `pulumi up`, EKS refuses a build it does not list. Re-run it before bumping a row.
 _MINOR_FREE = {"vpc-cni": "v1.21.2-eksbuild.2", "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
                "aws-efs-csi-driver": "v2.3.0-eksbuild.1", "aws-ebs-csi-driver": "v1.63.1-eksbuild.1",
                "eks-node-monitoring-agent": "v1.7.0-eksbuild.1"}
