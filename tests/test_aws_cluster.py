@@ -10,19 +10,7 @@ from pulumi.runtime import rpc
 
 from components.cluster.aws.node_pools import NVME_MOUNT_PATH
 from tests.conftest import by_type, manifests, one, plan_config, planned
-
-LT = "aws:ec2/launchTemplate:LaunchTemplate"
-NG = "aws:eks/nodeGroup:NodeGroup"
-SG = "aws:ec2/securityGroup:SecurityGroup"
-INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-CLUSTER = "aws:eks/cluster:Cluster"
-P5 = "prod-llama405b-aws"
-
-G6 = {"cloud": "aws", "environment": "dev",
-      "aws": {"region": "eu-west-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"]},
-      "models": [{"name": "small", "model": "llama-3.1-8b", "instanceTypes": ["g6.xlarge"], "maxModelLen": 8192,
-                  "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 3}}]}
+from tests.helpers_aws import CLUSTER, EGRESS, G6, INGRESS, LT, NG, P5, SG
 
 
 @functools.lru_cache(maxsize=None)

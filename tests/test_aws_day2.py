@@ -4,16 +4,7 @@ import functools
 
 from components.versions import CHARTS, EKS_ADDON_VERSIONS
 from tests.conftest import by_type, one, plan_config, planned
-
-P5 = "prod-llama405b-aws"
-NG = "aws:eks/nodeGroup:NodeGroup"
-LT = "aws:ec2/launchTemplate:LaunchTemplate"
-CLUSTER = "aws:eks/cluster:Cluster"
-ADDON = "aws:eks/addon:Addon"
-G6 = {"cloud": "aws", "environment": "dev",
-      "aws": {"region": "eu-west-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"]},
-      "models": [{"name": "small", "model": "llama-3.1-8b", "instanceTypes": ["g6.xlarge"], "maxModelLen": 8192,
-                  "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 3}}]}
+from tests.helpers_aws import ADDON, CLUSTER, G6, LT, NG, P5
 
 
 @functools.lru_cache(maxsize=None)

@@ -7,13 +7,7 @@ import pytest
 from components.cluster import facts as facts_module
 from components.offline.mocks import CLOUD_OUTPUTS
 from tests.conftest import by_type, manifests, one, plan_config, planned
-
-P5 = "prod-llama405b-aws"
-ADDON = "aws:eks/addon:Addon"
-G6 = {"cloud": "aws", "environment": "dev",
-      "aws": {"region": "eu-west-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"]},
-      "models": [{"name": "small", "model": "llama-3.1-8b", "instanceTypes": ["g6.xlarge"], "maxModelLen": 8192,
-                  "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 3}}]}
+from tests.helpers_aws import ADDON, G6, P5
 
 
 def addon(resources, name):

@@ -157,20 +157,21 @@ def test_serving_workloads_wait_for_the_awaited_image_prepull(stack):
 
 # --- fabrics at run time --------------------------------------------------------------------------------
 
-def _p5_405b():
-    req = PlanRequest(model=MODELS["llama-3.1-405b"], precision="bf16", candidates=(INSTANCE_TYPES["p5.48xlarge"],),
-                      max_model_len=8192, sla=Sla(concurrency=32), min_replicas=1, max_replicas=2,
-                      served_model_name="llama-405b")
+def _p5(model: str, name: str, concurrency: int, min_replicas: int, max_replicas: int):
+    """A plan on p5.48xlarge and its GPU pool."""
+    req = PlanRequest(model=MODELS[model], precision="bf16", candidates=(INSTANCE_TYPES["p5.48xlarge"],),
+                      max_model_len=8192, sla=Sla(concurrency=concurrency), min_replicas=min_replicas,
+                      max_replicas=max_replicas, served_model_name=name)
     t = plan_topology(req)
-    return t, gpu_pool_specs({"llama-405b": t})[0]
+    return t, gpu_pool_specs({name: t})[0]
+
+
+def _p5_405b():
+    return _p5("llama-3.1-405b", "llama-405b", 32, 1, 2)
 
 
 def _p5_70b():
-    req = PlanRequest(model=MODELS["llama-3.1-70b"], precision="bf16", candidates=(INSTANCE_TYPES["p5.48xlarge"],),
-                      max_model_len=8192, sla=Sla(concurrency=64), min_replicas=2, max_replicas=4,
-                      served_model_name="m")
-    t = plan_topology(req)
-    return t, gpu_pool_specs({"m": t})[0]
+    return _p5("llama-3.1-70b", "m", 64, 2, 4)
 
 
 # (cloud, pool fabric) -> (family, capabilities a multi-node worker adds)
