@@ -47,6 +47,14 @@ HUB_DOWNLOAD_GBPS = 0.2
 PREFETCH_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
 WAIT_RESOURCES = {"cpu": "10m", "memory": "64Mi"}
 PROGRESS_EVERY_S = 60
+# The prefetch Job's deadline (activeDeadlineSeconds, all retries together): the download term of the first
+# deploy (download_seconds, at HUB_DOWNLOAD_GBPS) x 3 plus 30 min, so a slow Hub day still finishes and a
+# download that hangs (a stalled connection, a gated repository that stops answering) fails as
+# DeadlineExceeded instead of leaving the serving pods waiting for ever. Retries resume (hf download skips
+# finished files), so a few of them are cheap; past PREFETCH_BACKOFF_LIMIT failures the error is not transient.
+PREFETCH_DEADLINE_FACTOR = 3
+PREFETCH_DEADLINE_MARGIN_S = 1800
+PREFETCH_BACKOFF_LIMIT = 4
 WARM_READERS = 8  # parallel readers that pull the shards into the page cache on a node-local cache
 # How long Pulumi waits for a pre-pull DaemonSet: its updateStrategy (maxUnavailable 100%) lets every node pull
 # at once, so the wait is one node's pull of each image (its init containers pull them one after another,
@@ -280,7 +288,14 @@ def prefetch_job_spec(repo: str, system_node_selector: dict[str, str], labels: d
     if system_node_selector:
         pod["nodeSelector"] = dict(system_node_selector)
     # retries resume: finished files are skipped and partial ones continue from the shared volume
-    return {"backoffLimit": 6, "template": {"metadata": {"labels": labels}, "spec": pod}}
+    spec: dict = {"backoffLimit": PREFETCH_BACKOFF_LIMIT, "template": {"metadata": {"labels": labels}, "spec": pod}}
+    if expected_gib:
+        spec["activeDeadlineSeconds"] = prefetch_deadline_s(expected_gib)
+    return spec
+
+
+def prefetch_deadline_s(weights_gib: float) -> int:
+    return download_seconds(weights_gib) * PREFETCH_DEADLINE_FACTOR + PREFETCH_DEADLINE_MARGIN_S
 
 
 def prepull_spec(pool: GpuPool, images: list[str], labels: dict[str, str]) -> dict:

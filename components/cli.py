@@ -46,6 +46,8 @@ def serving_lines(s: dict) -> str:
     lines = []
     if s.get("startup"):
         lines.append(f"  {s['startup']['text']}")
+    if s.get("firstDeployS"):
+        lines.append(f"  first deploy within {s['firstDeployS']} s (GPU nodes, cache fill, image pull, start-up budget)")
     if s.get("rollout"):
         r = s["rollout"]
         lines.append(f"  rollout: maxSurge {r['maxSurge']} / maxUnavailable {r['maxUnavailable']}; "

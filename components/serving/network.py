@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from .pods import MODEL_LABEL, ROLE_LABEL, selector
-from .rayservice import METRICS_PORT
+from .rayservice import METRICS_PORT, worker_min_available
 
 # prometheus-operator labels every Prometheus pod it runs with this (kube-prometheus-stack included).
 PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
@@ -64,18 +64,16 @@ def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[s
 
 
 def pdb_spec(model: str, t: Topology) -> dict:
-    """Voluntary disruptions (drains, node upgrades, autoscaler scale-down) take at most one replica at
-    a time. Not minAvailable = min replicas: at idle the fleet runs exactly that many, and such a budget
+    """Single-node replicas: voluntary disruptions (drains, node upgrades, autoscaler scale-down) take at most
+    one replica at a time. Not minAvailable = min replicas: at idle the fleet runs exactly that many, and such a budget
     would block every node upgrade forever (EKS managed node groups then fail with PodEvictionFailure).
     Production keeps serving through a drain because its replicas are spread over at least two nodes (the
     planner's spread_nodes).
 
-    Ray workers belong to a RayCluster, which has no scale subresource: on such pods the disruption
-    controller cannot evaluate maxUnavailable and fails safe to zero disruptions allowed (a drain that
-    never ends). Only an integer minAvailable works there (kubernetes.io, "Specifying a Disruption Budget",
-    arbitrary workloads): one worker pod fewer than the minimum fleet, so drains proceed one pod at a time,
-    each waiting until the evicted worker's replacement is up."""
+    Ray workers: rayservice.worker_min_available, which keeps replicas.min multi-node replicas whole (no
+    eviction at the minimum fleet, max - min of them at max scale). Unlike a Deployment's pod, an evicted
+    worker takes its whole replica down, so at the minimum fleet a drain waits for an operator (EKS fails a
+    node-group update after 15 minutes, GKE evicts after an hour; docs/serving.md, "Drains")."""
     if t.multi_node:
-        return {"minAvailable": max(0, t.nodes_per_replica * t.min_replicas - 1),
-                "selector": {"matchLabels": selector(model, "ray-worker")}}
+        return {"minAvailable": worker_min_available(t), "selector": {"matchLabels": selector(model, "ray-worker")}}
     return {"maxUnavailable": 1, "selector": {"matchLabels": selector(model, "server")}}

@@ -10,14 +10,17 @@ docs.ray.io serve/llm configuration reference (LLMConfig: model_loading_config, 
 accelerator_type, runtime_env, deployment_config.autoscaling_config) and the `ray.serve.llm:build_openai_app`
 builder.
 
-Operations (README "Multi-node HA"):
+Operations (docs/serving.md, "Multi-node HA"):
 - Upgrades: `upgradeStrategy: None`. KubeRay's default (NewCluster) brings up a whole second RayCluster and
   switches over when it is ready: twice the GPUs, which a pool sized for max replicas never has, so the new
   cluster would sit Pending for ever. NewClusterWithIncrementalUpgrade still surges a new cluster and needs
   Gateway API plus an operator feature gate. With None, Serve config changes (engine flags, autoscaling,
   timeouts: everything in serveConfigV2) roll in place, replica by replica; a cluster spec change (a new
   image) is not applied by KubeRay: delete the active RayCluster in a maintenance window and KubeRay
-  builds it again from the new spec.
+  builds it again from the new spec. The plan says so for every RayService (maintenance_notes), naming
+  which changes need that step.
+- Drains: the worker pods' budget keeps replicas.min replicas whole (worker_min_available); the head's and
+  the GCS Redis's budgets are in redis.py.
 - Auth: `authOptions.mode: token` (KubeRay >= 1.5.1, Ray >= 2.52): the dashboard / job-submission API and
   the GCS refuse calls without the cluster's token, which KubeRay generates into a Secret and hands to the
   Ray containers, the autoscaler and its own client. The NetworkPolicy (network.py) stays the second layer.
@@ -28,6 +31,11 @@ Operations (README "Multi-node HA"):
   runtime_env, which Serve LLM applies to the replica and its engine workers and which an in-place Serve
   config update can change. serviceUnhealthySecondThreshold / deploymentUnhealthySecondThreshold are
   deprecated and unread since KubeRay 1.1 (ray-project/kuberay#1685) and are not set.
+  The engine waits do not include GPU node provisioning: Serve starts a replica (and so its engine clock)
+  only once its placement group is placed, i.e. once every worker of the replica runs on a node. The
+  first deploy's deadline does include it (first_deploy_s: the new GPU nodes, the cache fill, the image
+  pull, then the budget), as the Deployments' progressDeadlineSeconds does; the plan prints it and the
+  Ray replica-stall alert waits for it.
 """
 from __future__ import annotations
 
@@ -42,6 +50,7 @@ from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import RAY_VERSION
 from .autoscaling import kv_threshold, waiting_threshold
+from .deployment import first_start_s
 from .fabric import capabilities, fabric_env, fabric_resources, host_volumes
 from .k8s import container_security, pod_security, scratch_env, scratch_mounts, scratch_volumes
 from .pods import (CONTAINER_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env, model_labels,
@@ -78,6 +87,47 @@ GRACEFUL_SHUTDOWN_S = 120  # in-flight generations finish on scale-down (the wor
 # a head evicted from a drained system node is rescheduled and pulls the multi-GB Ray image there first.
 # KubeRay's default is 600 s; past it the raylets exit and every replica reloads.
 GCS_RECONNECT_TIMEOUT_S = 900
+
+
+# Preferred, not required: a head must never wait for a Redis that is being moved.
+ZONE_KEY = "topology.kubernetes.io/zone"
+
+
+def worker_min_available(t: Topology) -> int:
+    """The worker pods' PodDisruptionBudget (an integer minAvailable: RayCluster pods have no scale
+    subresource, so maxUnavailable would fail safe to "0 allowed"). A multi-node replica dies with any one
+    of its workers, so one eviction per replica may cost a whole replica: with R replicas running and
+    H = minAvailable healthy workers left, at least H - R x (npr - 1) replicas are whole. Requiring
+    min + (npr - 1) x max healthy workers keeps replicas.min replicas whole at every scale: at the minimum
+    fleet (npr x min workers) no eviction is allowed, at max scale max - min are."""
+    return t.min_replicas + (t.nodes_per_replica - 1) * t.max_replicas
+
+
+def first_deploy_s(t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> int:
+    """How long the first replica of a new RayService may take: its GPU nodes (ClusterFacts.gpu_node_ready_s),
+    the cache filling (overlapping the nodes on a shared cache, after them on node-local NVMe), the image
+    pull, then the start-up budget. The Deployments' first-deploy deadline, with the same terms."""
+    return first_start_s(t, cache, node_ready_s)
+
+
+# What `upgradeStrategy: None` applies in place (serveConfigV2) and what it leaves unapplied (the cluster spec).
+IN_PLACE = "engine flags, autoscaling, Serve timeouts"
+NEEDS_WINDOW = ("the Ray image (serving.rayImage, a Ray bump), the model revision (the workers' cache gate), head or "
+                "worker resources, the instance type or nodes per replica, fabric or cache changes")
+
+
+def maintenance_notes(model: str) -> str:
+    return (f"RAYSERVICE UPGRADES: {model} uses upgradeStrategy None; `pulumi up` applies Serve config changes "
+            f"({IN_PLACE}) in place, but a RayCluster spec change ({NEEDS_WINDOW}) is written and NOT rolled out: "
+            f"delete the active RayCluster in a maintenance window (docs/serving.md, \"Cluster changes\")")
+
+
+def image_pin_note(model: str, image: str) -> str | None:
+    """Production images are pinned by digest; a Ray Serve LLM image named by tag only is reported."""
+    if "@sha256:" in image:
+        return None
+    return (f"IMAGE BY TAG in production: {model} runs {image}, which can be re-pushed under the same tag; set "
+            f"serving.rayImage to {image}@sha256:<digest> (`docker buildx imagetools inspect {image}`)")
 
 
 def _value(text: str):
@@ -267,6 +317,10 @@ def gcs_fault_tolerance(cluster: dict, gcs: GcsStore) -> dict:
         "redisAddress": gcs.address,
         "redisPassword": {"valueFrom": {"secretKeyRef": {"name": gcs.secret, "key": gcs.password_key}}},
     }
+    if gcs.selector:  # the head beside its GCS store: Redis stays in its volume's zone (redis.py)
+        cluster["headGroupSpec"]["template"]["spec"]["affinity"] = {"podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
+                "topologyKey": ZONE_KEY, "labelSelector": {"matchLabels": dict(gcs.selector)}}}]}}
     for group in cluster["workerGroupSpecs"]:
         for c in group["template"]["spec"]["containers"]:
             c["env"] = [*c.get("env", []), {"name": "RAY_gcs_rpc_server_reconnect_timeout_s",

@@ -24,7 +24,7 @@ from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
 from .pods import model_labels
-from .rayservice import rayservice_spec
+from .rayservice import first_deploy_s, image_pin_note, maintenance_notes, rayservice_spec
 from .redis import GcsRedis
 
 
@@ -49,7 +49,7 @@ def second_replica(t: Topology) -> tuple[int, float]:
     return extra, extra * t.price_per_node_hour
 
 
-def serving_summary(cfg: StackConfig, t: Topology, cache: CacheFacts) -> dict:
+def serving_summary(cfg: StackConfig, t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> dict:
     """What the plan prints under each model: the start-up budget's terms, the rollout and drain, and
     what a production reviewer must see (a single replica, an unpinned model)."""
     b = cache.budget(t)
@@ -58,6 +58,12 @@ def serving_summary(cfg: StackConfig, t: Topology, cache: CacheFacts) -> dict:
         out["rollout"] = rollout_strategy(t)["rollingUpdate"]
         out["drainS"] = drain_s(t)
     warn = out["warnings"]
+    if t.multi_node:
+        out["firstDeployS"] = first_deploy_s(t, cache, node_ready_s)
+        warn.append(maintenance_notes(t.served_model_name))
+        image_note = image_pin_note(t.served_model_name, serving_images(cfg, t)[0]) if cfg.production else None
+        if image_note:
+            warn.append(image_note)
     if cfg.production and t.min_replicas == 1:
         nodes, cost = second_replica(t)
         price = (f"+${cost:,.2f}/h ({nodes} more GPU node(s))" if cost else
@@ -91,7 +97,7 @@ class VllmService(pulumi.ComponentResource):
             # a custom resource waits for the operator release that installs its CRD
             return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=addons.depends(capability)))
 
-        self.summary = serving_summary(cfg, t, cache)
+        self.summary = serving_summary(cfg, t, cache, facts.gpu_node_ready_s)
         runtime = "ray" if t.multi_node else "vllm"
         if t.multi_node:
             # production: the head's GCS persists in a Redis of its own (redis.py), so a head restart is no reload
