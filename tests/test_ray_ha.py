@@ -143,15 +143,20 @@ def test_development_ray_clusters_keep_an_in_memory_gcs():
 
 # --- drains ------------------------------------------------------------------------------------------------
 
-def test_autoscalers_never_move_the_head_and_no_budget_blocks_a_drain(plan):
+def test_autoscalers_never_move_the_head_and_only_its_own_budget_covers_it(plan):
+    """The head and its Redis: never moved by a node autoscaler; each covered by exactly one budget of its own
+    (minAvailable 1: a drain waits for an operator), never by the workers' budget."""
     rs = obj(plan.resources, "RayService", MODEL)
     assert head(rs)["metadata"]["annotations"] == NO_CONSOLIDATION
     assert head(rs)["spec"]["restartPolicy"] == "Always"
-    head_labels = head(rs)["metadata"]["labels"]
+    head_labels = {**head(rs)["metadata"]["labels"], "ray.io/node-type": "head"}  # KubeRay adds the node type
     redis_labels = obj(plan.resources, "StatefulSet", "llama-405b-gcs-redis")["spec"]["template"]["metadata"]["labels"]
+    for labels, name in ((head_labels, "llama-405b-ray-head"), (redis_labels, "llama-405b-gcs-redis")):
+        covering = [p for p in objs(plan.resources, "PodDisruptionBudget")
+                    if label_selector_matches(p["spec"]["selector"], labels)]
+        assert [p["metadata"]["name"] for p in covering] == [name]
+        assert covering[0]["spec"]["minAvailable"] == 1 and "maxUnavailable" not in covering[0]["spec"]
     for pdb in objs(plan.resources, "PodDisruptionBudget"):
-        for labels in (head_labels, redis_labels):  # a budget over a single pod can only block drains
-            assert not label_selector_matches(pdb["spec"]["selector"], labels), pdb["metadata"]["name"]
         # pods of a RayCluster (no scale subresource): maxUnavailable would fail safe to 0 allowed
         if label_selector_matches(pdb["spec"]["selector"], {"vllm-platform/model": MODEL,
                                                             "vllm-platform/role": "ray-worker"}):
