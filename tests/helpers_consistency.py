@@ -257,8 +257,10 @@ def pod_templates(objs: list[dict]) -> list[Template]:
             groups = [("head", rc["headGroupSpec"])] + [(g["groupName"], g) for g in rc.get("workerGroupSpecs", [])]
             for group, g in groups:
                 t = g["template"]
-                out.append(Template(kind, ns, f"{meta['name']}/{group}", t["metadata"].get("labels") or {}, t["spec"],
-                                    t["metadata"].get("annotations") or {}))
+                # KubeRay adds its own labels to the pods it makes (ray-operator/controllers/ray/common/pod.go labelPod)
+                kuberay = {"ray.io/node-type": "head" if group == "head" else "worker"}
+                out.append(Template(kind, ns, f"{meta['name']}/{group}", {**(t["metadata"].get("labels") or {}), **kuberay},
+                                    t["spec"], t["metadata"].get("annotations") or {}))
     return out
 
 

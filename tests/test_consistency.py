@@ -114,9 +114,14 @@ def test_workload_selectors_select_their_own_pods(p):
             assert label_selector_matches(c["labelSelector"], t.labels), f"{p.name}: {t.name} spreads other pods"
     for pdb in p.kind("PodDisruptionBudget"):
         pods = _selected(p, pdb["metadata"]["namespace"], pdb["spec"]["selector"])
-        assert pods and {t.labels.get("vllm-platform/model") for t in pods} == {pdb["metadata"]["name"]}, \
+        model = pdb["metadata"]["labels"]["vllm-platform/model"]
+        assert pods and {t.labels.get("vllm-platform/model") for t in pods} == {model}, \
             f"{p.name}: PDB {pdb['metadata']['name']} selects {[t.name for t in pods]}"
-        assert all(t.requests().get(GPU) for t in pods), "a PDB on non-serving pods"
+        if pdb["metadata"]["name"] == model:  # the serving pods' budget
+            assert all(t.requests().get(GPU) for t in pods), "a PDB on non-serving pods"
+        else:  # a production RayService's control plane (serving/redis.py): exactly one pod, on the system pool
+            assert len(pods) == 1 and pdb["spec"]["minAvailable"] == 1 and not pods[0].requests().get(GPU), \
+                f"{p.name}: PDB {pdb['metadata']['name']} selects {[t.name for t in pods]}"
 
 
 def test_gke_pod_networks_name_networks_the_stack_creates(p):
