@@ -22,6 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .cluster.facts import ClusterFacts, GpuPool
+from .catalog.revisions import resolved_revision
 from .cluster.pools import model_cache_gib
 from .config import ConfigError
 from .config.schema import StackConfig
@@ -231,7 +232,8 @@ def cache_size_gib(cfg: StackConfig, topologies: dict[str, Topology]) -> int:
 
 
 def pinned_revisions(cfg: StackConfig, topologies: dict[str, Topology]) -> dict[str, str]:
-    """models[].revision by the repository the plan loads; two deployments of one repository must agree."""
+    """models[].revision by the repository the plan loads, else the commit the catalog knows for it
+    (catalog/revisions.py); two deployments of one repository must agree."""
     out: dict[str, str] = {}
     for i, dep in enumerate(cfg.models):
         t = topologies.get(dep.name)
@@ -240,6 +242,9 @@ def pinned_revisions(cfg: StackConfig, topologies: dict[str, Topology]) -> dict[
         if out.setdefault(t.model_repo, dep.revision) != dep.revision:
             raise CacheError(f"models[{i}].revision: {dep.revision} differs from another deployment of "
                              f"{t.model_repo} ({out[t.model_repo]}); the cache holds one snapshot per repository")
+    for t in topologies.values():  # a stack's own pin wins over the catalog's
+        if t.model_repo not in out and (known := resolved_revision(t.model_repo)):
+            out[t.model_repo] = known
     return out
 
 

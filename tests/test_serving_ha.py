@@ -187,3 +187,47 @@ def test_a_ray_image_pinned_by_digest_silences_the_image_warning():
     cfg["serving"] = {}
     _, exports = plan_config(cfg)
     assert any(x.startswith("IMAGE BY TAG in production: big") for x in exports["serving"]["big"]["warnings"])
+
+
+# --- the model revision: the catalog's commit by default, the stack's own pin first ------------------------
+
+REV_A, REV_B = "a" * 40, "b" * 40
+LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
+EXISTING_70B = {
+    "cloud": "existing", "environment": "prod", "namespace": "llm",
+    "existing": {"blockStorageClass": "standard", "networkPolicyEnforced": True,
+                 "gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048}},
+    "modelCache": {"kind": "rwx", "storageClass": "nfs", "readGbps": 1},
+    "models": [{"name": "chat", "model": "llama-3.1-70b", "maxModelLen": 8192, "replicas": {"min": 2, "max": 4}}],
+}
+
+
+def _vllm_args(resources) -> str:
+    (d,) = _objs(resources, "Deployment").values()
+    return " ".join(d["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_every_catalog_revision_is_a_commit_with_its_source():
+    from components.catalog.revisions import COMMIT, REVISIONS
+    for repo, row in REVISIONS.items():
+        assert COMMIT.fullmatch(row.commit) and row.source.strip(), repo
+
+
+def test_the_catalog_revision_is_the_default_and_models_revision_overrides_it(monkeypatch):
+    from components.catalog import revisions
+    monkeypatch.setitem(revisions.REVISIONS, LLAMA_70B, revisions.Revision(REV_A, "test row"))
+    resources, exports = plan_config(EXISTING_70B)
+    assert f"--revision {REV_A} --tokenizer-revision {REV_A}" in _vllm_args(resources)
+    assert not any("UNPINNED" in w for w in exports["serving"]["chat"]["warnings"])
+    pinned = {**EXISTING_70B, "models": [{**EXISTING_70B["models"][0], "revision": REV_B}]}
+    resources, _ = plan_config(pinned)
+    assert f"--revision {REV_B} --tokenizer-revision {REV_B}" in _vllm_args(resources)
+    assert REV_A not in _vllm_args(resources)
+
+
+def test_without_a_known_commit_production_stays_loudly_unpinned(monkeypatch):
+    from components.catalog import revisions
+    monkeypatch.delitem(revisions.REVISIONS, LLAMA_70B, raising=False)
+    resources, exports = plan_config(EXISTING_70B)
+    assert "--revision" not in _vllm_args(resources)
+    assert any(w.startswith(f"UNPINNED MODEL in production: {LLAMA_70B}") for w in exports["serving"]["chat"]["warnings"])
