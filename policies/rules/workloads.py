@@ -307,3 +307,16 @@ def nccl_debug_quiet(resource_type, props):
         for e in as_list(c.get("env")):
             if get(e, "name") == "NCCL_DEBUG" and str(get(e, "value", default="")).upper() in ("INFO", "TRACE"):
                 yield f"{tpl.where} container {container_name(c)}: NCCL_DEBUG={e['value']}"
+
+
+@rule("rayservice-cluster-changes-need-a-window", ADVISORY, [RAYSERVICE],
+      "A RayService with upgradeStrategy None applies Serve config changes in place but never rolls a "
+      "RayCluster spec change (a new image, resources, the workers' init containers): the new spec is "
+      "written and the running cluster keeps the old one until someone replaces it.",
+      "after changing the cluster spec, delete the active RayCluster in a maintenance window "
+      "(docs/serving.md, \"Cluster changes\"), or use an upgrade strategy the GPU pool has room for")
+def rayservice_cluster_changes_need_a_window(resource_type, props):
+    strategy = get(props, "spec", "upgradeStrategy", "type")
+    if strategy == "None":
+        yield (f"RayService {get(props, 'metadata', 'name')}: upgradeStrategy None; a RayCluster spec change "
+               f"needs the maintenance-window step")
