@@ -231,3 +231,18 @@ def test_without_a_known_commit_production_stays_loudly_unpinned(monkeypatch):
     resources, exports = plan_config(EXISTING_70B)
     assert "--revision" not in _vllm_args(resources)
     assert any(w.startswith(f"UNPINNED MODEL in production: {LLAMA_70B}") for w in exports["serving"]["chat"]["warnings"])
+
+
+def test_the_readme_serving_numbers_are_the_onprem_405b_plan():
+    from components.offline.runner import ROOT
+    readme = (ROOT / "README.md").read_text()
+    section = " ".join(readme[readme.index("## Serving\n"):readme.index("## Policy pack and CI")].split())
+    p = planned("prod-llama405b-onprem")
+    s = p.exports["serving"][MODEL]
+    job = next(iter(_objs(p.resources, "Job").values()))
+    pdb = _objs(p.resources, "PodDisruptionBudget")[MODEL]["spec"]
+    assert f"Start-up budget: {s['startup']['budgetS']} s** = load {s['startup']['loadS']} s" in section
+    assert f"First deploy within {s['firstDeployS']} s" in section
+    assert f"gives up after {job['spec']['activeDeadlineSeconds']} s" in section
+    assert f"(`minAvailable: {pdb['minAvailable']}`)" in section
+    assert "docs/serving.md#moving-the-ray-head" in section and "docs/serving.md#cluster-changes" in section
