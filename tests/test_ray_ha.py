@@ -1,5 +1,5 @@
 """Multi-node replicas on a real cluster: a Ray head restart is no reload (GCS fault tolerance on the stack's
-own Redis), the head and its Redis survive autoscaler consolidation, drains never deadlock, the dashboard
+own Redis), the head and its Redis survive autoscaler consolidation and wait for an operator in a drain, the dashboard
 wants a token, upgrades never need a second fleet of GPUs, and the engine waits as long as the budget."""
 from __future__ import annotations
 

@@ -246,3 +246,14 @@ def test_the_readme_serving_numbers_are_the_onprem_405b_plan():
     assert f"gives up after {job['spec']['activeDeadlineSeconds']} s" in section
     assert f"(`minAvailable: {pdb['minAvailable']}`)" in section
     assert "docs/serving.md#moving-the-ray-head" in section and "docs/serving.md#cluster-changes" in section
+
+
+def test_the_aws_redis_volume_binds_where_redis_is_first_scheduled():
+    """The zonal EBS volume is made in the zone of the node Redis first lands on (WaitForFirstConsumer), not
+    in a zone picked before scheduling, which could hold no system node (docs/serving.md, "Zones")."""
+    p = planned("prod-llama405b-aws")
+    (claim,) = _objs(p.resources, "StatefulSet")["llama-405b-gcs-redis"]["spec"]["volumeClaimTemplates"]
+    assert claim["spec"]["storageClassName"] == "ebs-gp3" and claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    (cls,) = [r for r in p.resources if r.type == "kubernetes:storage.k8s.io/v1:StorageClass"
+              and r.inputs["metadata"]["name"] == "ebs-gp3"]
+    assert cls.inputs["volumeBindingMode"] == "WaitForFirstConsumer"
