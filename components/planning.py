@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .catalog import InstanceType, instance_types
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
-from .planner import PlanRequest, Sla, Topology, plan_topology
+from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 
 # In production a node's loss must not take every replica of a model with it.
 PRODUCTION_SPREAD_NODES = 2
@@ -47,14 +47,26 @@ def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
     )
 
 
-def plan_stack(cfg: StackConfig) -> dict[str, Topology]:
-    """One Topology per deployment name; raises NoFeasibleTopology (with the deployment named)."""
-    from .planner import NoFeasibleTopology
-
-    out = {}
+def plan_models(cfg: StackConfig) -> tuple[dict[str, Topology], list[NoFeasibleTopology]]:
+    """The Topology of every deployment that has one, and a NoFeasibleTopology (its message naming
+    `models[i] (name)`) for every deployment that has none: every refusal, not only the first."""
+    out, refused = {}, []
     for i, dep in enumerate(cfg.models):
         try:
             out[dep.name] = plan_topology(plan_request(cfg, dep))
         except NoFeasibleTopology as e:
-            raise NoFeasibleTopology(f"models[{i}] ({dep.name}): {e.message}", e.refusals) from None
+            refused.append(NoFeasibleTopology(f"models[{i}] ({dep.name}): {e.message}", e.refusals))
+    return out, refused
+
+
+def no_fit(refused: list[NoFeasibleTopology]) -> NoFeasibleTopology:
+    """One NoFeasibleTopology for every refused deployment (one line each)."""
+    return NoFeasibleTopology("\n  ".join(e.message for e in refused), [r for e in refused for r in e.refusals])
+
+
+def plan_stack(cfg: StackConfig) -> dict[str, Topology]:
+    """One Topology per deployment name; raises NoFeasibleTopology naming every deployment that has none."""
+    out, refused = plan_models(cfg)
+    if refused:
+        raise no_fit(refused)
     return out
