@@ -254,6 +254,11 @@ def check_loader(loader: str, topologies: dict[str, Topology]) -> None:
                          f"does not; use auto or eager")
 
 
+def nvme_missing(t: Topology) -> str:
+    return (f"modelCache.kind: nvme needs local NVMe on the GPU nodes, and {t.instance_type} "
+            f"(model {t.served_model_name}) has none mounted; use kind rwx")
+
+
 def cache_facts(args: ModelCacheArgs, topologies: dict[str, Topology], facts: ClusterFacts) -> CacheFacts:
     mc = args.model_cache
     read = mc.read_gbps or facts.cache_read_gbps
@@ -268,8 +273,7 @@ def cache_facts(args: ModelCacheArgs, topologies: dict[str, Topology], facts: Cl
     for t in topologies.values():
         pool = facts.pool_for(t.instance_type)
         if not pool.nvme_path:
-            raise CacheError(f"modelCache.kind: nvme needs local NVMe on the GPU nodes, and {t.instance_type} "
-                             f"(model {t.served_model_name}) has none mounted; use kind rwx")
+            raise CacheError(nvme_missing(t))
         paths[t.instance_type] = f"{pool.nvme_path.rstrip('/')}/{VOLUME}"
     return CacheFacts("nvme", read, nvme_paths=paths, **pins)
 

@@ -95,7 +95,7 @@ def cmd_topology(a) -> int:
     pool = tuple(instance_types(a.cloud))
     req = deployment_request(dep, pool)
     if not req.candidates:
-        where = sorted({i.cloud for i in instance_types("aws", dep.accelerator) + instance_types("gcp", dep.accelerator)})
+        where = sorted({i.cloud for c in ("aws", "gcp") for i in instance_types(c, dep.accelerator)})
         return _fail(EXIT_BAD_INPUT, f"--gpu: no {a.cloud} instance type carries {dep.accelerator}; "
                                      f"try --cloud {'/'.join(where)}")
     try:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cache import CacheError, ModelCacheArgs, check_loader, pinned_revisions
+from .cache import CacheError, ModelCacheArgs, check_loader, nvme_missing, pinned_revisions
+from .catalog import INSTANCE_TYPES
 from .cluster.existing import ExistingClusterArgs
 from .cluster.pools import gpu_pool_specs, model_cache_gib
 from .config import ConfigError, StackConfig
@@ -82,6 +83,10 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
     """Every rule that needs the plan, as `field: problem` lines: the cloud's checks, the cache's loader and
     pinned revisions."""
     problems = cluster_problems(cluster_args(cfg, topologies, provider_config=(provider_config or {}).get("aws")))
+    if cfg.model_cache.kind == "nvme" and cfg.cloud != "gcp":  # GCP's check names machine types without local SSDs
+        # an existing cluster's nodes are no catalog type: the stack describes no local NVMe on them
+        problems += [nvme_missing(t) for t in topologies.values()
+                     if t.instance_type not in INSTANCE_TYPES or not INSTANCE_TYPES[t.instance_type].nvme_gb]
     for check in (lambda: check_loader(cfg.model_cache.loader, topologies),
                   lambda: pinned_revisions(cfg.models, topologies)):
         try:
@@ -91,12 +96,18 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
     return problems
 
 
+class ValidatedPlan(dict):
+    """A plan (deployment name -> Topology) validated_plan has checked: passed on, it is not checked again."""
+
+
 def validated_plan(cfg: StackConfig, topologies: dict[str, Topology] | None = None,
                    provider_config: dict[str, dict[str, Any]] | None = None) -> dict[str, Topology]:
     """The plan of a parsed StackConfig (or `topologies`, a plan of the caller's own), once every rule that
     needs it holds. Raises ConfigError with every problem (plan refusals among them, as
     `models[i] (name): no topology fits: ...`) when a rule fails, else NoFeasibleTopology naming every
     model no topology fits."""
+    if isinstance(topologies, ValidatedPlan):
+        return topologies  # __main__.py validated it before building the provider; Platform takes it as it is
     refused: list[NoFeasibleTopology] = []
     if topologies is None:
         topologies, refused = plan_models(cfg)
@@ -105,4 +116,4 @@ def validated_plan(cfg: StackConfig, topologies: dict[str, Topology] | None = No
         raise ConfigError(problems + [e.message.replace(": ", ": no topology fits: ", 1) for e in refused])
     if refused:
         raise no_fit(refused)
-    return topologies
+    return ValidatedPlan(topologies)

@@ -200,6 +200,16 @@ def test_every_problem_of_every_layer_in_one_error():
         assert line in text
 
 
+def test_a_node_local_cache_without_nvme_is_refused_before_the_cluster_exists():
+    cfg = parse({**EXISTING, "modelCache": {"kind": "nvme"}, "models": [model()]}, {"hfToken"})
+    with pytest.raises(ConfigError) as e:
+        validated_plan(cfg)
+    assert e.value.errors == ["modelCache.kind: nvme needs local NVMe on the GPU nodes, and existing-h100x8 "
+                              "(model chat) has none mounted; use kind rwx"]
+    aws = parse({**AWS, "modelCache": {"kind": "nvme"}, "models": [model(instanceTypes=["g6e.xlarge"])]}, {"hfToken"})
+    assert validated_plan(aws)["chat"].instance_type == "g6e.xlarge"  # 250 GB of instance-store NVMe
+
+
 def test_every_refused_model_is_named_not_only_the_first():
     cfg = parse({**EXISTING, "models": [model(name="a", model="llama-3.1-405b", accelerator="h100"),
                                         model(name="ok"),
@@ -295,7 +305,8 @@ def test_wiring_builds_each_components_arguments_from_one_config():
     from components.wiring import cache_args, cluster_args, serving_args
 
     cfg = parse({**AWS, "environment": "prod", "namespace": "llm",
-                 "models": [model(revision="0" * 40, instanceTypes=["g6.xlarge"], maxModelLen=8192, replicas={"min": 2, "max": 4})]},
+                 "models": [model(revision="0" * 40, instanceTypes=["g6.xlarge"], maxModelLen=8192,
+                                  replicas={"min": 2, "max": 4})]},
                 {"hfToken"})
     topologies = plan_stack(cfg)
     aws = cluster_args(cfg, topologies, provider_config={"profile": "prod"})
