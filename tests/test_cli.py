@@ -1,6 +1,5 @@
 """The command line: topology, table and plan, in the exact forms the README and CI use."""
 import json
-import os
 import subprocess
 import sys
 

@@ -19,7 +19,7 @@ from ...config.schema import ModelCache as ModelCacheSettings
 from ...planner import Topology
 from ...versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
 from ..facts import COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, NEW_GPU_NODE_READY_S, ClusterFacts
-from ..pools import PoolSpec, gpu_pool_specs, pool_name
+from ..pools import PoolSpec, pool_name
 from .autoscaling import ClusterAutoscaler
 from . import capacity
 from .capacity import PoolPlacement, plan_placement
