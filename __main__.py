@@ -3,13 +3,13 @@ import pulumi
 
 from components.config import ConfigError, load_stack_config
 from components.planner import NoFeasibleTopology
-from components.planning import plan_stack
 from components.platform import Platform
 from components.providers import cloud_provider_opts
+from components.wiring import validated_plan
 
 try:
     loaded = load_stack_config()
-    topologies = plan_stack(loaded.config)
+    topologies = validated_plan(loaded.config, provider_config=loaded.provider_config)  # every problem, at once
     providers = cloud_provider_opts(loaded.config, loaded.provider_config)  # aws:* / gcp:* honoured
 except (ConfigError, NoFeasibleTopology) as err:
     raise pulumi.RunError(str(err)) from err  # a clear message, no traceback

@@ -25,7 +25,8 @@ from .cluster.facts import ClusterFacts, GpuPool
 from .catalog.revisions import resolved_revision
 from .cluster.pools import model_cache_gib
 from .config import ConfigError
-from .config.schema import StackConfig
+from .config.schema import ModelCache as ModelCacheSettings
+from .config.schema import ModelDeployment
 from .planner import Topology
 from .serving.k8s import (CACHE_MOUNT, CACHE_VOLUME, COMPILE_CACHE, HF_HOME, READY_DIR, cache_mount,
                           container_security, offline_cache_env, pod_security, ready_marker, root_container_security,
@@ -226,16 +227,26 @@ class CacheFacts:
         return cache_mount()
 
 
-def cache_size_gib(cfg: StackConfig, topologies: dict[str, Topology]) -> int:
+@dataclass(frozen=True)
+class ModelCacheArgs:
+    """What a ModelCache reads besides the plan and the cluster's facts: the stack's namespace, its
+    `modelCache` settings and the revisions it pins, by repository (pinned_revisions, checked once by
+    components/wiring.py before any resource exists)."""
+    namespace: str = "vllm"
+    model_cache: ModelCacheSettings = field(default_factory=ModelCacheSettings)
+    revisions: dict[str, str] = field(default_factory=dict)
+
+
+def cache_size_gib(args: ModelCacheArgs, topologies: dict[str, Topology]) -> int:
     """The claim asks for exactly what the cloud's volume was sized to (pools.model_cache_gib)."""
-    return model_cache_gib(cfg.model_cache.size_gib, topologies)
+    return model_cache_gib(args.model_cache.size_gib, topologies)
 
 
-def pinned_revisions(cfg: StackConfig, topologies: dict[str, Topology]) -> dict[str, str]:
+def pinned_revisions(models: list[ModelDeployment], topologies: dict[str, Topology]) -> dict[str, str]:
     """models[].revision by the repository the plan loads, else the commit the catalog knows for it
     (catalog/revisions.py); two deployments of one repository must agree."""
     out: dict[str, str] = {}
-    for i, dep in enumerate(cfg.models):
+    for i, dep in enumerate(models):
         t = topologies.get(dep.name)
         if t is None or not dep.revision:
             continue
@@ -256,11 +267,16 @@ def check_loader(loader: str, topologies: dict[str, Topology]) -> None:
                          f"does not; use auto or eager")
 
 
-def cache_facts(cfg: StackConfig, topologies: dict[str, Topology], facts: ClusterFacts) -> CacheFacts:
-    mc = cfg.model_cache
+def nvme_missing(t: Topology) -> str:
+    return (f"modelCache.kind: nvme needs local NVMe on the GPU nodes, and {t.instance_type} "
+            f"(model {t.served_model_name}) has none mounted; use kind rwx")
+
+
+def cache_facts(args: ModelCacheArgs, topologies: dict[str, Topology], facts: ClusterFacts) -> CacheFacts:
+    mc = args.model_cache
     read = mc.read_gbps or facts.cache_read_gbps
     check_loader(mc.loader, topologies)
-    pins = {"loader": mc.loader, "revisions": pinned_revisions(cfg, topologies)}
+    pins = {"loader": mc.loader, "revisions": dict(args.revisions)}
     if mc.kind == "rwx":
         if not facts.rwx_storage_class:
             raise CacheError(f"modelCache.kind: rwx needs a ReadWriteMany StorageClass and cluster "
@@ -270,8 +286,7 @@ def cache_facts(cfg: StackConfig, topologies: dict[str, Topology], facts: Cluste
     for t in topologies.values():
         pool = facts.pool_for(t.instance_type)
         if not pool.nvme_path:
-            raise CacheError(f"modelCache.kind: nvme needs local NVMe on the GPU nodes, and {t.instance_type} "
-                             f"(model {t.served_model_name}) has none mounted; use kind rwx")
+            raise CacheError(nvme_missing(t))
         paths[t.instance_type] = f"{pool.nvme_path.rstrip('/')}/{VOLUME}"
     return CacheFacts("nvme", read, nvme_paths=paths, **pins)
 
@@ -334,19 +349,19 @@ def prepull_timeouts(images: int, node_ready_s: int) -> tuple[int, int]:
 class ModelCache(pulumi.ComponentResource):
     """The cache volume, its prefetch Jobs and the image pre-pull DaemonSets for a stack."""
 
-    def __init__(self, name: str, cfg: StackConfig, topologies: dict[str, Topology], facts: ClusterFacts,
+    def __init__(self, name: str, args: ModelCacheArgs, topologies: dict[str, Topology], facts: ClusterFacts,
                  images: dict[str, list[str]], labels: dict[str, str], depends_on: list | None = None,
                  opts: pulumi.ResourceOptions | None = None):
         """images: instance type -> the serving images its pods run (to pre-pull)."""
         super().__init__("vllm-platform:cache:ModelCache", name, None, opts)
-        ns = cfg.namespace
+        ns = args.namespace
         with as_run_error():
-            self.facts = cache_facts(cfg, topologies, facts)
+            self.facts = cache_facts(args, topologies, facts)
         child = pulumi.ResourceOptions(parent=self, provider=facts.provider, depends_on=list(depends_on or []))
         base = {**labels, "app.kubernetes.io/name": "model-cache"}
         self.jobs: list[k8s.batch.v1.Job] = []
         if self.facts.kind == "rwx":
-            size = cache_size_gib(cfg, topologies)
+            size = cache_size_gib(args, topologies)
             self.claim = k8s.core.v1.PersistentVolumeClaim(
                 f"{name}-pvc", metadata={"name": CLAIM, "namespace": ns, "labels": base},
                 spec=pvc_spec(facts.rwx_storage_class, size), opts=child)

@@ -9,15 +9,15 @@ import argparse
 import io
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
-from .catalog import ACCELERATORS, MODELS, find_model, instance_types
+from .catalog import ACCELERATORS, MODELS, instance_types
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
-MIN_MAX_MODEL_LEN = 256  # the stack schema's floor for maxModelLen
 TABLE_MAX_MODEL_LEN = 32_768
 
 
@@ -56,35 +56,52 @@ def serving_lines(s: dict) -> str:
     return "\n".join(lines)
 
 
+# The stack schema's fields (a `models` entry) the topology options set, so that an error names the option.
+TOPOLOGY_FLAGS = {"model": "--model", "accelerator": "--gpu", "precision": "--precision",
+                  "maxModelLen": "--max-model-len", "sla.ttftMs": "--ttft-ms", "sla.tpotMs": "--tpot-ms",
+                  "sla.concurrency": "--concurrency", "sla.promptTokens": "--prompt-tokens",
+                  "sla.outputTokens": "--output-tokens", "sla": "--max-model-len", "replicas.max": "--max-replicas"}
+CLI_DEPLOYMENT = "cli"  # the deployment's name; the CLI serves the model under its catalog id
+
+
+def topology_deployment(a):
+    """The options as a stack file's `models` entry, validated by the same schema (ModelDeployment):
+    the deployment, or one `--option: problem` line per problem, in the stack file's words."""
+    from .config.load import validate_part
+    from .config.schema import ModelDeployment
+
+    data = {"name": CLI_DEPLOYMENT, "model": a.model, "accelerator": a.gpu.lower() if a.gpu else None,
+            "precision": a.precision, "maxModelLen": a.max_model_len,
+            "sla": {"ttftMs": a.ttft_ms, "tpotMs": a.tpot_ms, "concurrency": a.concurrency,
+                    "promptTokens": a.prompt_tokens, "outputTokens": a.output_tokens},
+            "replicas": {"min": 1, "max": a.max_replicas}}
+    dep, problems = validate_part(ModelDeployment, data)
+    lines = []
+    for path, message in problems:
+        for key, flag in TOPOLOGY_FLAGS.items():  # camelCase keys in the text become the options that set them
+            key = key.rsplit(".", 1)[-1]
+            if key != key.lower():
+                message = re.sub(rf"\b{key}\b", flag, message)
+        lines.append(f"{TOPOLOGY_FLAGS.get(path, path)}: {message}")
+    return dep, lines
+
+
 def cmd_topology(a) -> int:
-    a.gpu = a.gpu.lower() if a.gpu else None
-    model = find_model(a.model)
-    if model is None:
-        return _fail(EXIT_BAD_INPUT, f"--model: unknown model {a.model!r}; allowed: {', '.join(MODELS)}")
-    if a.gpu and a.gpu not in ACCELERATORS:
-        return _fail(EXIT_BAD_INPUT, f"--gpu: unknown GPU {a.gpu!r}; allowed: {', '.join(ACCELERATORS)}")
-    by_fp8_repo = model.fp8_repo and a.model.lower() == model.fp8_repo.lower()
-    precision = a.precision or ("fp8" if by_fp8_repo else model.precisions[0])
-    if precision not in model.precisions:
-        return _fail(EXIT_BAD_INPUT, f"--precision: {model.name} is offered at {', '.join(model.precisions)}")
-    if a.max_model_len is not None and a.max_model_len < MIN_MAX_MODEL_LEN:
-        return _fail(EXIT_BAD_INPUT, f"--max-model-len: must be >= {MIN_MAX_MODEL_LEN} (got {a.max_model_len})")
-    mml = a.max_model_len or model.max_context
-    if mml > model.max_context:
-        return _fail(EXIT_BAD_INPUT, f"--max-model-len: {mml} is above {model.name}'s limit of {model.max_context}")
-    for flag, v in (("--tpot-ms", a.tpot_ms), ("--ttft-ms", a.ttft_ms), ("--concurrency", a.concurrency),
-                    ("--max-replicas", a.max_replicas)):
-        if v <= 0:
-            return _fail(EXIT_BAD_INPUT, f"{flag}: must be > 0 (got {v:g})")
-    cands = tuple(instance_types(a.cloud, a.gpu))
-    if not cands:
-        where = sorted({i.cloud for i in instance_types("aws", a.gpu) + instance_types("gcp", a.gpu)})
-        return _fail(EXIT_BAD_INPUT, f"--gpu: no {a.cloud} instance type carries {a.gpu}; try --cloud {'/'.join(where)}")
-    req = PlanRequest(model=model, precision=precision, candidates=cands, max_model_len=mml,
-                      sla=Sla(ttft_ms=a.ttft_ms, tpot_ms=a.tpot_ms, concurrency=a.concurrency),
-                      max_replicas=a.max_replicas)
+    import dataclasses
+
+    from .planning import deployment_request
+
+    dep, problems = topology_deployment(a)
+    if problems:
+        return _fail(EXIT_BAD_INPUT, "\n".join(problems))
+    pool = tuple(instance_types(a.cloud))
+    req = deployment_request(dep, pool)
+    if not req.candidates:
+        where = sorted({i.cloud for c in ("aws", "gcp") for i in instance_types(c, dep.accelerator)})
+        return _fail(EXIT_BAD_INPUT, f"--gpu: no {a.cloud} instance type carries {dep.accelerator}; "
+                                     f"try --cloud {'/'.join(where)}")
     try:
-        t = plan_topology(req)
+        t = plan_topology(dataclasses.replace(req, served_model_name=None))
     except NoFeasibleTopology as e:
         return _fail(EXIT_NO_FIT, f"no topology fits: {e.message}")
     print(json.dumps(t.to_dict(), indent=2) if a.json else summary(t))
@@ -302,6 +319,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms, help="SLA: time to first token, ms")
     t.add_argument("--concurrency", type=int, default=Sla.concurrency,
                    help="SLA: concurrent requests the fleet must hold")
+    t.add_argument("--prompt-tokens", type=int, default=Sla.prompt_tokens, help="SLA: average prompt length, tokens")
+    t.add_argument("--output-tokens", type=int, default=Sla.output_tokens,
+                   help="SLA: average completion length, tokens")
     t.add_argument("--max-replicas", type=int, default=64, help="most replicas the fleet may scale to")
     t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
     t.add_argument("--json", action="store_true", help="print the topology as JSON instead of a summary")

@@ -82,8 +82,9 @@ def _config(value: Any) -> StackConfig:
 def resolve(args: "PlatformArgs | LoadedConfig", topologies: Optional[dict[str, Topology]] = None
             ) -> tuple[LoadedConfig, dict[str, Topology]]:
     """Validated config and topology plan of a Platform's arguments; a bad value is a pulumi.RunError
-    naming its field (no traceback), raised before any resource exists."""
-    from .planning import plan_stack
+    naming its field (no traceback), raised before any resource exists. The one validation pass: the
+    schema (parse) and then every rule that needs the plan (wiring.validated_plan), every problem at once."""
+    from .wiring import validated_plan
 
     try:
         if isinstance(args, LoadedConfig):
@@ -93,7 +94,7 @@ def resolve(args: "PlatformArgs | LoadedConfig", topologies: Optional[dict[str, 
                 raise ConfigError(["hfToken: missing; pass the Hugging Face token (as a secret) in hf_token"])
             loaded = LoadedConfig(_config(args.get("config")), pulumi.Output.secret(args["hf_token"]),
                                   pulumi.Output.secret(args["kubeconfig"]) if args.get("kubeconfig") else None)
-        return loaded, topologies if topologies is not None else plan_stack(loaded.config)
+        return loaded, validated_plan(loaded.config, topologies, loaded.provider_config)
     except (ConfigError, NoFeasibleTopology) as err:
         raise pulumi.RunError(str(err)) from err
 

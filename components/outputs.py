@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 
 from .addons import prometheus
-from .config.schema import StackConfig
+from .config.schema import PrometheusAddon
 
 # The Grafana sub-chart's Service: `<release>-grafana` (grafana chart templates/_helpers.tpl fullname, the
 # release name containing no "grafana"), port 80 (grafana values.yaml service.port) onto the pod's 3000.
@@ -20,9 +20,10 @@ GRAFANA_PORT = 80
 GRAFANA_LOCAL_PORT = 3000
 
 
-def grafana(cfg: StackConfig) -> dict[str, str] | None:
-    """Where Grafana answers and where its admin login is; None when this stack installs no Grafana."""
-    if not cfg.addons.prometheus.enabled:
+def grafana(prometheus_addon: PrometheusAddon) -> dict[str, str] | None:
+    """Where Grafana answers and where its admin login is; None when this stack installs no Grafana
+    (the stack's `addons.prometheus`)."""
+    if not prometheus_addon.enabled:
         return None
     ns = prometheus.NAMESPACE
     return {

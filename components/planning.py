@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .catalog import InstanceType, instance_types
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
-from .planner import PlanRequest, Sla, Topology, plan_topology
+from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 
 # In production a node's loss must not take every replica of a model with it.
 PRODUCTION_SPREAD_NODES = 2
@@ -20,22 +20,28 @@ def existing_instance_type(nodes: GpuNodes) -> InstanceType:
         source="stack file (existing.gpuNodes)")
 
 
-def candidates(cfg: StackConfig, dep: ModelDeployment) -> tuple[InstanceType, ...]:
+def cloud_pool(cfg: StackConfig) -> tuple[InstanceType, ...]:
+    """The instance types a stack's cloud offers (an existing cluster's GPU nodes as one)."""
     if cfg.cloud == "existing":
-        pool = [existing_instance_type(cfg.existing.gpu_nodes)]
-    else:
-        pool = instance_types(cfg.cloud)
+        return (existing_instance_type(cfg.existing.gpu_nodes),)
+    return tuple(instance_types(cfg.cloud))
+
+
+def candidates(pool: tuple[InstanceType, ...], dep: ModelDeployment) -> tuple[InstanceType, ...]:
+    """The instance types of `pool` a deployment may use (its accelerator and instanceTypes)."""
     if dep.accelerator:
-        pool = [i for i in pool if i.accelerator == dep.accelerator]
+        pool = tuple(i for i in pool if i.accelerator == dep.accelerator)
     if dep.instance_types:
-        pool = [i for i in pool if i.name in dep.instance_types]
+        pool = tuple(i for i in pool if i.name in dep.instance_types)
     return tuple(pool)
 
 
-def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
+def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], production: bool = False) -> PlanRequest:
+    """The planner's request for one validated model deployment: what a stack file's `models` entry and
+    `python -m components topology` (components/cli.py) both plan."""
     s = dep.sla
     return PlanRequest(
-        model=dep.spec, precision=dep.effective_precision, candidates=candidates(cfg, dep),
+        model=dep.spec, precision=dep.effective_precision, candidates=candidates(pool, dep),
         max_model_len=dep.effective_max_model_len,
         sla=Sla(ttft_ms=s.ttft_ms, tpot_ms=s.tpot_ms, concurrency=s.concurrency,
                 prompt_tokens=s.prompt_tokens, output_tokens=s.output_tokens),
@@ -43,18 +49,34 @@ def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
         gpu_memory_utilization=dep.gpu_memory_utilization,
         kv_cache_dtypes=("auto", "fp8") if dep.kv_cache_dtype == "any" else (dep.kv_cache_dtype,),
         tensor_parallel_size=dep.tensor_parallel_size, served_model_name=dep.name,
-        spread_nodes=PRODUCTION_SPREAD_NODES if cfg.production else 1,
+        spread_nodes=PRODUCTION_SPREAD_NODES if production else 1,
     )
 
 
-def plan_stack(cfg: StackConfig) -> dict[str, Topology]:
-    """One Topology per deployment name; raises NoFeasibleTopology (with the deployment named)."""
-    from .planner import NoFeasibleTopology
+def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
+    return deployment_request(dep, cloud_pool(cfg), cfg.production)
 
-    out = {}
+
+def plan_models(cfg: StackConfig) -> tuple[dict[str, Topology], list[NoFeasibleTopology]]:
+    """The Topology of every deployment that has one, and a NoFeasibleTopology (its message naming
+    `models[i] (name)`) for every deployment that has none: every refusal, not only the first."""
+    out, refused = {}, []
     for i, dep in enumerate(cfg.models):
         try:
             out[dep.name] = plan_topology(plan_request(cfg, dep))
         except NoFeasibleTopology as e:
-            raise NoFeasibleTopology(f"models[{i}] ({dep.name}): {e.message}", e.refusals) from None
+            refused.append(NoFeasibleTopology(f"models[{i}] ({dep.name}): {e.message}", e.refusals))
+    return out, refused
+
+
+def no_fit(refused: list[NoFeasibleTopology]) -> NoFeasibleTopology:
+    """One NoFeasibleTopology for every refused deployment (one line each)."""
+    return NoFeasibleTopology("\n  ".join(e.message for e in refused), [r for e in refused for r in e.refusals])
+
+
+def plan_stack(cfg: StackConfig) -> dict[str, Topology]:
+    """One Topology per deployment name; raises NoFeasibleTopology naming every deployment that has none."""
+    out, refused = plan_models(cfg)
+    if refused:
+        raise no_fit(refused)
     return out

@@ -1,5 +1,8 @@
 """The top-level component: wires cluster, add-ons, model cache and serving from the plan.
 
+The only component that reads a StackConfig: components/wiring.py turns it (and the plan) into each
+child's own arguments, after the one validation pass (library.resolve -> wiring.validated_plan).
+
 No `from __future__ import annotations` here: the component provider (provider/, components/package.py)
 infers Platform's schema from its annotations at run time, so they must be real types.
 """
@@ -13,6 +16,7 @@ from .config import LoadedConfig
 from .library import PlatformArgs, resolve
 from .outputs import cluster_outputs, grafana
 from .planner import Topology
+from .wiring import cache_args, cluster_args, serving_args
 
 PART_OF = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
 
@@ -21,14 +25,16 @@ def cluster_component(name: str, loaded: LoadedConfig, topologies: dict[str, Top
                       opts: pulumi.ResourceOptions) -> pulumi.ComponentResource:
     """The cluster component for the configured cloud; all of them carry `.facts` (ClusterFacts)."""
     cfg = loaded.config
+    args = cluster_args(cfg, topologies, kubeconfig=loaded.kubeconfig,
+                        provider_config=loaded.provider_config.get("aws"))
     if cfg.cloud == "existing":
         from .cluster.existing import ExistingCluster
-        return ExistingCluster(name, cfg, topologies, loaded.kubeconfig, opts)
+        return ExistingCluster(name, args, opts)
     if cfg.cloud == "aws":
         from .cluster.aws import AwsGpuCluster
-        return AwsGpuCluster(name, cfg, topologies, opts, provider_config=loaded.provider_config.get("aws"))
+        return AwsGpuCluster(name, args, opts)
     from .cluster.gcp import GcpGpuCluster
-    return GcpGpuCluster(name, cfg, topologies, opts)
+    return GcpGpuCluster(name, args, opts)
 
 
 def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], opts: pulumi.ResourceOptions):
@@ -90,14 +96,15 @@ class Platform(pulumi.ComponentResource):
         # --- model cache and serving (issue 3): ModelCache + one VllmService per topology ---
         from .cache import ModelCache
         from .serving.service import VllmService, serving_images
+        serving = serving_args(cfg)
         images: dict[str, list[str]] = {}
         for t in topologies.values():
-            images.setdefault(t.instance_type, []).extend(serving_images(cfg, t))
+            images.setdefault(t.instance_type, []).extend(serving_images(serving, t))
         pods_need = [*self.facts.depends_on, self.namespace, self.hf_secret]
-        self.cache = ModelCache(f"{name}-cache", cfg, topologies, self.facts, images, labels,
-                                depends_on=pods_need, opts=child)
+        self.cache = ModelCache(f"{name}-cache", cache_args(cfg, topologies), topologies, self.facts, images,
+                                labels, depends_on=pods_need, opts=child)
         self.services = {
-            model: VllmService(f"{name}-{model}", cfg, t, self.facts, self.addons, self.cache.facts, labels,
+            model: VllmService(f"{name}-{model}", serving, t, self.facts, self.addons, self.cache.facts, labels,
                                # the pre-pull DaemonSets (awaited) first: a new image is on the nodes
                                # before the serving pods that need it roll
                                depends_on=[*pods_need, self.cache, *self.cache.prepull], opts=child)
@@ -113,6 +120,6 @@ class Platform(pulumi.ComponentResource):
         self.api_endpoint = identity["api_endpoint"]
         self.oidc_issuer = identity["oidc_issuer"]
         self.workload_identity_pool = identity["workload_identity_pool"]
-        self.grafana = grafana(cfg)
+        self.grafana = grafana(cfg.addons.prometheus)
         self.register_outputs({"namespace": cfg.namespace, "endpoints": self.endpoints,
                                "clusterName": self.cluster_name})

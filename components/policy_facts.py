@@ -1,8 +1,9 @@
 """Generate policies/rules/facts.py: the catalog facts the policy rules read, copied into the pack.
 
 The policy pack is published on its own (`pulumi policy publish policies`), so it cannot import this
-package at run time; the facts it needs (GPU instance shapes, label and taint keys, the fabric floor)
-are written into the pack by this module. tests/test_policy_pack.py fails when the copy differs.
+package at run time; the facts it needs (GPU instance shapes, label and taint keys, the fabric floor, and
+the bounds the stack schema also enforces: components/config/bounds.py, the startup-probe floor) are written
+into the pack by this module. tests/test_policy_pack.py fails when the copy differs.
 
     python -m components.policy_facts --write      # after changing the catalog or the pool labels
 """
@@ -14,6 +15,8 @@ from pathlib import Path
 from .catalog import INSTANCE_TYPES, MIN_FABRIC_GBPS
 from .cluster.facts import GPU_RESOURCE, GPU_TAINT_KEY, POOL_LABEL
 from .cluster.pools import ACCELERATOR_LABEL, pool_name
+from .config.bounds import GPU_MEMORY_UTILIZATION_RANGE, OPEN_CIDRS
+from .serving.probes import MIN_BUDGET_S
 
 TARGET = Path(__file__).resolve().parents[1] / "policies" / "rules" / "facts.py"
 
@@ -55,6 +58,11 @@ def render() -> str:
              f"POOL_LABEL = {POOL_LABEL!r}",
              f"ACCELERATOR_LABEL = {ACCELERATOR_LABEL!r}",
              f"MIN_FABRIC_GBPS = {MIN_FABRIC_GBPS!r}",
+             "# Bounds the stack schema enforces too (components/config/bounds.py), and the startup-probe floor",
+             "# the serving pods are built with (components/serving/probes.py MIN_BUDGET_S).",
+             f"GPU_MEMORY_UTILIZATION_RANGE = {tuple(GPU_MEMORY_UTILIZATION_RANGE)!r}",
+             f"OPEN_CIDRS = frozenset({sorted(OPEN_CIDRS)!r})",
+             f"MIN_STARTUP_BUDGET_S = {MIN_BUDGET_S!r}",
              "",
              "INSTANCE_TYPES: dict[str, InstanceType] = {"]
     for name in sorted(INSTANCE_TYPES):

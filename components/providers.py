@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 
 from .config.load import ConfigError
-from .config.schema import StackConfig
+
+if TYPE_CHECKING:
+    from .config.schema import StackConfig
 
 COMMON_TAGS = {"managed-by": "pulumi", "part-of": "vllm-platform"}
 
@@ -38,23 +41,42 @@ def provider_kwargs(package: str, provider_args: type, settings: dict[str, Any],
     return {**kwargs, **ours}
 
 
-def cloud_provider_opts(cfg: StackConfig, settings: dict[str, dict[str, Any]] | None = None) -> pulumi.ResourceOptions:
+@dataclass(frozen=True)
+class CloudProviderArgs:
+    """What the explicit cloud provider is built from: the cloud, the stack's region / project / zone,
+    the tags every resource carries, and the stack's own `aws:*` / `gcp:*` settings. Built by
+    components/wiring.py (provider_args) from a StackConfig."""
+    cloud: str
+    tags: dict[str, str]
+    region: str | None = None
+    project: str | None = None  # gcp
+    zone: str | None = None  # gcp
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def provider_opts(args: CloudProviderArgs) -> pulumi.ResourceOptions:
     """ResourceOptions carrying the cloud's explicit provider (none for an existing cluster)."""
-    settings = settings or {}
-    tags = {**COMMON_TAGS, "environment": cfg.environment, "cluster": cfg.cluster.name}
-    if cfg.cloud == "aws":
+    tags = {**COMMON_TAGS, **args.tags}
+    if args.cloud == "aws":
         import pulumi_aws as aws
-        user = settings.get("aws", {})
+        user = args.settings.get("aws", {})
         user_tags = (user.get("defaultTags") or {}).get("tags", {}) if isinstance(user.get("defaultTags"), dict) else {}
         kwargs = provider_kwargs("aws", aws.ProviderArgs, user,
-                                 {"region": cfg.aws.region, "default_tags": {"tags": {**tags, **user_tags}}})
+                                 {"region": args.region, "default_tags": {"tags": {**tags, **user_tags}}})
         return pulumi.ResourceOptions(providers={"aws": aws.Provider("aws", **kwargs)})
-    if cfg.cloud == "gcp":
+    if args.cloud == "gcp":
         import pulumi_gcp as gcp
-        user = settings.get("gcp", {})
+        user = args.settings.get("gcp", {})
         user_labels = user.get("defaultLabels") if isinstance(user.get("defaultLabels"), dict) else {}
         kwargs = provider_kwargs("gcp", gcp.ProviderArgs, user,
-                                 {"project": cfg.gcp.project, "region": cfg.gcp.region, "zone": cfg.gcp.zone,
+                                 {"project": args.project, "region": args.region, "zone": args.zone,
                                   "default_labels": {**tags, **user_labels}})
         return pulumi.ResourceOptions(providers={"gcp": gcp.Provider("gcp", **kwargs)})
     return pulumi.ResourceOptions()
+
+
+def cloud_provider_opts(cfg: StackConfig, settings: dict[str, dict[str, Any]] | None = None) -> pulumi.ResourceOptions:
+    """The explicit provider of a stack configuration, as __main__.py builds it (wiring.provider_args)."""
+    from .wiring import provider_args
+
+    return provider_opts(provider_args(cfg, settings))

@@ -116,11 +116,12 @@ def test_nvme_without_local_disks_is_a_clear_error_not_a_traceback():
 
 def test_rwx_without_a_storage_class_is_a_clear_error():
     from components.cluster.facts import ClusterFacts
+    from components.wiring import cache_args
     cfg = parse({**EXISTING}, {"hfToken"})
     facts = ClusterFacts(cloud="aws", name="c", provider=None, gpu_pools={}, system_node_selector={},
                          rwx_storage_class=None, cache_read_gbps=1.0, driver_preinstalled=True)
     with pytest.raises(CacheError, match="modelCache.kind: rwx needs a ReadWriteMany StorageClass"):
-        cache.cache_facts(cfg, {}, facts)
+        cache.cache_facts(cache_args(cfg, {}), {}, facts)
 
 
 def test_image_prepull_daemonset_runs_on_the_gpu_pool(dev):

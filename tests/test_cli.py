@@ -1,6 +1,5 @@
 """The command line: topology, table and plan, in the exact forms the README and CI use."""
 import json
-import os
 import subprocess
 import sys
 
@@ -36,18 +35,63 @@ def test_topology_refusal_exits_3_with_the_reason(capsys):
 
 
 @pytest.mark.parametrize("argv,field", [
-    (["--model", "nope", "--gpu", "h100"], "--model: unknown model 'nope'"),
-    (["--model", "llama-3.1-8b", "--gpu", "h900"], "--gpu: unknown GPU 'h900'"),
-    (["--model", "qwen2.5-7b", "--max-model-len", "65536"], "--max-model-len: 65536 is above"),
-    (["--model", "llama-3.1-8b", "--tpot-ms", "-1"], "--tpot-ms: must be > 0"),
-    (["--model", "llama-3.1-8b", "--gpu", "l4", "--max-model-len=-5"], "--max-model-len: must be >= 256 (got -5)"),
-    (["--model", "llama-3.1-8b", "--gpu", "l4", "--max-model-len", "0"], "--max-model-len: must be >= 256 (got 0)"),
-    (["--model", "llama-3.1-8b", "--gpu", "l4", "--max-replicas", "0"], "--max-replicas: must be > 0 (got 0)"),
+    # The options go through the stack schema (a `models` entry): its words, with the option for the field.
+    (["--model", "nope", "--gpu", "h100"], "--model: unknown model 'nope': use a catalog id (llama-3.1-8b, "),
+    (["--model", "llama-3.1-8b", "--gpu", "h900"], "--gpu: unknown accelerator 'h900'; allowed: a10g, l4, "),
+    (["--model", "qwen2.5-7b", "--max-model-len", "65536"],
+     "--max-model-len: 65536 is above Qwen2.5-7B-Instruct's limit of 32768; set --max-model-len <= 32768"),
+    (["--model", "llama-3.1-8b", "--tpot-ms", "-1"], "--tpot-ms: Input should be greater than 0 (got -1.0)"),
+    (["--model", "llama-3.1-8b", "--gpu", "l4", "--max-model-len=-5"],
+     "--max-model-len: Input should be greater than or equal to 256 (got -5)"),
+    (["--model", "llama-3.1-8b", "--gpu", "l4", "--max-model-len", "0"],
+     "--max-model-len: Input should be greater than or equal to 256 (got 0)"),
+    (["--model", "llama-3.1-8b", "--gpu", "l4", "--max-replicas", "0"],
+     "--max-replicas: Input should be greater than or equal to 1 (got 0)"),
+    (["--model", "llama-3.1-8b", "--precision", "mxfp4"],
+     "--precision: 'mxfp4' is not offered for Llama-3.1-8B; allowed: bf16, fp8"),
+    (["--model", "llama-3.1-8b", "--max-model-len", "512"],
+     "--max-model-len: --prompt-tokens + --output-tokens (1280) exceed --max-model-len 512; shorten them or raise "
+     "--max-model-len"),
     (["--model", "llama-3.1-8b", "--gpu", "a10g", "--cloud", "gcp"], "--gpu: no gcp instance type carries a10g"),
 ])
 def test_topology_bad_input_exits_2_naming_the_flag(capsys, argv, field):
     code, _, err = run(capsys, "topology", *argv)
     assert code == 2 and err.startswith(field)
+
+
+def test_topology_reports_every_bad_option_at_once_in_the_stack_files_words(capsys):
+    code, _, err = run(capsys, "topology", "--model", "llama-3.1-8b", "--gpu", "h900", "--tpot-ms", "0",
+                       "--concurrency", "0")
+    assert code == 2
+    assert err.splitlines() == ["--gpu: unknown accelerator 'h900'; allowed: a10g, l4, l40s, a100-40gb, a100-80gb, "
+                                "h100, h200, b200",
+                                "--tpot-ms: Input should be greater than 0 (got 0.0)",
+                                "--concurrency: Input should be greater than or equal to 1 (got 0)"]
+    # the same value in a stack file reads the same, under its field path
+    from components.config import ConfigError, parse
+    with pytest.raises(ConfigError) as e:
+        parse({"cloud": "aws", "aws": {"region": "us-east-1"},
+               "models": [{"name": "x", "model": "llama-3.1-8b", "sla": {"tpotMs": 0.0}}]}, {"hfToken"})
+    assert e.value.errors == ["models[0].sla.tpotMs: Input should be greater than 0 (got 0.0)"]
+
+
+def test_topology_plans_what_the_same_stack_entry_plans(capsys):
+    """The CLI and a stack file go through one ModelDeployment and one planning request."""
+    from components.config import parse
+    from components.planning import plan_stack
+    code, out, _ = run(capsys, "topology", "--model", "qwen2.5-72b", "--gpu", "h100", "--tpot-ms", "40",
+                       "--concurrency", "64", "--prompt-tokens", "2048", "--max-replicas", "8", "--json")
+    assert code == 0
+    cli = json.loads(out)
+    cfg = parse({"cloud": "aws", "aws": {"region": "us-east-1"},
+                 "models": [{"name": "qwen", "model": "qwen2.5-72b", "accelerator": "h100",
+                             "sla": {"tpotMs": 40, "concurrency": 64, "promptTokens": 2048},
+                             "replicas": {"max": 8}}]}, {"hfToken"})
+    stack = plan_stack(cfg)["qwen"].to_dict()
+    assert cli["served_model_name"] == "qwen2.5-72b" and stack["served_model_name"] == "qwen"
+    same = ("instance_type", "tensor_parallel_size", "pipeline_parallel_size", "replicas", "kv_cache_tokens",
+            "kv_cache_dtype", "max_model_len", "cost_per_hour")
+    assert {k: cli[k] for k in same} == {k: stack[k] for k in same}
 
 
 def test_table_covers_the_catalog(capsys):

@@ -55,9 +55,9 @@ def test_max_model_len_above_the_model_limit():
 
 def test_negative_sla():
     errs = errors(with_model(sla={"tpotMs": -5, "ttftMs": 0, "concurrency": -1}))
-    assert "models[0].sla.tpotMs: Input should be greater than 0" in errs
-    assert "models[0].sla.ttftMs: Input should be greater than 0" in errs
-    assert "models[0].sla.concurrency: Input should be greater than or equal to 1" in errs
+    assert "models[0].sla.tpotMs: Input should be greater than 0 (got -5)" in errs
+    assert "models[0].sla.ttftMs: Input should be greater than 0 (got 0)" in errs
+    assert "models[0].sla.concurrency: Input should be greater than or equal to 1 (got -1)" in errs
 
 
 def test_missing_hf_token():
@@ -112,7 +112,7 @@ def test_a_bad_value_does_not_hide_the_rules_behind_it():
     # pydantic runs a block's cross-field rules only when all its fields are valid: the loader re-validates
     # without the bad values so that every problem shows in one run
     errs = errors(with_model(model="acme/NotAModel-7B", maxModelLen=10))
-    assert errs[0] == "models[0].maxModelLen: Input should be greater than or equal to 256"
+    assert errs[0] == "models[0].maxModelLen: Input should be greater than or equal to 256 (got 10)"
     assert errs[1].startswith("models[0].model: unknown model 'acme/NotAModel-7B'")
     errs = errors(with_model(replicas={"min": 3, "max": 1}, sla={"promptTokens": 200_000}))
     assert errs == ["models[0].replicas.min: 3 is above max (1); set min <= max",
@@ -120,7 +120,7 @@ def test_a_bad_value_does_not_hide_the_rules_behind_it():
                     "shorten them or raise maxModelLen"]
     errs = errors({**BASE, "cloud": "gcp", "models": [{**BASE["models"][0], "sla": {"tpotMs": -1}}]})
     assert "gcp: missing: cloud is 'gcp', so add a `gcp` block" in errs
-    assert "models[0].sla.tpotMs: Input should be greater than 0" in errs
+    assert "models[0].sla.tpotMs: Input should be greater than 0 (got -1)" in errs
     errs = errors({**BASE, "models": [{"name": "a", "model": "llama-3.1-8b", "precision": "int4"},
                                       {"name": "a", "model": "llama-3.1-8b"}]})
     assert errs[-1] == "models: duplicate name(s) a; names must be unique" and len(errs) == 2

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..catalog import ACCELERATORS, INSTANCE_TYPES
+from . import bounds
 from .base import DNS_LABEL, _Base, cidr_blocks, field_error
 
 # A Kubernetes object name (RFC 1123 subdomain): StorageClass names.
@@ -97,6 +98,14 @@ class AwsSettings(_Base):
     @classmethod
     def _cidrs(cls, v):
         return cidr_blocks(v, ipv4_only=True)
+
+    @field_validator("endpoint_public_access_cidrs")
+    @classmethod
+    def _not_open(cls, v):
+        problem = bounds.open_cidrs_problem(v, "list the CIDRs `pulumi up` runs from, e.g. 203.0.113.7/32")
+        if problem:
+            raise ValueError(problem)
+        return v
 
     @field_validator("deployer_security_group_ids")
     @classmethod
@@ -198,6 +207,10 @@ class GcpSettings(_Base):
     @field_validator("master_authorized_networks")
     @classmethod
     def _cidrs(cls, v):
+        problem = bounds.open_cidrs_problem(v, "list the CIDRs `pulumi up` runs from, or leave it empty and "
+                                               "deploy through the DNS endpoint")
+        if problem:
+            raise ValueError(problem)
         return cidr_blocks(v)
 
     @model_validator(mode="after")

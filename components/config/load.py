@@ -67,6 +67,9 @@ def _allowed_keys(loc: tuple) -> str:
     return "; allowed: " + ", ".join(f.alias or n for n, f in model.model_fields.items())
 
 
+BOUND_ERRORS = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+
+
 def _error(e: dict) -> tuple[tuple, str]:
     """One pydantic error as (the field's location, `path.to.field: what is wrong`)."""
     loc, msg, typ = tuple(e["loc"]), e["msg"], e["type"]
@@ -81,13 +84,28 @@ def _error(e: dict) -> tuple[tuple, str]:
     if typ == "string_pattern_mismatch" and e.get("ctx", {}).get("pattern") == DNS_LABEL:
         msg = ("must be a DNS label: lower-case letters, digits and '-', starting with a letter, "
                "not ending with '-', at most 40 characters")
-    if typ.endswith("_type") or typ in ("literal_error", "string_pattern_mismatch"):
+    if typ.endswith("_type") or typ in ("literal_error", "string_pattern_mismatch", *BOUND_ERRORS):
         msg += f" (got {e['input']!r})" if not isinstance(e["input"], (dict, list)) else ""
     return loc, f"{_path(loc) or '(stack)'}: {msg}"
 
 
 def format_errors(err: ValidationError) -> list[str]:
     return [_error(e)[1] for e in err.errors(include_url=False)]
+
+
+def validate_part(model: type[BaseModel], data: dict[str, Any]) -> tuple[BaseModel | None, list[tuple[str, str]]]:
+    """One block of the schema (a ModelDeployment, say) validated on its own: the model, or every problem as
+    (field path inside the block, message), in the words parse() uses for the same block in a stack file.
+    The CLI (`topology`) builds its ModelDeployment this way."""
+    try:
+        return model.model_validate(data), []
+    except ValidationError as err:
+        out = []
+        for e in err.errors(include_url=False):
+            loc, line = _error(e)
+            path = _path(loc)
+            out.append((path, line[len(path) + 2:] if path else line.split(": ", 1)[1]))
+        return None, out
 
 
 MAX_ROUNDS = 5

@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..catalog import ACCELERATORS, INSTANCE_TYPES, ModelSpec, find_model
+from . import bounds
 from .base import DNS_LABEL, _Base, field_error
 
 
@@ -56,7 +57,8 @@ class ModelDeployment(_Base):
     instance_types: list[str] | None = Field(None, description="restrict to these instance / machine types")
     tensor_parallel_size: int | None = Field(None, ge=1, description="pin TP instead of searching")
     max_model_len: int | None = Field(None, ge=256, description="default: the model's maximum context")
-    gpu_memory_utilization: float = Field(0.90, gt=0.5, lt=1.0)
+    gpu_memory_utilization: float = Field(
+        0.90, description="share of GPU memory vLLM may use; within config/bounds.py GPU_MEMORY_UTILIZATION_RANGE")
     kv_cache_dtype: Literal["auto", "fp8", "any"] = Field(
         "any", description="auto = the model dtype; fp8 halves KV memory; any = the planner picks")
     sla: Sla = Sla()
@@ -73,6 +75,14 @@ class ModelDeployment(_Base):
     def _known_accelerator(cls, v):
         if v is not None and v not in ACCELERATORS:
             raise ValueError(f"unknown accelerator {v!r}; allowed: {', '.join(ACCELERATORS)}")
+        return v
+
+    @field_validator("gpu_memory_utilization")
+    @classmethod
+    def _policy_bounds(cls, v):
+        problem = bounds.gpu_memory_utilization_problem(v)
+        if problem:
+            raise ValueError(problem)
         return v
 
     @field_validator("instance_types")

@@ -8,13 +8,14 @@ both                -> ClusterIP endpoint named after the model, NetworkPolicy, 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from ..cache import CacheFacts, as_run_error
 from ..cluster.facts import AddonsFacts, ClusterFacts
-from ..config.schema import StackConfig
+from ..config.schema import Serving
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import VLLM_IMAGE
@@ -28,10 +29,21 @@ from .rayservice import first_deploy_s, image_pin_note, maintenance_notes, rayse
 from .redis import GcsRedis
 
 
-def serving_images(cfg: StackConfig, t: Topology) -> list[str]:
+@dataclass(frozen=True)
+class ServingArgs:
+    """What a VllmService reads besides its Topology and the cluster's facts: the stack's namespace, whether
+    it is production (a Ray GCS store, critical alerts, the single-replica / unpinned warnings) and the
+    `serving` settings. components/wiring.py builds it from a StackConfig; another program builds it
+    directly. (The package entry point of the same name takes components.library.VllmServiceArgs.)"""
+    namespace: str = "vllm"
+    production: bool = False
+    serving: Serving = field(default_factory=Serving)
+
+
+def serving_images(args: ServingArgs, t: Topology) -> list[str]:
     """The images a model's GPU pods run (for the pre-pull DaemonSet)."""
     with as_run_error():
-        return [ray_image(t, cfg.serving.ray_image)] if t.multi_node else [VLLM_IMAGE]
+        return [ray_image(t, args.serving.ray_image)] if t.multi_node else [VLLM_IMAGE]
 
 
 def endpoint(model: str, namespace: str) -> str:
@@ -49,7 +61,7 @@ def second_replica(t: Topology) -> tuple[int, float]:
     return extra, extra * t.price_per_node_hour
 
 
-def serving_summary(cfg: StackConfig, t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> dict:
+def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> dict:
     """What the plan prints under each model: the start-up budget's terms, the rollout and drain, and
     what a production reviewer must see (a single replica, an unpinned model)."""
     b = cache.budget(t)
@@ -61,29 +73,29 @@ def serving_summary(cfg: StackConfig, t: Topology, cache: CacheFacts, node_ready
     if t.multi_node:
         out["firstDeployS"] = first_deploy_s(t, cache, node_ready_s)
         warn.append(maintenance_notes(t.served_model_name))
-        image_note = image_pin_note(t.served_model_name, serving_images(cfg, t)[0]) if cfg.production else None
+        image_note = image_pin_note(t.served_model_name, serving_images(args, t)[0]) if args.production else None
         if image_note:
             warn.append(image_note)
-    if cfg.production and t.min_replicas == 1:
+    if args.production and t.min_replicas == 1:
         nodes, cost = second_replica(t)
         price = (f"+${cost:,.2f}/h ({nodes} more GPU node(s))" if cost else
                  f"{nodes} more GPU node(s)" if nodes else "no extra node (it fits beside the first)")
         warn.append(f"SINGLE REPLICA in production: {t.served_model_name} runs 1 replica at its minimum, so a node "
                     f"failure, drain or rollout takes the endpoint down for a whole start-up ({b.total_s} s); "
                     f"replicas.min: 2 costs {price}")
-    if cfg.production and not cache.revision(t.model_repo):
+    if args.production and not cache.revision(t.model_repo):
         warn.append(f"UNPINNED MODEL in production: {t.model_repo} is served at whatever its main branch was when "
                     f"the cache filled; set models[].revision to the commit you tested")
     return out
 
 
 class VllmService(pulumi.ComponentResource):
-    def __init__(self, name: str, cfg: StackConfig, t: Topology, facts: ClusterFacts, addons: AddonsFacts,
+    def __init__(self, name: str, args: ServingArgs, t: Topology, facts: ClusterFacts, addons: AddonsFacts,
                  cache: CacheFacts, labels: dict[str, str], depends_on: list | None = None,
                  opts: pulumi.ResourceOptions | None = None):
         """depends_on: what the pods need to exist first (namespace, HF token Secret, model cache)."""
         super().__init__("vllm-platform:serving:VllmService", name, None, opts)
-        model, ns = t.served_model_name, cfg.namespace
+        model, ns = t.served_model_name, args.namespace
         pool = facts.pool_for(t.instance_type)
         child = pulumi.ResourceOptions(parent=self, provider=facts.provider, depends_on=list(depends_on or []))
 
@@ -97,15 +109,15 @@ class VllmService(pulumi.ComponentResource):
             # a custom resource waits for the operator release that installs its CRD
             return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=addons.depends(capability)))
 
-        self.summary = serving_summary(cfg, t, cache, facts.gpu_node_ready_s)
+        self.summary = serving_summary(args, t, cache, facts.gpu_node_ready_s)
         runtime = "ray" if t.multi_node else "vllm"
         if t.multi_node:
             # production: the head's GCS persists in a Redis of its own (redis.py), so a head restart is no reload
             self.gcs_redis = GcsRedis(f"{name}-gcs", model, ns, facts.system_node_selector, facts.block_storage_class,
-                                      labels, opts=child) if cfg.production else None
+                                      labels, opts=child) if args.production else None
             with as_run_error():
-                spec = rayservice_spec(model, t, pool, cache, ray_image(t, cfg.serving.ray_image),
-                                       facts.system_node_selector, labels, serving=cfg.serving,
+                spec = rayservice_spec(model, t, pool, cache, ray_image(t, args.serving.ray_image),
+                                       facts.system_node_selector, labels, serving=args.serving,
                                        gcs=self.gcs_redis.store if self.gcs_redis else None)
             self.workload = k8s.apiextensions.CustomResource(
                 f"{name}-rayservice", api_version="ray.io/v1", kind="RayService", metadata=meta(model, "ray"),
@@ -130,7 +142,7 @@ class VllmService(pulumi.ComponentResource):
             self.scaler = k8s.apiextensions.CustomResource(
                 f"{name}-scaledobject", api_version="keda.sh/v1alpha1", kind="ScaledObject",
                 metadata=meta(model, "server"),
-                spec=scaled_object_spec(model, ns, t, addons.prometheus_url, cfg.serving),
+                spec=scaled_object_spec(model, ns, t, addons.prometheus_url, args.serving),
                 opts=pulumi.ResourceOptions.merge(needs("keda"), pulumi.ResourceOptions(depends_on=[self.workload])))
             self.monitor = k8s.apiextensions.CustomResource(
                 f"{name}-servicemonitor", api_version="monitoring.coreos.com/v1", kind="ServiceMonitor",
@@ -139,15 +151,15 @@ class VllmService(pulumi.ComponentResource):
 
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=meta(model, runtime),
-            spec=network_policy_spec(model, t.multi_node, cfg.serving.allowed_namespaces,
+            spec=network_policy_spec(model, t.multi_node, args.serving.allowed_namespaces,
                                      addons.prometheus_namespace, addons.kuberay_namespace), opts=child)
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(model, runtime), spec=pdb_spec(model, t), opts=child)
-        severity = "critical" if cfg.production else "warning"
+        severity = "critical" if args.production else "warning"
         self.rules = k8s.apiextensions.CustomResource(
             f"{name}-rules", api_version="monitoring.coreos.com/v1", kind="PrometheusRule",
             metadata=meta(f"{model}-sla", runtime, addons.monitor_labels),
-            spec=rules_spec(t, ns, runtime, waiting_threshold(t, cfg.serving), severity,
+            spec=rules_spec(t, ns, runtime, waiting_threshold(t, args.serving), severity,
                             startup_s=cache.budget(t).total_s), opts=needs("monitoring"))
         key, value = addons.dashboard_label
         self.dashboard = k8s.core.v1.ConfigMap(

@@ -9,13 +9,14 @@ from components.addons import ClusterAddons
 from components.catalog import INSTANCE_TYPES
 from components.config import ConfigError, load_stack_config
 from components.planner import NoFeasibleTopology
-from components.planning import plan_stack
+from components.wiring import validated_plan
 from components.platform import cluster_component
 from components.providers import cloud_provider_opts
 
 try:
     loaded = load_stack_config(required=set())  # no hfToken: the models are the workloads stacks'
-    topologies = plan_stack(loaded.config)  # sizes the GPU pools for the models the workloads will serve
+    # sizes the GPU pools for the models the workloads will serve; every problem reported before any resource
+    topologies = validated_plan(loaded.config, provider_config=loaded.provider_config)
     opts = cloud_provider_opts(loaded.config, loaded.provider_config)
 except (ConfigError, NoFeasibleTopology) as err:
     raise pulumi.RunError(str(err)) from err

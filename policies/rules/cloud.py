@@ -6,7 +6,7 @@ the Karpenter v1 CRDs (schemas/crds/karpenter)."""
 from __future__ import annotations
 
 from .core import MANDATORY, UNKNOWN, as_dict, as_list, get, is_false, is_true, known, rule
-from .facts import ACCELERATOR_LABEL, GPU_TAINT_KEY, INSTANCE_TYPES, POOL_LABEL
+from .facts import ACCELERATOR_LABEL, GPU_TAINT_KEY, INSTANCE_TYPES, OPEN_CIDRS, POOL_LABEL
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_NODEGROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -20,7 +20,7 @@ EC2_NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 KARPENTER_NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 STORAGECLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 
-OPEN_CIDRS = frozenset({"0.0.0.0/0", "::/0"})
+# OPEN_CIDRS (facts.py) come from components/config/bounds.py: the stack schema refuses them too.
 
 
 @rule("cluster-endpoint-restricted", MANDATORY, {EKS_CLUSTER, GKE_CLUSTER},

@@ -32,6 +32,11 @@ GPU_RESOURCE = 'nvidia.com/gpu'
 POOL_LABEL = 'vllm-platform/gpu-pool'
 ACCELERATOR_LABEL = 'vllm-platform/accelerator'
 MIN_FABRIC_GBPS = 200
+# Bounds the stack schema enforces too (components/config/bounds.py), and the startup-probe floor
+# the serving pods are built with (components/serving/probes.py MIN_BUDGET_S).
+GPU_MEMORY_UTILIZATION_RANGE = (0.8, 0.95)
+OPEN_CIDRS = frozenset(['0.0.0.0/0', '::/0'])
+MIN_STARTUP_BUDGET_S = 300
 
 INSTANCE_TYPES: dict[str, InstanceType] = {
     'a2-highgpu-1g': InstanceType('a2-highgpu-1g', 'a100-40gb', 1, 24.0, None),

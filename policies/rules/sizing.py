@@ -4,12 +4,12 @@ Serve engine_kwargs, checked against the instance-type facts of components/catal
 from __future__ import annotations
 
 from .core import MANDATORY, rule
-from .facts import MIN_FABRIC_GBPS
+from .facts import GPU_MEMORY_UTILIZATION_RANGE, MIN_FABRIC_GBPS
 from .podspec import LWS, RAY_TYPES, SERVING_TYPES, PodTemplate, engines, has_fabric, instance_types, pod_templates
 
-# Outside this band vLLM either wastes KV-cache memory (below) or leaves no headroom for CUDA
-# graphs, NCCL buffers and fragmentation, which are not in its memory profile (above).
-GPU_MEMORY_UTILIZATION_RANGE = (0.80, 0.95)
+# GPU_MEMORY_UTILIZATION_RANGE (facts.py, from components/config/bounds.py; the stack schema enforces it too):
+# outside it vLLM either wastes KV-cache memory (below) or leaves no headroom for CUDA graphs, NCCL buffers
+# and fragmentation, which are not in its memory profile (above).
 MULTI_POD_TYPES = RAY_TYPES | {LWS}  # an engine here spans pods, one per node
 
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from .core import ADVISORY, MANDATORY, UNKNOWN, as_dict, as_list, as_number, get, is_true, known, rule
-from .facts import GPU_RESOURCE
+from .facts import GPU_RESOURCE, MIN_STARTUP_BUDGET_S
 from .podspec import (DAEMONSET, FABRIC_ANNOTATIONS, FABRIC_RESOURCE_PREFIXES, POD_TYPES, RAYSERVICE,
                       SERVING_TYPES, command_words, container_name, engine_containers, find_key, pod_templates,
                       requested_resources, runs_vllm_serve, serve_config)
@@ -159,9 +159,9 @@ def image_tag_pinned(resource_type, props):
             yield f"{tpl.where} container {container_name(c)}: image {image} uses the latest tag"
 
 
-# A startup probe that gives up sooner than this kills vLLM before CUDA graph capture and
-# compilation finish, even with the weights already on local disk.
-MIN_STARTUP_BUDGET_S = 300
+# MIN_STARTUP_BUDGET_S (facts.py, the floor components/serving/probes.py builds every probe with): a startup
+# probe that gives up sooner kills vLLM before CUDA graph capture and compilation finish, even with the
+# weights already on local disk.
 _PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThreshold": 3}
 
 

@@ -6,6 +6,7 @@ a zone does not offer, a reservation of another type or zone) is asked of EC2 an
 first resource is registered."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -13,11 +14,12 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from ...config import ConfigError
-from ...config.schema import StackConfig
+from ...config.schema import AwsSettings, ClusterSettings
+from ...config.schema import ModelCache as ModelCacheSettings
 from ...planner import Topology
 from ...versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
 from ..facts import COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, NEW_GPU_NODE_READY_S, ClusterFacts
-from ..pools import PoolSpec, gpu_pool_specs, pool_name
+from ..pools import PoolSpec, pool_name
 from .autoscaling import ClusterAutoscaler
 from . import capacity
 from .capacity import PoolPlacement, plan_placement
@@ -32,31 +34,49 @@ from .storage import BLOCK_STORAGE_CLASS, EFS_CLIENT_READ_GBPS, STORAGE_CLASS, E
 NVME_READ_GBPS = 2.0
 
 
-def check(cfg: StackConfig, specs: list[PoolSpec]) -> list[str]:
-    """What the plan and the AWS settings disagree on, as `field: problem` lines."""
-    problems = endpoint_reachability(cfg.aws)
-    minor = cfg.cluster.kubernetes_version
+@dataclass(frozen=True)
+class AwsClusterArgs:
+    """What AwsGpuCluster reads: the stack's `cluster` and `aws` blocks, its `modelCache` settings (EFS or
+    node NVMe), the environment, the GPU pools of the plan and the stack's `aws:*` provider settings (for
+    the kubeconfig's token identity). Built by components/wiring.py from a StackConfig and the plan."""
+    aws: AwsSettings
+    pools: tuple[PoolSpec, ...]
+    pool_models: dict[str, str] = field(default_factory=dict)  # pool name -> catalog models, for cost tags
+    cluster: ClusterSettings = field(default_factory=ClusterSettings)
+    model_cache: ModelCacheSettings = field(default_factory=ModelCacheSettings)
+    environment: str = "dev"
+    provider_config: dict[str, Any] = field(default_factory=dict)  # LoadedConfig.provider_config["aws"]
+
+    @property
+    def production(self) -> bool:
+        return self.environment == "prod"
+
+
+def check(args: AwsClusterArgs, specs: list[PoolSpec]) -> list[str]:
+    """What the plan and the AWS settings disagree on, as `field: problem` lines (pure: no AWS call)."""
+    problems = endpoint_reachability(args.aws)
+    minor = args.cluster.kubernetes_version
     if minor not in EKS_ADDON_VERSIONS or minor not in CLUSTER_AUTOSCALER_TAGS:
         problems.append(f"cluster.kubernetesVersion: {minor} has no pinned EKS add-on versions; "
                         f"allowed: {', '.join(sorted(EKS_ADDON_VERSIONS))} (components/versions.py)")
-    if cfg.aws.capacity_type in ("reservation", "capacityBlock"):
+    if args.aws.capacity_type in ("reservation", "capacityBlock"):
         for spec in specs:
-            if spec.instance.name not in cfg.aws.capacity_reservations:
+            if spec.instance.name not in args.aws.capacity_reservations:
                 problems.append(f"aws.capacityReservations: no reservation for planned instance type "
                                 f"{spec.instance.name} ({', '.join(spec.models)}); add `{spec.instance.name}: cr-...`")
     return problems
 
 
-def uses_efs(cfg: StackConfig) -> bool:
+def uses_efs(args: AwsClusterArgs) -> bool:
     """EFS unless the cache is node-local or the stack names a StorageClass of its own."""
-    return cfg.model_cache.kind == "rwx" and not cfg.model_cache.storage_class
+    return args.model_cache.kind == "rwx" and not args.model_cache.storage_class
 
 
-def cache_facts(cfg: StackConfig) -> tuple[str | None, float]:
-    if cfg.model_cache.kind == "nvme":
-        return None, cfg.model_cache.read_gbps or NVME_READ_GBPS
-    return (STORAGE_CLASS if uses_efs(cfg) else cfg.model_cache.storage_class,
-            cfg.model_cache.read_gbps or EFS_CLIENT_READ_GBPS)
+def cache_facts(args: AwsClusterArgs) -> tuple[str | None, float]:
+    mc = args.model_cache
+    if mc.kind == "nvme":
+        return None, mc.read_gbps or NVME_READ_GBPS
+    return STORAGE_CLASS if uses_efs(args) else mc.storage_class, mc.read_gbps or EFS_CLIENT_READ_GBPS
 
 
 def pool_models(topologies: dict[str, Topology]) -> dict[str, str]:
@@ -75,17 +95,15 @@ def _fail(problems: list[str]):
 class AwsGpuCluster(pulumi.ComponentResource):
     facts: ClusterFacts
 
-    def __init__(self, name: str, cfg: StackConfig, topologies: dict[str, Topology],
-                 opts: pulumi.ResourceOptions | None = None, provider_config: dict[str, Any] | None = None):
-        """provider_config: the stack's `aws:*` settings (LoadedConfig.provider_config["aws"]), for the
-        kubeconfig's token identity."""
+    def __init__(self, name: str, args: AwsClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("vllm-platform:cluster:AwsGpuCluster", name, None, opts)
-        specs = gpu_pool_specs(topologies)
-        profile, role_arn, token_problems = token_identity(provider_config or {})
-        problems = check(cfg, specs) + token_problems
+        specs = list(args.pools)
+        # components/wiring.py ran these checks before any resource existed; a direct caller may not have
+        profile, role_arn, token_problems = token_identity(args.provider_config or {})
+        problems = check(args, specs) + token_problems
         if problems:
             _fail(problems)
-        settings, cluster_name, minor = cfg.aws, cfg.cluster.name, cfg.cluster.kubernetes_version
+        settings, cluster_name, minor = args.aws, args.cluster.name, args.cluster.kubernetes_version
         child = pulumi.ResourceOptions(parent=self)
         invoke = pulumi.InvokeOptions(parent=self)
         partition = aws.get_partition(opts=invoke)
@@ -103,21 +121,21 @@ class AwsGpuCluster(pulumi.ComponentResource):
 
         network = AwsNetwork(f"{name}-network", settings, cluster_name, zones, partition.reverse_dns_prefix,
                              opts=child).facts
-        control = EksControlPlane(f"{name}-eks", cfg, network, partition.partition, opts=child, profile=profile,
+        control = EksControlPlane(f"{name}-eks", args, network, partition.partition, opts=child, profile=profile,
                                   role_arn=role_arn)
         self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
-        tags = {"vllm-platform/stack": pulumi.get_stack(), "vllm-platform/environment": cfg.environment}
+        tags = {"vllm-platform/stack": pulumi.get_stack(), "vllm-platform/environment": args.environment}
         nodes = AwsNodeGroups(f"{name}-nodes", settings, cluster_name, specs, placements, self.cluster, network,
-                              partition.partition, tags, pool_models(topologies), opts=child)
+                              partition.partition, tags, args.pool_models, opts=child)
         addons = EksAddons(f"{name}-addons", self.cluster, EKS_ADDON_VERSIONS[minor], partition.partition,
-                           nodes.system, efs_csi=uses_efs(cfg), node_monitoring=settings.node_auto_repair,
+                           nodes.system, efs_csi=uses_efs(args), node_monitoring=settings.node_auto_repair,
                            opts=child).addons
         block_class = block_storage_class(f"{name}-block-class", self.provider, addons[EBS_CSI_ADDON], self)
         # Operators and serving objects need the system nodes, the add-ons and a reachable API, not the GPU
         # groups: pods that ask for GPUs wait as Pending while a GPU group (or its capacity) is still coming.
         ready = [nodes.system, *addons.values(), *control.deployer_rules, block_class]
-        if uses_efs(cfg):
+        if uses_efs(args):
             cache = EfsModelCache(f"{name}-cache", cluster_name, network, nodes.node_security_group, self.provider,
                                   addons[EFS_CSI_ADDON], opts=child)
             ready.append(cache.storage_class)
@@ -126,7 +144,7 @@ class AwsGpuCluster(pulumi.ComponentResource):
                           [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules], opts=child)
         if settings.viewer_role_arns:
             preview_secret_reader(f"{name}-preview", self.provider, control.deployer_rules, self)
-        storage_class, read_gbps = cache_facts(cfg)
+        storage_class, read_gbps = cache_facts(args)
         self.facts = ClusterFacts(
             cloud="aws", name=cluster_name, provider=self.provider, gpu_pools=nodes.pools,
             system_node_selector=dict(SYSTEM_LABELS), rwx_storage_class=storage_class, cache_read_gbps=read_gbps,

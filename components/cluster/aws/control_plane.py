@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
 
-from ...config.schema import AwsSettings, StackConfig
+from ...config.schema import AwsSettings
 from .iam import (CLUSTER_POLICIES, EBS_CSI_POLICY, EFS_CSI_POLICY, POD_IDENTITY_PRINCIPAL, secrets_key_policy,
                   service_role)
 from .network import NetworkFacts
+
+if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
+    from .component import AwsClusterArgs
 
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 LOG_RETENTION_DAYS = 90
@@ -83,7 +86,7 @@ def deployer_rules(settings: AwsSettings) -> dict[str, dict]:
     return rules
 
 
-def deletion_protection(cfg: StackConfig) -> bool:
+def deletion_protection(cfg: AwsClusterArgs) -> bool:
     return cfg.aws.deletion_protection if cfg.aws.deletion_protection is not None else cfg.environment == "prod"
 
 
@@ -133,7 +136,7 @@ class EksControlPlane(pulumi.ComponentResource):
     """The cluster itself. Its name is the stack's cluster.name, so that tags, log groups and the
     autoscaler's discovery tags are known before anything is created."""
 
-    def __init__(self, name: str, cfg: StackConfig, network: NetworkFacts, partition: str,
+    def __init__(self, name: str, cfg: AwsClusterArgs, network: NetworkFacts, partition: str,
                  opts: pulumi.ResourceOptions | None = None, profile: Any = None, role_arn: Any = None):
         super().__init__("vllm-platform:aws:EksControlPlane", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)

@@ -9,16 +9,17 @@ this component, so the URNs are those of the single-file layout they came from.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from ...config.load import ConfigError
-from ...config.schema import StackConfig
-from ...planner import Topology
+from ...config.schema import ClusterSettings, GcpSettings
+from ...config.schema import ModelCache as ModelCacheSettings
 from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, NEW_GPU_NODE_READY_S, ClusterFacts, GpuPool
-from ..pools import PoolSpec, gpu_pool_specs, model_cache_gib
+from ..pools import PoolSpec
 from . import storage
 from .control_plane import GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
@@ -27,18 +28,35 @@ from .node_pools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, c
                          gpu_node_pool_args, local_ssd_read_gbps, pool_options, system_node_pool_args)
 
 
-def check(cfg: StackConfig, topologies: dict[str, Topology]) -> list[str]:
-    """Every reason GKE / Filestore would refuse this stack, as `field: problem` lines."""
-    errors = capacity_errors(cfg, gpu_pool_specs(topologies))
-    if cfg.model_cache.kind == "rwx":
+@dataclass(frozen=True)
+class GcpClusterArgs:
+    """What GcpGpuCluster reads: the stack's `cluster` and `gcp` blocks, its `modelCache` settings
+    (Filestore or local SSD), the environment, the GPU pools of the plan and the size the model cache
+    needs (pools.model_cache_gib). Built by components/wiring.py from a StackConfig and the plan."""
+    gcp: GcpSettings
+    pools: tuple[PoolSpec, ...]
+    cache_gib: int = 0
+    cluster: ClusterSettings = field(default_factory=ClusterSettings)
+    model_cache: ModelCacheSettings = field(default_factory=ModelCacheSettings)
+    environment: str = "dev"
+
+    @property
+    def production(self) -> bool:
+        return self.environment == "prod"
+
+
+def check(args: GcpClusterArgs) -> list[str]:
+    """Every reason GKE / Filestore would refuse this stack, as `field: problem` lines (pure: no GCP call)."""
+    errors = capacity_errors(args, list(args.pools))
+    if args.model_cache.kind == "rwx":
         try:
-            storage.capacity_gib(cfg.gcp.filestore_tier, model_cache_gib(cfg.model_cache.size_gib, topologies))
+            storage.capacity_gib(args.gcp.filestore_tier, args.cache_gib)
         except ValueError as e:
             errors.append(str(e))
     return errors
 
 
-def gpu_pools(cfg: StackConfig, specs: list[PoolSpec]) -> dict[str, GpuPool]:
+def gpu_pools(specs: list[PoolSpec]) -> dict[str, GpuPool]:
     """What serving sees of each GPU node pool (by machine type)."""
     pools = {}
     for spec in specs:
@@ -56,15 +74,14 @@ def gpu_pools(cfg: StackConfig, specs: list[PoolSpec]) -> dict[str, GpuPool]:
 class GcpGpuCluster(pulumi.ComponentResource):
     facts: ClusterFacts
 
-    def __init__(self, name: str, cfg: StackConfig, topologies: dict[str, Topology],
-                 opts: pulumi.ResourceOptions | None = None):
-        errors = check(cfg, topologies)
+    def __init__(self, name: str, args: GcpClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        errors = check(args)  # components/wiring.py ran it before any resource; a direct caller may not have
         if errors:
             err = ConfigError(errors)
             raise pulumi.RunError(str(err)) from err
         super().__init__("vllm-platform:cluster:GcpGpuCluster", name, None, opts)
-        g, prefix = cfg.gcp, cfg.cluster.name
-        specs = gpu_pool_specs(topologies)
+        g, prefix = args.gcp, args.cluster.name
+        specs = list(args.pools)
         stack = pulumi.get_stack()
         child = pulumi.ResourceOptions(parent=self)
 
@@ -74,11 +91,11 @@ class GcpGpuCluster(pulumi.ComponentResource):
         # GPU NIC networks only where a replica spans nodes: within a node, NVLink carries TP traffic.
         vpcs = fabric_vpcs(prefix, g.zone, [machine_family(s.instance) for s in specs if s.multi_node])
         fabric = fabric_networks(name, prefix, g.project, g.region, vpcs, after_apis)
-        account, grants = node_identity(name, cfg, after_apis)
+        account, grants = node_identity(name, args, after_apis)
 
         every_model = [m for s in specs for m in s.models]
         control = GkeControlPlane(
-            name, cfg, net, cost_labels(stack, cfg.environment, every_model),
+            name, args, net, cost_labels(stack, args.environment, every_model),
             pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources]))
         self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
         self.control_plane_firewall = control_plane_firewall(name, prefix, g, net, self.cluster, account.email,
@@ -86,18 +103,18 @@ class GcpGpuCluster(pulumi.ComponentResource):
 
         # Fixed pool names: replaced by delete-then-create, the autoscaler owns the node count (pool_options).
         self.system_pool = gcp.container.NodePool(
-            f"{name}-system", **system_node_pool_args(cfg, self.cluster.id, account.email, control.labels),
+            f"{name}-system", **system_node_pool_args(args, self.cluster.id, account.email, control.labels),
             opts=pool_options(pulumi.ResourceOptions(parent=self, depends_on=grants)))
         # GPU pools are created in the zone GCE confirmed offers their machine type (and holds the reservation).
-        zone = checked_zone(cfg, specs, apis["compute.googleapis.com"], self)
+        zone = checked_zone(args, specs, apis["compute.googleapis.com"], self)
         gpu_opts = pool_options(pulumi.ResourceOptions(parent=self, depends_on=[*grants, *fabric]))
         self.node_pools: dict[str, gcp.container.NodePool] = {}
         for spec in specs:
             extra = additional_node_networks(machine_family(spec.instance), vpcs) if spec.multi_node else []
-            args = gpu_node_pool_args(spec, cfg, self.cluster.id, account.email, extra,
-                                      cost_labels(stack, cfg.environment, spec.models))
+            pool_args = gpu_node_pool_args(spec, args, self.cluster.id, account.email, extra,
+                                           cost_labels(stack, args.environment, spec.models))
             self.node_pools[spec.instance.name] = gcp.container.NodePool(
-                f"{name}-{spec.name}", **{**args, "node_locations": [zone]}, opts=gpu_opts)
+                f"{name}-{spec.name}", **{**pool_args, "node_locations": [zone]}, opts=gpu_opts)
 
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=self.provider)
@@ -112,11 +129,11 @@ class GcpGpuCluster(pulumi.ComponentResource):
 
         self.cache = None
         cache_resources: list[pulumi.Resource] = []
-        if cfg.model_cache.kind == "rwx":
+        if args.model_cache.kind == "rwx":
             tier = g.filestore_tier
-            gib = storage.capacity_gib(tier, model_cache_gib(cfg.model_cache.size_gib, topologies))
+            gib = storage.capacity_gib(tier, args.cache_gib)
             self.cache = storage.FilestoreCache(
-                name, prefix, tier, gib, g.region, g.zone, net.network, cfg.production,
+                name, prefix, tier, gib, g.region, g.zone, net.network, args.production,
                 pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources]), k8s_opts,
                 labels=control.labels)
             cache_resources = [self.cache.storage_class, self.cache.volume]
@@ -125,10 +142,10 @@ class GcpGpuCluster(pulumi.ComponentResource):
             read = min(local_ssd_read_gbps(bundled_local_ssds(s)) for s in specs)
 
         self.facts = ClusterFacts(
-            cloud="gcp", name=cfg.cluster.name, provider=self.provider,
-            gpu_pools=gpu_pools(cfg, specs), system_node_selector=dict(SYSTEM_SELECTOR),
+            cloud="gcp", name=args.cluster.name, provider=self.provider,
+            gpu_pools=gpu_pools(specs), system_node_selector=dict(SYSTEM_SELECTOR),
             rwx_storage_class=storage.STORAGE_CLASS if self.cache else None,
-            cache_read_gbps=cfg.model_cache.read_gbps or read,
+            cache_read_gbps=args.model_cache.read_gbps or read,
             driver_preinstalled=True,  # gpu_driver_installation_config: GKE installs the NVIDIA driver
             kubeconfig=self.kubeconfig,
             block_storage_class=storage.BLOCK_STORAGE_CLASS,

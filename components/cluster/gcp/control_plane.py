@@ -15,14 +15,17 @@ private address as the IP endpoint once privateEndpoint is on, so a stack that m
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_gcp as gcp
 import yaml
 
-from ...config.schema import StackConfig
 from ...versions import GKE_RELEASE_CHANNEL
 from .network import PrimaryNetwork
+
+if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
+    from .component import GcpClusterArgs
 
 # APIs a fresh project needs before the cluster and the Filestore instance can be created.
 SERVICES = ("compute.googleapis.com", "container.googleapis.com", "file.googleapis.com", "iam.googleapis.com")
@@ -57,12 +60,12 @@ def cost_labels(stack: str, environment: str, models: tuple[str, ...] | list[str
             "model": label_value("_".join(sorted(models)))}
 
 
-def private_ip_endpoint(cfg: StackConfig) -> bool:
+def private_ip_endpoint(cfg: GcpClusterArgs) -> bool:
     """No authorized CIDRs means no public IP endpoint at all; the DNS endpoint (if on) still answers."""
     return cfg.gcp.private_endpoint or not cfg.gcp.master_authorized_networks
 
 
-def kubeconfig_via_dns(cfg: StackConfig) -> bool:
+def kubeconfig_via_dns(cfg: GcpClusterArgs) -> bool:
     """Which endpoint Pulumi's kubeconfig names: gcp.kubeconfigEndpoint alone, never derived from the
     endpoint settings. The Kubernetes provider takes a different `server` for a different cluster and replaces
     every object it manages, so going private later must not switch it (GcpSettings refuses an endpoint the
@@ -70,7 +73,7 @@ def kubeconfig_via_dns(cfg: StackConfig) -> bool:
     return cfg.gcp.kubeconfig_endpoint == "dns"
 
 
-def cluster_args(cfg: StackConfig, net: PrimaryNetwork, labels: dict[str, str]) -> dict:
+def cluster_args(cfg: GcpClusterArgs, net: PrimaryNetwork, labels: dict[str, str]) -> dict:
     """Arguments of gcp.container.Cluster (pulumi_gcp 10.x names)."""
     g = cfg.gcp
     return dict(
@@ -134,7 +137,7 @@ def node_account_id(cluster_name: str) -> str:
     return f"{cluster_name[:24].rstrip('-')}-nodes"
 
 
-def node_identity(name: str, cfg: StackConfig, opts: pulumi.ResourceOptions) -> tuple[gcp.serviceaccount.Account, list]:
+def node_identity(name: str, cfg: GcpClusterArgs, opts: pulumi.ResourceOptions) -> tuple[gcp.serviceaccount.Account, list]:
     sa = gcp.serviceaccount.Account(f"{name}-nodes", account_id=node_account_id(cfg.cluster.name),
                                     display_name=f"GKE nodes of {cfg.cluster.name} (vllm-platform)", opts=opts)
     grants = [gcp.projects.IAMMember(f"{name}-nodes-{role.split('/')[1].replace('.', '-')}",
@@ -181,7 +184,7 @@ class GkeControlPlane:
     """The cluster (a child of the calling component, so its URN is unchanged) and the kubeconfig Pulumi's
     Kubernetes provider uses (kubeconfig_via_dns): the DNS endpoint, or the IP endpoint with the cluster CA."""
 
-    def __init__(self, name: str, cfg: StackConfig, net: PrimaryNetwork, labels: dict[str, str],
+    def __init__(self, name: str, cfg: GcpClusterArgs, net: PrimaryNetwork, labels: dict[str, str],
                  opts: pulumi.ResourceOptions):
         g = cfg.gcp
         self.labels = labels

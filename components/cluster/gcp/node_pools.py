@@ -13,17 +13,20 @@ Auto-repair stays on for what it does see (a hung kubelet, a dead VM), as GKE re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_gcp as gcp
 
 from ...config.load import ConfigError
-from ...config.schema import StackConfig
 from ...versions import GKE_GPU_DRIVER_VERSION
 from ..pools import (CLOUD_TAINT_EFFECTS, GPU_ROOT_DISK_GIB, SYSTEM_POOL, SYSTEM_ROOT_DISK_GIB,
                      SYSTEM_SELECTOR, PoolSpec, nvme_cache_path)
 from .control_plane import CLOUD_PLATFORM_SCOPE
 from .gpudirect import MachineFamily, machine_family
+
+if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
+    from .component import GcpClusterArgs
 
 LOCAL_SSD_GB = 375  # one local SSD (cloud.google.com/compute/docs/disks/local-ssd)
 # Where GKE mounts the local SSD RAID-0 that backs ephemeral storage (node label
@@ -48,12 +51,12 @@ def local_ssd_read_gbps(disks: int) -> float:
     return round(mibps * 2**20 / 1e9, 2)
 
 
-def compact_placement(spec: PoolSpec, family: MachineFamily, cfg: StackConfig) -> bool:
+def compact_placement(spec: PoolSpec, family: MachineFamily, cfg: GcpClusterArgs) -> bool:
     """Only where a replica spans nodes, and not with a reservation (it brings its own placement)."""
     return spec.multi_node and family.compact_placement and not cfg.gcp.reservation
 
 
-def capacity_errors(cfg: StackConfig, specs: list[PoolSpec]) -> list[str]:
+def capacity_errors(cfg: GcpClusterArgs, specs: list[PoolSpec]) -> list[str]:
     errors = []
     if cfg.gcp.reservation and len(specs) > 1:
         # A reservation holds VMs of one machine type; every GPU pool would consume it, and GKE cannot
@@ -81,7 +84,7 @@ class Reservation:
     count: int | None
 
 
-def reservation_ref(cfg: StackConfig) -> tuple[str, str]:
+def reservation_ref(cfg: GcpClusterArgs) -> tuple[str, str]:
     """(project, name) of gcp.reservation: NAME, or projects/PROJECT/reservations/NAME (shared)."""
     ref = cfg.gcp.reservation or ""
     if ref.startswith("projects/"):
@@ -90,7 +93,7 @@ def reservation_ref(cfg: StackConfig) -> tuple[str, str]:
     return cfg.gcp.project, ref
 
 
-def zone_errors(cfg: StackConfig, specs: list[PoolSpec], offered: set[str]) -> list[str]:
+def zone_errors(cfg: GcpClusterArgs, specs: list[PoolSpec], offered: set[str]) -> list[str]:
     """Machine types (GPU ones carry their accelerators) that gcp.zone does not offer."""
     g = cfg.gcp
     errors = []
@@ -106,7 +109,7 @@ def zone_errors(cfg: StackConfig, specs: list[PoolSpec], offered: set[str]) -> l
     return errors
 
 
-def reservation_errors(cfg: StackConfig, specs: list[PoolSpec], found: Reservation | None,
+def reservation_errors(cfg: GcpClusterArgs, specs: list[PoolSpec], found: Reservation | None,
                        lookup_error: str | None = None) -> list[str]:
     """The reservation must be in gcp.zone, hold the planned machine type, and fit the nodes a pool starts with."""
     g = cfg.gcp
@@ -128,7 +131,7 @@ def reservation_errors(cfg: StackConfig, specs: list[PoolSpec], found: Reservati
     return errors
 
 
-def gpu_node_pool_args(spec: PoolSpec, cfg: StackConfig, cluster_id, service_account, additional_networks: list[dict],
+def gpu_node_pool_args(spec: PoolSpec, cfg: GcpClusterArgs, cluster_id, service_account, additional_networks: list[dict],
                        labels: dict[str, str] | None = None) -> dict:
     """Arguments of gcp.container.NodePool for one planned machine type."""
     g, inst = cfg.gcp, spec.instance
@@ -181,7 +184,7 @@ def gpu_node_pool_args(spec: PoolSpec, cfg: StackConfig, cluster_id, service_acc
     return args
 
 
-def system_nodes(cfg: StackConfig) -> int:
+def system_nodes(cfg: GcpClusterArgs) -> int:
     """gcp.systemNodes, else 2 in production (an upgrade or a repair of one node leaves the operators, KEDA's
     metrics API and the webhooks running; as aws.systemNodes) and 1 elsewhere."""
     if cfg.gcp.system_nodes is not None:
@@ -199,7 +202,7 @@ def pool_options(opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
         delete_before_replace=True, ignore_changes=["initialNodeCount"]))
 
 
-def system_node_pool_args(cfg: StackConfig, cluster_id, service_account, labels: dict[str, str] | None = None) -> dict:
+def system_node_pool_args(cfg: GcpClusterArgs, cluster_id, service_account, labels: dict[str, str] | None = None) -> dict:
     g = cfg.gcp
     n = system_nodes(cfg)
     return dict(
@@ -231,7 +234,7 @@ def _api_error(e: Exception) -> str:
     return str(e).splitlines()[0].rsplit("returned an error: ", 1)[-1]
 
 
-def _reservation(cfg: StackConfig, opts: pulumi.InvokeOptions) -> tuple[Reservation | None, str | None]:
+def _reservation(cfg: GcpClusterArgs, opts: pulumi.InvokeOptions) -> tuple[Reservation | None, str | None]:
     project, name = reservation_ref(cfg)
     try:
         r = gcp.compute.get_reservation(name=name, project=project, zone=cfg.gcp.zone, opts=opts)
@@ -243,7 +246,7 @@ def _reservation(cfg: StackConfig, opts: pulumi.InvokeOptions) -> tuple[Reservat
                        specific.count if specific else None), None
 
 
-def capacity_checks(cfg: StackConfig, specs: list[PoolSpec], opts: pulumi.InvokeOptions) -> list[str]:
+def capacity_checks(cfg: GcpClusterArgs, specs: list[PoolSpec], opts: pulumi.InvokeOptions) -> list[str]:
     """Ask GCE (compute.getMachineTypes per machine type, compute.getReservation) what the zone offers."""
     g = cfg.gcp
     offered: set[str] = set()
@@ -266,7 +269,7 @@ class CapacityError(ConfigError, pulumi.RunError):
     `pulumi up` prints without a traceback and the ConfigError the offline plan reports as bad input."""
 
 
-def checked_zone(cfg: StackConfig, specs: list[PoolSpec], compute_api: pulumi.Resource,
+def checked_zone(cfg: GcpClusterArgs, specs: list[PoolSpec], compute_api: pulumi.Resource,
                  parent: pulumi.Resource) -> pulumi.Output[str]:
     """gcp.zone once GCE has confirmed the machine types and the reservation; node pools take their location
     from it, so none is created before the check. It waits for the Compute Engine API (a fresh project has

@@ -1,0 +1,119 @@
+"""StackConfig -> the typed arguments of each component, and the one validation pass before any resource.
+
+Every component takes arguments of its own, defined next to it (AwsClusterArgs, GcpClusterArgs,
+ExistingClusterArgs, ModelCacheArgs, ServingArgs, CloudProviderArgs; the add-ons take the `addons` block);
+none reads a StackConfig. This module (pure: it registers no resource) and components/platform.py are
+the only readers of StackConfig besides the planner's input (components/planning.py). docs/library.md,
+"How a component gets its arguments", says how a new component joins.
+
+validated_plan() is the single validation pass: the schema has already run (config/load.py: every field,
+the cross-field rules and the bounds the policy pack enforces, config/bounds.py); here every model is
+planned (every refusal reported, not only the first) and the rules that need the plan run (the cloud's
+pure checks, the model cache's loader and pinned revisions), all before the first resource, all at once.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .cache import CacheError, ModelCacheArgs, check_loader, nvme_missing, pinned_revisions
+from .catalog import INSTANCE_TYPES
+from .cluster.existing import ExistingClusterArgs
+from .cluster.pools import gpu_pool_specs, model_cache_gib
+from .config import ConfigError, StackConfig
+from .planner import NoFeasibleTopology, Topology
+from .planning import no_fit, plan_models
+from .providers import CloudProviderArgs
+from .serving.service import ServingArgs
+
+
+def provider_args(cfg: StackConfig, settings: dict[str, dict[str, Any]] | None = None) -> CloudProviderArgs:
+    """The explicit cloud provider's arguments; `settings` are the stack's `aws:*` / `gcp:*` keys."""
+    tags = {"environment": cfg.environment, "cluster": cfg.cluster.name}
+    if cfg.cloud == "aws":
+        return CloudProviderArgs("aws", tags, region=cfg.aws.region, settings=dict(settings or {}))
+    if cfg.cloud == "gcp":
+        g = cfg.gcp
+        return CloudProviderArgs("gcp", tags, region=g.region, project=g.project, zone=g.zone,
+                                 settings=dict(settings or {}))
+    return CloudProviderArgs(cfg.cloud, tags, settings=dict(settings or {}))
+
+
+def cluster_args(cfg: StackConfig, topologies: dict[str, Topology], kubeconfig: Any = None,
+                 provider_config: dict[str, Any] | None = None):
+    """AwsClusterArgs, GcpClusterArgs or ExistingClusterArgs for the configured cloud."""
+    if cfg.cloud == "existing":
+        return ExistingClusterArgs(existing=cfg.existing, cluster=cfg.cluster, model_cache=cfg.model_cache,
+                                   topologies=dict(topologies), kubeconfig=kubeconfig)
+    pools = tuple(gpu_pool_specs(topologies))
+    if cfg.cloud == "aws":
+        from .cluster.aws.component import AwsClusterArgs, pool_models
+        return AwsClusterArgs(aws=cfg.aws, pools=pools, pool_models=pool_models(topologies), cluster=cfg.cluster,
+                              model_cache=cfg.model_cache, environment=cfg.environment,
+                              provider_config=dict(provider_config or {}))
+    from .cluster.gcp.component import GcpClusterArgs
+    return GcpClusterArgs(gcp=cfg.gcp, pools=pools, cache_gib=model_cache_gib(cfg.model_cache.size_gib, topologies),
+                          cluster=cfg.cluster, model_cache=cfg.model_cache, environment=cfg.environment)
+
+
+def cache_args(cfg: StackConfig, topologies: dict[str, Topology]) -> ModelCacheArgs:
+    """The model cache's arguments; a CacheError when two deployments of one repository pin different revisions."""
+    return ModelCacheArgs(namespace=cfg.namespace, model_cache=cfg.model_cache,
+                          revisions=pinned_revisions(cfg.models, topologies))
+
+
+def serving_args(cfg: StackConfig) -> ServingArgs:
+    return ServingArgs(namespace=cfg.namespace, production=cfg.production, serving=cfg.serving)
+
+
+def cluster_problems(args) -> list[str]:
+    """The cloud's pure checks of its arguments (what its component would refuse), as `field: problem` lines."""
+    if isinstance(args, ExistingClusterArgs):
+        return []
+    from .cluster.gcp.component import GcpClusterArgs
+    if isinstance(args, GcpClusterArgs):
+        from .cluster.gcp.component import check
+        return check(args)
+    from .cluster.aws.component import check
+    from .cluster.aws.control_plane import token_identity
+    return check(args, list(args.pools)) + token_identity(args.provider_config)[2]
+
+
+def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
+                  provider_config: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """Every rule that needs the plan, as `field: problem` lines: the cloud's checks, the cache's loader and
+    pinned revisions."""
+    problems = cluster_problems(cluster_args(cfg, topologies, provider_config=(provider_config or {}).get("aws")))
+    if cfg.model_cache.kind == "nvme" and cfg.cloud != "gcp":  # GCP's check names machine types without local SSDs
+        # an existing cluster's nodes are no catalog type: the stack describes no local NVMe on them
+        problems += [nvme_missing(t) for t in topologies.values()
+                     if t.instance_type not in INSTANCE_TYPES or not INSTANCE_TYPES[t.instance_type].nvme_gb]
+    for check in (lambda: check_loader(cfg.model_cache.loader, topologies),
+                  lambda: pinned_revisions(cfg.models, topologies)):
+        try:
+            check()
+        except CacheError as e:
+            problems += e.errors
+    return problems
+
+
+class ValidatedPlan(dict):
+    """A plan (deployment name -> Topology) validated_plan has checked: passed on, it is not checked again."""
+
+
+def validated_plan(cfg: StackConfig, topologies: dict[str, Topology] | None = None,
+                   provider_config: dict[str, dict[str, Any]] | None = None) -> dict[str, Topology]:
+    """The plan of a parsed StackConfig (or `topologies`, a plan of the caller's own), once every rule that
+    needs it holds. Raises ConfigError with every problem (plan refusals among them, as
+    `models[i] (name): no topology fits: ...`) when a rule fails, else NoFeasibleTopology naming every
+    model no topology fits."""
+    if isinstance(topologies, ValidatedPlan):
+        return topologies  # __main__.py validated it before building the provider; Platform takes it as it is
+    refused: list[NoFeasibleTopology] = []
+    if topologies is None:
+        topologies, refused = plan_models(cfg)
+    problems = plan_problems(cfg, topologies, provider_config)
+    if problems:
+        raise ConfigError(problems + [e.message.replace(": ", ": no topology fits: ", 1) for e in refused])
+    if refused:
+        raise no_fit(refused)
+    return ValidatedPlan(topologies)
