@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .cluster.facts import ClusterFacts, GpuPool
 from .catalog.revisions import resolved_revision
+from .cluster.facts import ClusterFacts, GpuPool
 from .cluster.pools import model_cache_gib
 from .config import ConfigError
-from .config.schema import ModelCache as ModelCacheSettings
-from .config.schema import ModelDeployment
+from .config.schema import ModelCache as ModelCacheSettings, ModelDeployment
 from .planner import Topology
 from .serving.k8s import (CACHE_MOUNT, CACHE_VOLUME, COMPILE_CACHE, HF_HOME, READY_DIR, cache_mount,
                           container_security, offline_cache_env, pod_security, ready_marker, root_container_security,
@@ -308,13 +307,11 @@ def prefetch_job_spec(repo: str, system_node_selector: dict[str, str], labels: d
     if system_node_selector:
         pod["nodeSelector"] = dict(system_node_selector)
     # retries resume: finished files are skipped and partial ones continue from the shared volume
-    spec: dict = {"backoffLimit": PREFETCH_BACKOFF_LIMIT, "template": {"metadata": {"labels": labels}, "spec": pod}}
-    if expected_gib:
-        spec["activeDeadlineSeconds"] = prefetch_deadline_s(expected_gib)
-    return spec
+    deadline = {"activeDeadlineSeconds": prefetch_deadline_s(expected_gib)} if expected_gib else {}
+    return {"backoffLimit": PREFETCH_BACKOFF_LIMIT, **deadline, "template": {"metadata": {"labels": labels}, "spec": pod}}
 
 
-def prefetch_deadline_s(weights_gib: float) -> int:
+def prefetch_deadline_s(weights_gib: float) -> int:  # see PREFETCH_DEADLINE_FACTOR
     return download_seconds(weights_gib) * PREFETCH_DEADLINE_FACTOR + PREFETCH_DEADLINE_MARGIN_S
 
 
