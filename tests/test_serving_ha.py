@@ -257,3 +257,12 @@ def test_the_aws_redis_volume_binds_where_redis_is_first_scheduled():
     (cls,) = [r for r in p.resources if r.type == "kubernetes:storage.k8s.io/v1:StorageClass"
               and r.inputs["metadata"]["name"] == "ebs-gp3"]
     assert cls.inputs["volumeBindingMode"] == "WaitForFirstConsumer"
+
+
+def test_serving_budgets_let_a_drain_evict_pods_that_are_not_ready():
+    """A crash-looping or stuck server/worker serves nothing; under the default policy (IfHealthyBudget) it
+    could still pin its node through a drain. Both serving shapes evict such pods."""
+    t = _topology()
+    single = dataclasses.replace(t, nodes_per_replica=1)
+    for topo in (t, single):
+        assert pdb_spec(MODEL, topo)["unhealthyPodEvictionPolicy"] == "AlwaysAllow"

@@ -75,5 +75,9 @@ def pdb_spec(model: str, t: Topology) -> dict:
     worker takes its whole replica down, so at the minimum fleet a drain waits for an operator (EKS fails a
     node-group update after 15 minutes, GKE evicts after an hour; docs/serving.md, "Drains")."""
     if t.multi_node:
-        return {"minAvailable": worker_min_available(t), "selector": {"matchLabels": selector(model, "ray-worker")}}
-    return {"maxUnavailable": 1, "selector": {"matchLabels": selector(model, "server")}}
+        spec = {"minAvailable": worker_min_available(t), "selector": {"matchLabels": selector(model, "ray-worker")}}
+    else:
+        spec = {"maxUnavailable": 1, "selector": {"matchLabels": selector(model, "server")}}
+    # A pod that is not Ready (crash-looping, stuck pulling, still loading) serves nothing: a drain may always
+    # evict it, instead of the budget pinning its node until an operator steps in.
+    return {**spec, "unhealthyPodEvictionPolicy": "AlwaysAllow"}
