@@ -1,7 +1,7 @@
 """Benchmark: planner time over the whole catalog x accelerators x clouds, and `plan` wall time and
 peak memory for each shipped stack (each in a fresh process, as a user runs it).
 
-    .venv/bin/python bench/bench.py            # prints a Markdown table for the README
+    .venv/bin/python bench/bench.py            # prints a Markdown table for docs/development.md
 """
 from __future__ import annotations
 

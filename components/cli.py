@@ -329,7 +329,7 @@ def parser() -> argparse.ArgumentParser:
     tb = sub.add_parser("table", help="the model-to-topology table over the catalog", formatter_class=f,
                         description="Every catalog model on every GPU type of one cloud.")
     tb.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to table")
-    tb.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README)")
+    tb.add_argument("--markdown", action="store_true", help="print a Markdown table (as in docs/planner.md)")
     tb.set_defaults(fn=cmd_table)
     st = sub.add_parser("stacks", help="the shipped stacks and their plans, as a Markdown table", formatter_class=f)
     st.set_defaults(fn=cmd_stacks)

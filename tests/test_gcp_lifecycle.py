@@ -122,9 +122,9 @@ def test_the_kubeconfig_names_the_endpoint_kubeconfig_endpoint_chose():
     assert _server({**BASE, **SHARED, "privateEndpoint": True}).startswith("https://10.")  # internal address
 
 
-def test_readme_says_how_the_first_pulumi_up_reaches_a_private_cluster():
-    readme = (ROOT / "README.md").read_text()
-    gcp = " ".join(readme[readme.index("### GCP (GKE Standard)"):readme.index("### An existing cluster")].split())
+def test_docs_say_how_the_first_pulumi_up_reaches_a_private_cluster():
+    doc = (ROOT / "docs" / "clusters.md").read_text()
+    gcp = " ".join(doc[doc.index("## GCP (GKE Standard)"):doc.index("## An existing cluster")].split())
     for needed in ("gcp.kubeconfigEndpoint", "gcp.dnsEndpoint", "container.clusters.connect",
                    "gcp.masterAuthorizedNetworks", "gcp.privateEndpoint", "replaces every Kubernetes object"):
         assert needed in gcp, needed
@@ -185,13 +185,13 @@ def test_gpu_nic_network_objects_wait_for_the_vpcs_they_name():
 def test_gpu_pool_updates_replace_one_node_in_place(case):
     p = gpu_pool(case)
     assert p["upgradeSettings"] == {"strategy": "SURGE", "maxSurge": 0, "maxUnavailable": 1}
-    # auto-repair stays on for nodes that go NotReady; it does not claim GPU faults (README)
+    # auto-repair stays on for nodes that go NotReady; it does not claim GPU faults (docs/clusters.md)
     assert p["management"] == {"autoRepair": True, "autoUpgrade": True}
 
 
-def test_readme_does_not_claim_auto_repair_replaces_a_node_with_a_faulty_gpu():
-    readme = (ROOT / "README.md").read_text()
-    gcp = " ".join(readme[readme.index("### GCP (GKE Standard)"):readme.index("### An existing cluster")].split())
+def test_docs_do_not_claim_auto_repair_replaces_a_node_with_a_faulty_gpu():
+    doc = (ROOT / "docs" / "clusters.md").read_text()
+    gcp = " ".join(doc[doc.index("## GCP (GKE Standard)"):doc.index("## An existing cluster")].split())
     assert "does not replace a node for a GPU fault" in gcp and "Xid" in gcp
 
 

@@ -1,4 +1,4 @@
-"""The README's generated parts and quick start stay true."""
+"""The README's quick start and the generated tables in docs/ stay true; the README stays a front page."""
 import re
 
 import pytest
@@ -7,14 +7,16 @@ from components.cli import render_table
 from components.offline.runner import ROOT
 
 README = (ROOT / "README.md").read_text()
+PLANNER_DOC = (ROOT / "docs" / "planner.md").read_text()
+STACKS_DOC = (ROOT / "docs" / "stacks.md").read_text()
 
 
 @pytest.mark.parametrize("cloud", ["aws", "gcp"])
 def test_readme_table_is_the_generated_one(cloud):
-    m = re.search(rf"<!-- table:{cloud}:start -->\n(?:\*\*\w+\*\*\n\n)?(.*?)\n<!-- table:{cloud}:end -->", README, re.S)
-    assert m, f"README has no {cloud} table markers"
+    m = re.search(rf"<!-- table:{cloud}:start -->\n(?:\*\*\w+\*\*\n\n)?(.*?)\n<!-- table:{cloud}:end -->", PLANNER_DOC, re.S)
+    assert m, f"docs/planner.md has no {cloud} table markers"
     assert m.group(1).strip() == render_table(cloud, markdown=True).strip(), \
-        f"README table is stale: run `python -m components table --markdown --cloud {cloud}` and paste it"
+        f"docs/planner.md table is stale: run `python -m components table --markdown --cloud {cloud}` and paste it"
 
 
 def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
@@ -28,6 +30,30 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
 
 def test_readme_stacks_table_is_the_generated_one():
     from components.cli import render_stacks
-    m = re.search(r"<!-- stacks:start -->\n(.*?)\n<!-- stacks:end -->", README, re.S)
-    assert m, "README has no stacks table markers"
+    m = re.search(r"<!-- stacks:start -->\n(.*?)\n<!-- stacks:end -->", STACKS_DOC, re.S)
+    assert m, "docs/stacks.md has no stacks table markers"
     assert m.group(1).strip() == render_stacks().strip(), "stale: run `python -m components stacks` and paste it"
+
+
+def test_readme_is_a_front_page_whose_links_resolve():
+    """What, quick start, one picture, where to read more: the reference lives in docs/, and every
+    relative link of the README and of docs/ names a file of the repository (and an anchor it has)."""
+    assert len(README.splitlines()) <= 120, "the README is a front page: move reference text to docs/"
+    assert README.count("```mermaid") == 1
+    pages = [ROOT / "README.md", ROOT / "UPGRADING.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        text = page.read_text()
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            assert dest.exists(), f"{page.relative_to(ROOT)}: link to {target} names no file"
+            if anchor and dest.suffix == ".md":
+                assert anchor in _anchors(dest.read_text()), f"{page.relative_to(ROOT)}: no #{anchor} in {path or page.name}"
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    heads = re.findall(r"^#+ (.+)$", markdown, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}

@@ -233,10 +233,10 @@ def test_without_a_known_commit_production_stays_loudly_unpinned(monkeypatch):
     assert any(w.startswith(f"UNPINNED MODEL in production: {LLAMA_70B}") for w in exports["serving"]["chat"]["warnings"])
 
 
-def test_the_readme_serving_numbers_are_the_onprem_405b_plan():
+def test_the_serving_doc_numbers_are_the_onprem_405b_plan():
     from components.offline.runner import ROOT
-    readme = (ROOT / "README.md").read_text()
-    section = " ".join(readme[readme.index("## Serving\n"):readme.index("## Policy pack and CI")].split())
+    doc = (ROOT / "docs" / "serving.md").read_text()
+    section = " ".join(doc[doc.index("## In numbers"):doc.index("## Shapes")].split())
     p = planned("prod-llama405b-onprem")
     s = p.exports["serving"][MODEL]
     job = next(iter(_objs(p.resources, "Job").values()))
@@ -245,7 +245,7 @@ def test_the_readme_serving_numbers_are_the_onprem_405b_plan():
     assert f"First deploy within {s['firstDeployS']} s" in section
     assert f"gives up after {job['spec']['activeDeadlineSeconds']} s" in section
     assert f"(`minAvailable: {pdb['minAvailable']}`)" in section
-    assert "docs/serving.md#moving-the-ray-head" in section and "docs/serving.md#cluster-changes" in section
+    assert "(#moving-the-ray-head)" in section and "(#cluster-changes)" in section
 
 
 def test_the_aws_redis_volume_binds_where_redis_is_first_scheduled():

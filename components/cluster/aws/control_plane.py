@@ -51,7 +51,7 @@ def endpoint_reachability(settings: AwsSettings) -> list[str]:
     The public endpoint admits endpointPublicAccessCidrs. The private one sits behind the cluster security
     group, which admits only itself: a deployer reaches it only through a 443 rule for its CIDR or security
     group. A VPC the stack creates has no runner, peering or VPN on the first run, so that run must come in
-    over the public endpoint (README "First `pulumi up`")."""
+    over the public endpoint (docs/clusters.md, "First `pulumi up`")."""
     public = settings.endpoint_public_access_cidrs
     private = settings.deployer_cidrs or settings.deployer_security_group_ids
     if not settings.vpc_id and not settings.bootstrapped and not public:

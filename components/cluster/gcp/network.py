@@ -94,7 +94,7 @@ def fabric_networks(name: str, prefix: str, project: str, region: str, vpcs: lis
 def control_plane_firewall(name: str, prefix: str, gcp_cfg: GcpSettings, net: PrimaryNetwork, cluster,
                            node_account: pulumi.Input[str], opts: pulumi.ResourceOptions):
     """Let the control plane reach the webhook / metrics ports on the nodes, in a VPC the stack creates.
-    An existing `network` is its owner's: README says which rule to add there."""
+    An existing `network` is its owner's: docs/clusters.md says which rule to add there."""
     if gcp_cfg.network:
         return None
     return gcp.compute.Firewall(

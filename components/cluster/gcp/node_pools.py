@@ -7,7 +7,7 @@ re-creates a node that reports NotReady or no status for ~10 minutes, or whose b
 ~30 minutes. It does not look at GPUs: a GPU with an Xid error leaves the node Ready. GKE's device plugin
 (GoogleCloudPlatform/container-engine-accelerators, health checking on critical Xids) then withdraws that
 GPU from the node's allocatable nvidia.com/gpu, so pods asking for all the node's GPUs stop landing there,
-and DCGM (GPU Operator) exports the Xid to Prometheus; replacing the node is an operator's step (README).
+and DCGM (GPU Operator) exports the Xid to Prometheus; replacing the node is an operator's step (docs/clusters.md).
 Auto-repair stays on for what it does see (a hung kubelet, a dead VM), as GKE recommends.
 """
 from __future__ import annotations
