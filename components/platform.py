@@ -36,6 +36,27 @@ def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], o
     return cluster_component(name, loaded, topologies, opts).facts
 
 
+def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], facts, services: dict,
+             k8s_opts: pulumi.ResourceOptions, child: pulumi.ResourceOptions):
+    """The gateway's typed arguments from the stack's `gateway:` block (components/config/gateway.py)."""
+    from .gateway import GatewayArgs, InferenceGateway, ModelRoute
+    from .planner.vllm_args import VLLM_PORT
+    from .serving.pods import selector
+    cfg, gw = loaded.config, loaded.config.gateway
+    if not gw.enabled:
+        return None
+    routes = [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
+                         {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT)
+              for t in topologies.values()]
+    args = GatewayArgs(cfg.cloud, cfg.namespace, routes, gw.scheme, gw.auth == "apiKeys", list(gw.clients),
+                       gw.rate_limit.requests_per_second, gw.rate_limit.concurrent_requests, gw.max_request_mib,
+                       gw.request_timeout_s, gw.hostname, list(gw.source_ranges), gw.tls.mode, gw.tls.secret_name,
+                       gw.tls.certificate_arn, dict(facts.system_node_selector), loaded.gateway_api_keys)
+    return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=list(facts.depends_on),
+                            model_ready={t.served_model_name: [services[m].workload] for m, t in topologies.items()},
+                            opts=child)
+
+
 class Platform(pulumi.ComponentResource):
     """One stack's whole fleet: a cluster (new EKS / GKE, or one you already run) with its GPU node pools,
     the add-ons (GPU Operator, KubeRay, KEDA, kube-prometheus-stack, fabric), the model cache, and one
@@ -48,6 +69,8 @@ class Platform(pulumi.ComponentResource):
 
     endpoints: pulumi.Output[dict[str, str]]
     """In-cluster OpenAI-compatible base URL per model name."""
+    api_endpoints: pulumi.Output[dict[str, str]]
+    """The gateway's authenticated OpenAI-compatible base URL per model name (docs/gateway.md)."""
     topology: pulumi.Output[dict[str, Any]]
     """The plan per model: instance type, parallelism, replicas, vLLM flags, KV cache, cost."""
     cost_per_hour: pulumi.Output[float]
@@ -103,6 +126,10 @@ class Platform(pulumi.ComponentResource):
                                depends_on=[*pods_need, self.cache, *self.cache.prepull], opts=child)
             for model, t in topologies.items()}
         self.endpoints = {model: s.endpoint for model, s in self.services.items()}
+        # --- inference gateway (issue 12): StackConfig.gateway -> GatewayArgs -> InferenceGateway ---
+        self.gateway = _gateway(name, loaded, topologies, self.facts, self.services, k8s_opts, child)
+        self.api_endpoints = self.gateway.endpoints if self.gateway else {}
+        # --- end inference gateway ---
         self.serving = {model: s.summary for model, s in self.services.items()}
         self.kubeconfig = pulumi.Output.secret(self.facts.kubeconfig) if self.facts.kubeconfig is not None else None
         self.topologies = topologies
@@ -115,4 +142,5 @@ class Platform(pulumi.ComponentResource):
         self.workload_identity_pool = identity["workload_identity_pool"]
         self.grafana = grafana(cfg)
         self.register_outputs({"namespace": cfg.namespace, "endpoints": self.endpoints,
+                               "apiEndpoints": self.api_endpoints,
                                "clusterName": self.cluster_name})
