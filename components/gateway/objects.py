@@ -145,3 +145,13 @@ def backend_traffic_policy_spec(model: str, clients: list[str], requests_per_sec
 def url(host: str, tls_mode: str, r: ModelRoute) -> str:
     scheme = "http" if tls_mode == "none" else "https"
     return f"{scheme}://{host}{r.path}"
+
+
+# Ray Serve LLM's prefix-cache-aware replica router for multi-node models (docs.ray.io serve/llm
+# prefix-aware-request-router, "PrefixCacheAffinityRouter", alpha API; ray.serve.config.RequestRouterConfig
+# field request_router_class). Set in the LLM deployment's deployment_config (components/serving/rayservice.py).
+RAY_PREFIX_ROUTER = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
+
+
+def ray_request_router() -> dict:
+    return {"request_router_config": {"request_router_class": RAY_PREFIX_ROUTER}}

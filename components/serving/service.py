@@ -134,7 +134,8 @@ class VllmService(pulumi.ComponentResource):
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=meta(model, runtime),
             spec=network_policy_spec(model, t.multi_node, cfg.serving.allowed_namespaces,
-                                     addons.prometheus_namespace, addons.kuberay_namespace), opts=child)
+                                     addons.prometheus_namespace, addons.kuberay_namespace,
+                                     gateway=cfg.gateway.enabled), opts=child)
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(model, runtime), spec=pdb_spec(model, t), opts=child)
         severity = "critical" if cfg.production else "warning"
