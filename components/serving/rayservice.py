@@ -35,7 +35,6 @@ import math
 
 import yaml
 
-
 from ..cache import CacheFacts, cache_env
 from ..cluster.facts import GpuPool
 from ..config.schema import Serving
