@@ -122,6 +122,7 @@ def _cfg(**gateway) -> dict:
     return {"cloud": "existing", "environment": gateway.pop("environment", "prod"),
             "existing": {"gpuNodes": {"accelerator": "l4", "gpusPerNode": 1, "vcpu": 16, "ramGib": 64},
                          "blockStorageClass": "standard", "networkPolicyEnforced": True},
+            "modelCache": {"kind": "rwx", "storageClass": "nfs"},
             "models": [{"name": "m", "model": "llama-3.1-8b"}], "gateway": gateway}
 
 
