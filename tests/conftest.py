@@ -66,7 +66,9 @@ def plan_config(values: dict, preview: bool = False, secrets: dict | None = None
 
     Secrets default to a placeholder hfToken; pass secrets={} to leave it out.
     """
-    secrets = {"hfToken": OFFLINE_SECRET} if secrets is None else secrets
+    if secrets is None:  # placeholders: the HF token, one gateway API key per gateway client
+        clients = (values.get("gateway") or {}).get("clients") or ["default"]
+        secrets = {"hfToken": OFFLINE_SECRET, "gatewayApiKeys": json.dumps({c: OFFLINE_SECRET for c in clients})}
     config = {f"vllm-platform:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
     config.update({f"vllm-platform:{k}": v for k, v in secrets.items()})
     resources, exports = run_program(config, [f"vllm-platform:{k}" for k in secrets], stack, preview)
