@@ -37,13 +37,18 @@ def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], o
 
 
 def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], facts, services: dict,
-             k8s_opts: pulumi.ResourceOptions, child: pulumi.ResourceOptions):
+             namespace: list, child: pulumi.ResourceOptions):
     """The gateway's typed arguments from the stack's `gateway:` block (components/config/gateway.py)."""
     from .gateway import GatewayArgs, InferenceGateway, ModelRoute
+    from .gateway.component import api_key_secret
     from .planner.vllm_args import VLLM_PORT
     from .serving.pods import selector
     cfg, gw = loaded.config, loaded.config.gateway
-    if not gw.enabled:
+    if not gw.enabled:  # dev without a gateway: vLLM checks the key itself (VLLM_API_KEY from this Secret)
+        if gw.auth == "apiKeys":
+            api_key_secret(f"{name}-api-keys", cfg.namespace, loaded.gateway_api_keys, list(gw.clients),
+                           pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                               provider=facts.provider, depends_on=[*facts.depends_on, *namespace])))
         return None
     routes = [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
                          {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT)
@@ -52,7 +57,7 @@ def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], f
                        gw.rate_limit.requests_per_second, gw.rate_limit.concurrent_requests, gw.max_request_mib,
                        gw.request_timeout_s, gw.hostname, list(gw.source_ranges), gw.tls.mode, gw.tls.secret_name,
                        gw.tls.certificate_arn, dict(facts.system_node_selector), loaded.gateway_api_keys)
-    return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=list(facts.depends_on),
+    return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=[*facts.depends_on, *namespace],
                             model_ready={t.served_model_name: [services[m].workload] for m, t in topologies.items()},
                             opts=child)
 
@@ -127,7 +132,7 @@ class Platform(pulumi.ComponentResource):
             for model, t in topologies.items()}
         self.endpoints = {model: s.endpoint for model, s in self.services.items()}
         # --- inference gateway (issue 12): StackConfig.gateway -> GatewayArgs -> InferenceGateway ---
-        self.gateway = _gateway(name, loaded, topologies, self.facts, self.services, k8s_opts, child)
+        self.gateway = _gateway(name, loaded, topologies, self.facts, self.services, [self.namespace], child)
         self.api_endpoints = self.gateway.endpoints if self.gateway else {}
         # --- end inference gateway ---
         self.serving = {model: s.summary for model, s in self.services.items()}

@@ -177,3 +177,20 @@ def test_multi_node_models_use_ray_serves_prefix_cache_router():
     ray = next(r for r in plan.resources if r.type == RAYSERVICE)
     assert "PrefixCacheAffinityRouter" in ray.inputs["spec"]["serveConfigV2"]
     assert callable(llm_config)
+
+
+def test_without_a_gateway_vllm_reads_its_key_from_the_secret_never_from_args():
+    from tests.conftest import plan_config
+    from components.offline.runner import load_stack_yaml, stack_file
+    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("dev")).items()
+           if k.startswith("vllm-platform:")}
+    resources, exports = plan_config({**raw, "gateway": {"enabled": False, "clients": ["team-a", "team-b"]}})
+    assert not _of(resources, ROUTE) and "gateway" not in exports
+    [dep] = _of(resources, DEPLOYMENT)
+    [vllm] = [c for c in dep.inputs["spec"]["template"]["spec"]["containers"] if c["name"] == "vllm"]
+    assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "gateway-api-keys", "key": "team-a"}}} \
+        in vllm["env"]
+    assert not any("api-key" in str(a) for a in vllm["args"])
+    [secret] = [r for r in resources if r.type == "kubernetes:core/v1:Secret"
+                and r.inputs["metadata"]["name"] == "gateway-api-keys"]
+    assert secret.inputs["metadata"]["namespace"] == "vllm"

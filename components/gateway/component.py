@@ -92,6 +92,15 @@ def check_keys(keys: Any, clients: list[str]) -> dict[str, str]:
     return {c: str(keys[c]) for c in clients}
 
 
+def api_key_secret(name: str, namespace: str, api_keys: Any, clients: list[str],
+                   opts: pulumi.ResourceOptions) -> k8s.core.v1.Secret:
+    """The Opaque Secret {client: key} the gateway checks keys against (and, without a gateway, vLLM reads its
+    VLLM_API_KEY from). Rotating a key changes only this Secret: Envoy Gateway re-reads it; no model restarts."""
+    data = pulumi.Output.secret(pulumi.Output.from_input(api_keys).apply(lambda k: check_keys(k, clients)))
+    return k8s.core.v1.Secret(name, metadata={"name": KEYS_SECRET, "namespace": namespace, "labels": LABELS},
+                              type="Opaque", string_data=data, opts=opts)
+
+
 class InferenceGateway(pulumi.ComponentResource):
     endpoints: dict[str, str]
 
@@ -136,14 +145,8 @@ class InferenceGateway(pulumi.ComponentResource):
         self.gateway = cr("gateway", "gateway.networking.k8s.io/v1", "Gateway",
                           {"name": o.GATEWAY_NAME, "namespace": o.NAMESPACE},
                           o.gateway_spec(args.tls_mode, args.tls_secret, args.hostname, [args.namespace]), ready)
-        keys = None
-        if args.auth:
-            data = pulumi.Output.secret(pulumi.Output.from_input(args.api_keys).apply(
-                lambda k: check_keys(k, args.clients)))
-            # rotating a key changes only this Secret: Envoy Gateway re-reads it, no model server restarts
-            keys = k8s.core.v1.Secret(f"{name}-api-keys", metadata={"name": KEYS_SECRET, "namespace": args.namespace,
-                                                                    "labels": LABELS},
-                                      type="Opaque", string_data=data, opts=base)
+        keys = api_key_secret(f"{name}-api-keys", args.namespace, args.api_keys, args.clients, base) if args.auth \
+            else None
         model_ready = model_ready or {}
         for r in args.routes:
             deps = [self.gateway, *model_ready.get(r.model, [])]

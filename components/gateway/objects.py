@@ -155,3 +155,14 @@ RAY_PREFIX_ROUTER = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
 
 def ray_request_router() -> dict:
     return {"request_router_config": {"request_router_class": RAY_PREFIX_ROUTER}}
+
+
+def with_api_key(deployment_spec: dict, secret: str, key: str) -> dict:
+    """Without a gateway (dev): vLLM checks the key itself. vLLM reads VLLM_API_KEY when --api-key is not given
+    (vllm/entrypoints/openai/api_server.py: `args.api_key or envs.VLLM_API_KEY`), so the key comes from the
+    Secret by reference and never appears in the pod's args. One key: the first client's."""
+    for c in deployment_spec["template"]["spec"]["containers"]:
+        if c["name"] == "vllm":
+            c["env"] = [*c.get("env", []), {"name": "VLLM_API_KEY",
+                                            "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}]
+    return deployment_spec

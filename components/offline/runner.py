@@ -92,7 +92,7 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
     keys = f"{PROJECT}:gatewayApiKeys"  # components/config/gateway.py: one placeholder key per client
     if keys not in config:
         clients = (raw.get(f"{PROJECT}:gateway") or {}).get("clients") or ["default"]
-        config[keys], secret_keys = json.dumps({c: OFFLINE_SECRET for c in clients}), secret_keys + [keys]
+        config[keys], secret_keys = json.dumps({c: f"{OFFLINE_SECRET}-{c}" for c in clients}), secret_keys + [keys]
     return config, secret_keys
 
 

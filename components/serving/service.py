@@ -15,6 +15,8 @@ import pulumi_kubernetes as k8s
 from ..cache import CacheFacts, as_run_error
 from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.schema import StackConfig
+from ..gateway.component import KEYS_SECRET
+from ..gateway.objects import with_api_key
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import VLLM_IMAGE
@@ -111,10 +113,12 @@ class VllmService(pulumi.ComponentResource):
                 opts=needs("monitoring"))
         else:
             create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
+            spec = deployment_spec(model, t, pool, cache, model_labels(model, "server", labels), facts.gpu_node_ready_s)
+            if not cfg.gateway.enabled and cfg.gateway.auth == "apiKeys":  # issue 12: no gateway, vLLM checks keys
+                spec = with_api_key(spec, KEYS_SECRET, cfg.gateway.clients[0])
             self.workload = k8s.apps.v1.Deployment(
                 f"{name}-deployment", metadata=meta(model, "server"),
-                spec=deployment_spec(model, t, pool, cache, model_labels(model, "server", labels),
-                                     facts.gpu_node_ready_s),
+                spec=spec,
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                     # KEDA owns the replica count once the Deployment exists
                     ignore_changes=["spec.replicas"],
