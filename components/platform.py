@@ -53,10 +53,13 @@ def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], f
     routes = [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
                          {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT)
               for t in topologies.values()]
-    args = GatewayArgs(cfg.cloud, cfg.namespace, routes, gw.scheme, gw.auth == "apiKeys", list(gw.clients),
-                       gw.rate_limit.requests_per_second, gw.rate_limit.concurrent_requests, gw.max_request_mib,
-                       gw.request_timeout_s, gw.hostname, list(gw.source_ranges), gw.tls.mode, gw.tls.secret_name,
-                       gw.tls.certificate_arn, dict(facts.system_node_selector), loaded.gateway_api_keys)
+    args = GatewayArgs(
+        cloud=cfg.cloud, namespace=cfg.namespace, routes=routes, scheme=gw.scheme, auth=gw.auth == "apiKeys",
+        clients=list(gw.clients), requests_per_second=gw.rate_limit.requests_per_second,
+        concurrent_requests=gw.rate_limit.concurrent_requests, max_request_mib=gw.max_request_mib,
+        request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
+        tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
+        system_node_selector=dict(facts.system_node_selector), api_keys=loaded.gateway_api_keys)
     return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=[*facts.depends_on, *namespace],
                             model_ready={t.served_model_name: [services[m].workload] for m, t in topologies.items()},
                             opts=child)

@@ -172,11 +172,13 @@ def test_the_epp_reads_vllm_metrics_that_vllm_exports():
 
 
 def test_multi_node_models_use_ray_serves_prefix_cache_router():
-    from components.serving.rayservice import llm_config
     plan = planned("prod-llama405b-aws")
     ray = next(r for r in plan.resources if r.type == RAYSERVICE)
-    assert "PrefixCacheAffinityRouter" in ray.inputs["spec"]["serveConfigV2"]
-    assert callable(llm_config)
+    import yaml
+    [app] = yaml.safe_load(ray.inputs["spec"]["serveConfigV2"])["applications"]
+    [llm] = app["args"]["llm_configs"]
+    assert llm["deployment_config"]["request_router_config"] == {
+        "request_router_class": "ray.serve.llm.request_router.PrefixCacheAffinityRouter"}
 
 
 def test_without_a_gateway_vllm_reads_its_key_from_the_secret_never_from_args():
@@ -194,3 +196,54 @@ def test_without_a_gateway_vllm_reads_its_key_from_the_secret_never_from_args():
     [secret] = [r for r in resources if r.type == "kubernetes:core/v1:Secret"
                 and r.inputs["metadata"]["name"] == "gateway-api-keys"]
     assert secret.inputs["metadata"]["namespace"] == "vllm"
+
+
+def _validator(group_file: str, version: str):
+    """The vendored upstream CRD's schema for `version`, closed (unknown fields fail, as the API server would
+    prune them)."""
+    import copy
+    from pathlib import Path
+
+    import jsonschema
+    import yaml
+
+    def strict(s):
+        if isinstance(s, dict):
+            out = {k: strict(v) for k, v in s.items()}
+            if "properties" in out and "additionalProperties" not in out \
+                    and not out.get("x-kubernetes-preserve-unknown-fields"):
+                out["additionalProperties"] = False
+            return out
+        return [strict(v) for v in s] if isinstance(s, list) else s
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "schemas" / "crds" / group_file).read_text())
+    [v] = [v for v in doc["spec"]["versions"] if v["name"] == version]
+    return jsonschema.Draft7Validator(strict(copy.deepcopy(v["schema"]["openAPIV3Schema"])))
+
+
+def _errors(validator, spec: dict) -> list[str]:
+    return [e.message for e in validator.iter_errors({"spec": spec})]
+
+
+def test_specs_no_shipped_stack_reaches_validate_against_their_crds():
+    """TLS from a Secret with a hostname, ACM on the NLB, no auth (dev): the CRDs accept each."""
+    gateways = _validator("gateway-api/gateway.networking.k8s.io_gateways.yaml", "v1")
+    assert not _errors(gateways, o.gateway_spec("secret", "api-tls", "llm.example.com", ["llm"]))
+    assert not _errors(gateways, o.gateway_spec("acm", None, None, ["llm"]))
+    routes = _validator("gateway-api/gateway.networking.k8s.io_httproutes.yaml", "v1")
+    r = o.ModelRoute("m", "llm", False, {"a": "b"})
+    assert not _errors(routes, o.http_route_spec(r, 600, "llm.example.com"))
+    btp = _validator("envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.yaml", "v1alpha1")
+    assert not _errors(btp, o.backend_traffic_policy_spec("m", [], 5, 8, 1, auth=False))
+    proxy = _validator("envoy-gateway/gateway.envoyproxy.io_envoyproxies.yaml", "v1alpha1")
+    acm = o.lb_annotations("aws", "internet-facing", "acm", "arn:aws:acm:us-east-1:123456789012:certificate/ab")
+    assert not _errors(proxy, o.envoy_proxy_spec(acm, ["203.0.113.0/24"]))
+    # and the check bites: a misspelt field is refused
+    assert _errors(btp, {**o.backend_traffic_policy_spec("m", [], 5, 8, 1, auth=False), "rateLimits": {}})
+
+
+def test_urls_follow_tls_and_hostname():
+    r = o.ModelRoute("qwen", "llm", False)
+    assert o.url("llm.example.com", "secret", r) == "https://llm.example.com/qwen/v1"
+    assert o.url("GATEWAY_ADDRESS", "none", r) == "http://GATEWAY_ADDRESS/qwen/v1"
+    assert o.gateway_spec("acm", None, None, ["llm"])["listeners"][0]["port"] == 443
+    assert o.gateway_spec("acm", None, None, ["llm"])["listeners"][0]["protocol"] == "HTTP"
