@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from .catalog import ACCELERATORS, MODELS, find_model, instance_types
-from .outputs import gateway_lines
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
@@ -225,6 +224,7 @@ def cmd_plan(a) -> int:
     for name, t in topology.items():
         print(summary(Topology(**{k: v for k, v in t.items() if k != "multi_node"})))
         print(serving_lines(serving.get(name, {})))
+    from .outputs import gateway_lines  # imports Pulumi: not at module level (the pure commands stay light)
     for line in gateway_lines(result.exports.get("gateway")):
         print(line)
     components = sum(1 for r in result.resources if not r.custom)

@@ -79,7 +79,8 @@ def check_keys(keys: Any, clients: list[str]) -> dict[str, str]:
     extra = sorted(set(keys) - set(clients))
     if missing:
         problems.append(f"gatewayApiKeys: no key for client(s) {', '.join(missing)}; `pulumi config set --secret "
-                        f"gatewayApiKeys '{{\"{missing[0]}\": \"...\"}}'` (a JSON object, one key per client)")
+                        f"gatewayApiKeys '{{\"{missing[0]}\": \"...\"}}'` (a JSON object, one key per client; "
+                        f"from a program: the gateway_api_keys input)")
     if extra:
         problems.append(f"gatewayApiKeys: key(s) for {', '.join(extra)}, which gateway.clients does not list; add "
                         f"them there (their rate limit comes from it) or remove the keys")
