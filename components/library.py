@@ -74,6 +74,10 @@ class VllmServiceArgs(TypedDict, total=False):
     kubeconfig: Optional[pulumi.Input[str]]
     """Kubeconfig of the cluster, as a secret; the ambient kubeconfig when unset."""
 
+    gateway: Optional[dict[str, Any]]
+    """The inference gateway, as a stack file's `gateway` (docs/gateway.md); on a cluster whose gateway another
+    stack installed: {"install": false}."""
+
     gateway_api_keys: Optional[pulumi.Input[dict[str, str]]]
     """The inference gateway's API keys, {client: key} (one per gateway client, `default` unless configured),
     as a secret (docs/gateway.md)."""
@@ -117,7 +121,7 @@ def service_config(args: VllmServiceArgs) -> dict[str, Any]:
             existing[camel] = args[key]
     config: dict[str, Any] = {"cloud": "existing", "existing": existing, "models": [args.get("model")]}
     for key, camel in (("namespace", "namespace"), ("environment", "environment"),
-                       ("model_cache", "modelCache"), ("addons", "addons")):
+                       ("model_cache", "modelCache"), ("addons", "addons"), ("gateway", "gateway")):
         if args.get(key) is not None:
             config[camel] = args[key]
     return config

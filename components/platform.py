@@ -36,10 +36,23 @@ def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], o
     return cluster_component(name, loaded, topologies, opts).facts
 
 
+def gateway_args(cfg, routes: list, facts, api_keys):
+    """StackConfig.gateway -> GatewayArgs (also for a cluster stack that installs the gateway alone: routes=[])."""
+    from .gateway import GatewayArgs
+    gw = cfg.gateway
+    return GatewayArgs(
+        cloud=cfg.cloud, namespace=cfg.namespace, routes=routes, scheme=gw.scheme, auth=gw.auth == "apiKeys",
+        clients=list(gw.clients), requests_per_second=gw.rate_limit.requests_per_second,
+        concurrent_requests=gw.rate_limit.concurrent_requests, max_request_mib=gw.max_request_mib,
+        request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
+        tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
+        system_node_selector=dict(facts.system_node_selector), api_keys=api_keys, install=gw.install)
+
+
 def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], facts, services: dict,
              namespace: list, child: pulumi.ResourceOptions):
     """The gateway's typed arguments from the stack's `gateway:` block (components/config/gateway.py)."""
-    from .gateway import GatewayArgs, InferenceGateway, ModelRoute
+    from .gateway import InferenceGateway, ModelRoute
     from .gateway.component import api_key_secret
     from .planner.vllm_args import VLLM_PORT
     from .serving.pods import selector
@@ -53,13 +66,7 @@ def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], f
     routes = [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
                          {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT)
               for t in topologies.values()]
-    args = GatewayArgs(
-        cloud=cfg.cloud, namespace=cfg.namespace, routes=routes, scheme=gw.scheme, auth=gw.auth == "apiKeys",
-        clients=list(gw.clients), requests_per_second=gw.rate_limit.requests_per_second,
-        concurrent_requests=gw.rate_limit.concurrent_requests, max_request_mib=gw.max_request_mib,
-        request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
-        tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
-        system_node_selector=dict(facts.system_node_selector), api_keys=loaded.gateway_api_keys)
+    args = gateway_args(cfg, routes, facts, loaded.gateway_api_keys)
     return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=[*facts.depends_on, *namespace],
                             model_ready={t.served_model_name: [services[m].workload] for m, t in topologies.items()},
                             opts=child)

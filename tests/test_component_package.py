@@ -49,7 +49,8 @@ def test_the_schema_lists_both_components_with_their_inputs_and_outputs():
                                            "apiEndpoints"}
     assert set(service["inputProperties"]) == {"model", "gpuNodes", "namespace", "environment", "modelCache",
                                                "addons", "context", "blockStorageClass",
-                                               "networkPolicyEnforced", "hfToken", "kubeconfig", "gatewayApiKeys"}
+                                               "networkPolicyEnforced", "hfToken", "kubeconfig", "gateway",
+                                               "gatewayApiKeys"}
     assert sorted(service["requiredInputs"]) == ["gpuNodes", "hfToken", "model"]
     assert set(service["properties"]) == {"endpoint", "topology", "grafana"}
     assert "Hugging Face token" in platform["inputProperties"]["hfToken"]["description"]

@@ -227,8 +227,8 @@ def _errors(validator, spec: dict) -> list[str]:
 def test_specs_no_shipped_stack_reaches_validate_against_their_crds():
     """TLS from a Secret with a hostname, ACM on the NLB, no auth (dev): the CRDs accept each."""
     gateways = _validator("gateway-api/gateway.networking.k8s.io_gateways.yaml", "v1")
-    assert not _errors(gateways, o.gateway_spec("secret", "api-tls", "llm.example.com", ["llm"]))
-    assert not _errors(gateways, o.gateway_spec("acm", None, None, ["llm"]))
+    assert not _errors(gateways, o.gateway_spec("secret", "api-tls", "llm.example.com"))
+    assert not _errors(gateways, o.gateway_spec("acm", None, None))
     routes = _validator("gateway-api/gateway.networking.k8s.io_httproutes.yaml", "v1")
     r = o.ModelRoute("m", "llm", False, {"a": "b"})
     assert not _errors(routes, o.http_route_spec(r, 600, "llm.example.com"))
@@ -245,5 +245,20 @@ def test_urls_follow_tls_and_hostname():
     r = o.ModelRoute("qwen", "llm", False)
     assert o.url("llm.example.com", "secret", r) == "https://llm.example.com/qwen/v1"
     assert o.url("GATEWAY_ADDRESS", "none", r) == "http://GATEWAY_ADDRESS/qwen/v1"
-    assert o.gateway_spec("acm", None, None, ["llm"])["listeners"][0]["port"] == 443
-    assert o.gateway_spec("acm", None, None, ["llm"])["listeners"][0]["protocol"] == "HTTP"
+    assert o.gateway_spec("acm", None, None)["listeners"][0]["port"] == 443
+    assert o.gateway_spec("acm", None, None)["listeners"][0]["protocol"] == "HTTP"
+
+
+def test_a_stack_on_a_shared_gateway_makes_only_its_models_objects():
+    """gateway.install: false (a workloads stack on a cluster stack's gateway): no controllers, no Gateway;
+    the model's pool and picker, route, policies and key Secret still."""
+    from tests.conftest import plan_config
+    from components.offline.runner import load_stack_yaml, stack_file
+    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("dev")).items()
+           if k.startswith("vllm-platform:")}
+    resources, exports = plan_config({**raw, "gateway": {"install": False}})
+    charts = sorted(r.inputs["chart"].rsplit("/", 1)[-1] for r in _of(resources, RELEASE))
+    assert "gateway-helm" not in charts and "llm-d-router-gateway" in charts
+    assert not [r for r in resources if r.type.endswith(":Gateway") or r.type.endswith("CustomResourceDefinition")]
+    assert len(_of(resources, ROUTE)) == len(_of(resources, SECPOL)) == 1
+    assert exports["gateway"]["endpoints"] == {"llama-8b": "http://GATEWAY_ADDRESS/llama-8b/v1"}

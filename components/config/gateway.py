@@ -51,6 +51,9 @@ class GatewayRateLimit(_Base):
 
 class GatewaySettings(_Base):
     enabled: bool = True
+    # false: the cluster already runs the gateway (a cluster stack installed it, examples/cluster-stack); this
+    # stack makes only its models' pools, pickers, routes, policies and key Secret
+    install: bool = True
     # internal: reachable from the VPC only (AWS internal NLB, GCP internal passthrough LB); internet-facing: public
     scheme: Literal["internal", "internet-facing"] = "internal"
     # apiKeys: every request needs `Authorization: Bearer KEY` (or x-api-key) of one of the clients below;

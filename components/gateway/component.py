@@ -48,6 +48,9 @@ class GatewayArgs:
     certificate_arn: str | None = None
     system_node_selector: dict[str, str] = field(default_factory=dict)
     api_keys: Any = None                         # pulumi.Output[dict[str, str]] (secret) {client: key}
+    # False: the cluster already runs the gateway (a cluster stack installed it: install_only=True there);
+    # only the per-model objects (pools and pickers, routes, policies, the key Secret) are made
+    install: bool = True
 
     @property
     def host(self) -> str:
@@ -116,6 +119,53 @@ class InferenceGateway(pulumi.ComponentResource):
         def after(*deps) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[d for d in deps if d]))
 
+        self.gateway = self.pool_crd = self.envoy_gateway = self.ai_gateway = None
+        ready = base
+        if args.install:
+            self._install(name, base, after)
+            ready = after(self.envoy_gateway, self.ai_gateway)
+
+        def cr(suffix: str, api: str, kind: str, meta: dict, spec: dict, opts: pulumi.ResourceOptions):
+            return k8s.apiextensions.CustomResource(f"{name}-{suffix}", api_version=api, kind=kind,
+                                                    metadata={**meta, "labels": LABELS}, spec=spec, opts=opts)
+
+        if args.install:
+            cr("envoyproxy", "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy",
+               {"name": ENVOY_PROXY, "namespace": o.NAMESPACE},
+               o.envoy_proxy_spec(o.lb_annotations(args.cloud, args.scheme, args.tls_mode, args.certificate_arn),
+                                  args.source_ranges), ready)
+            cr("gatewayclass", "gateway.networking.k8s.io/v1", "GatewayClass", {"name": o.CLASS_NAME},
+               o.gateway_class(ENVOY_PROXY), ready)
+            self.gateway = cr("gateway", "gateway.networking.k8s.io/v1", "Gateway",
+                              {"name": o.GATEWAY_NAME, "namespace": o.NAMESPACE},
+                              o.gateway_spec(args.tls_mode, args.tls_secret, args.hostname), ready)
+        keys = api_key_secret(f"{name}-api-keys", args.namespace, args.api_keys, args.clients, base) \
+            if args.auth and args.routes else None
+        model_ready = model_ready or {}
+        for r in args.routes:
+            deps = [d for d in (self.gateway, *model_ready.get(r.model, [])) if d is not None]
+            if not r.multi_node:
+                deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
+                    "llm-d-router-gateway", args.namespace, epp_values(r, args.system_node_selector), name=r.model),
+                    opts=after(self.pool_crd, *model_ready.get(r.model, []))))
+            meta = {"name": r.model, "namespace": args.namespace}
+            # the policies first: the route never serves a request without its key check and limits
+            policies = [cr(f"{r.model}-limits", "gateway.envoyproxy.io/v1alpha1", "BackendTrafficPolicy", meta,
+                           o.backend_traffic_policy_spec(r.model, args.clients, args.requests_per_second,
+                                                         args.concurrent_requests, args.max_request_mib, args.auth),
+                           ready)]
+            if args.auth:
+                policies.append(cr(f"{r.model}-auth", "gateway.envoyproxy.io/v1alpha1", "SecurityPolicy", meta,
+                                   o.security_policy_spec(r.model, KEYS_SECRET, args.namespace),
+                                   after(keys, self.gateway)))
+            cr(f"{r.model}-route", "gateway.networking.k8s.io/v1", "HTTPRoute", meta,
+               o.http_route_spec(r, args.request_timeout_s, args.hostname), after(*deps, *policies))
+        self.endpoints = args.endpoints()
+        self.address_command = ADDRESS_COMMAND
+        self.register_outputs({"endpoints": self.endpoints})
+
+    def _install(self, name: str, base: pulumi.ResourceOptions, after) -> None:
+        """What a cluster runs once: the controllers, their namespaces and the InferencePool CRD."""
         namespaces = [k8s.core.v1.Namespace(f"{name}-ns-{ns}", metadata={"name": ns, "labels": LABELS}, opts=base)
                       for ns in (o.NAMESPACE, o.AI_GATEWAY_NAMESPACE)]
         crd = yaml.safe_load(INFERENCEPOOL_CRD.read_text())
@@ -132,40 +182,3 @@ class InferenceGateway(pulumi.ComponentResource):
         self.ai_gateway = k8s.helm.v3.Release(
             f"{name}-ai-gateway", **release_args("ai-gateway-helm", o.AI_GATEWAY_NAMESPACE, ai_gateway_values()),
             opts=after(ai_crds, self.envoy_gateway))
-        ready = after(self.envoy_gateway, self.ai_gateway)
-
-        def cr(suffix: str, api: str, kind: str, meta: dict, spec: dict, opts: pulumi.ResourceOptions):
-            return k8s.apiextensions.CustomResource(f"{name}-{suffix}", api_version=api, kind=kind,
-                                                    metadata={**meta, "labels": LABELS}, spec=spec, opts=opts)
-
-        cr("envoyproxy", "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy", {"name": ENVOY_PROXY, "namespace": o.NAMESPACE},
-           o.envoy_proxy_spec(o.lb_annotations(args.cloud, args.scheme, args.tls_mode, args.certificate_arn),
-                              args.source_ranges), ready)
-        cr("gatewayclass", "gateway.networking.k8s.io/v1", "GatewayClass", {"name": o.CLASS_NAME},
-           o.gateway_class(ENVOY_PROXY), ready)
-        self.gateway = cr("gateway", "gateway.networking.k8s.io/v1", "Gateway",
-                          {"name": o.GATEWAY_NAME, "namespace": o.NAMESPACE},
-                          o.gateway_spec(args.tls_mode, args.tls_secret, args.hostname, [args.namespace]), ready)
-        keys = api_key_secret(f"{name}-api-keys", args.namespace, args.api_keys, args.clients, base) if args.auth \
-            else None
-        model_ready = model_ready or {}
-        for r in args.routes:
-            deps = [self.gateway, *model_ready.get(r.model, [])]
-            if not r.multi_node:
-                deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
-                    "llm-d-router-gateway", args.namespace, epp_values(r, args.system_node_selector), name=r.model),
-                    opts=after(self.pool_crd, *model_ready.get(r.model, []))))
-            meta = {"name": r.model, "namespace": args.namespace}
-            # the policies first: the route never serves a request without its key check and limits
-            policies = [cr(f"{r.model}-limits", "gateway.envoyproxy.io/v1alpha1", "BackendTrafficPolicy", meta,
-                           o.backend_traffic_policy_spec(r.model, args.clients, args.requests_per_second,
-                                                         args.concurrent_requests, args.max_request_mib, args.auth),
-                           ready)]
-            if args.auth:
-                policies.append(cr(f"{r.model}-auth", "gateway.envoyproxy.io/v1alpha1", "SecurityPolicy", meta,
-                                   o.security_policy_spec(r.model, KEYS_SECRET, args.namespace), after(keys, *deps[:1])))
-            cr(f"{r.model}-route", "gateway.networking.k8s.io/v1", "HTTPRoute", meta,
-               o.http_route_spec(r, args.request_timeout_s, args.hostname), after(*deps, *policies))
-        self.endpoints = args.endpoints()
-        self.address_command = ADDRESS_COMMAND
-        self.register_outputs({"endpoints": self.endpoints})

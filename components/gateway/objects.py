@@ -79,13 +79,18 @@ def listener_port(tls_mode: str) -> int:
     return HTTP_PORT if tls_mode == "none" else HTTPS_PORT
 
 
-def gateway_spec(tls_mode: str, secret_name: str | None, hostname: str | None, namespaces: list[str]) -> dict:
+# Routes attach only from namespaces this project made (components/platform.py labels its serving namespace so),
+# also those of workloads stacks on a shared cluster; a route elsewhere is ignored by the Gateway.
+ROUTE_NAMESPACES = {"app.kubernetes.io/part-of": "vllm-platform"}
+
+
+def gateway_spec(tls_mode: str, secret_name: str | None, hostname: str | None) -> dict:
     """One listener. tls secret: Envoy terminates HTTPS with your Secret; acm: the NLB terminates TLS on 443 and
     hands Envoy plain HTTP on the same port; none: plain HTTP on 80."""
     listener: dict = {"name": "api", "port": listener_port(tls_mode),
                       "protocol": "HTTPS" if tls_mode == "secret" else "HTTP",
-                      "allowedRoutes": {"namespaces": {"from": "Selector", "selector": {"matchExpressions": [
-                          {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(namespaces)}]}}}}
+                      "allowedRoutes": {"namespaces": {"from": "Selector",
+                                                       "selector": {"matchLabels": dict(ROUTE_NAMESPACES)}}}}
     if tls_mode == "secret":
         listener["tls"] = {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": str(secret_name)}]}
     if hostname:
