@@ -262,3 +262,23 @@ def test_a_stack_on_a_shared_gateway_makes_only_its_models_objects():
     assert not [r for r in resources if r.type.endswith(":Gateway") or r.type.endswith("CustomResourceDefinition")]
     assert len(_of(resources, ROUTE)) == len(_of(resources, SECPOL)) == 1
     assert exports["gateway"]["endpoints"] == {"llama-8b": "http://GATEWAY_ADDRESS/llama-8b/v1"}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod-llama70b-aws", "prod-qwen72b-gcp"])
+def test_the_pool_the_epp_chart_renders_validates_against_the_gaie_crd(stack):
+    """The llm-d-router-gateway chart (v0.10.0 routerlib templates/_inferencepool.yaml) renders the InferencePool
+    from our values: name = release, selector.matchLabels, targetPorts, appProtocol http (protocol http),
+    endpointPickerRef {name: <release>-epp, port: epp.extProcPort (9002 default), failureMode}."""
+    pools = _validator("gateway-api-inference-extension/inference.networking.k8s.io_inferencepools.yaml", "v1")
+    releases = [r for r in _of(planned(stack).resources, RELEASE) if r.inputs["chart"].endswith("/llm-d-router-gateway")]
+    assert releases
+    for rel in releases:
+        router = rel.inputs["values"]["router"]
+        spec = {"selector": {"matchLabels": router["modelServers"]["matchLabels"]},
+                "targetPorts": [{"number": p["number"]} for p in router["modelServers"]["targetPorts"]],
+                "appProtocol": {"http": "http", "grpc": "kubernetes.io/h2c"}[router["modelServers"]["protocol"]],
+                "endpointPickerRef": {"name": f"{rel.inputs['name']}-epp",
+                                      "port": {"number": router["epp"].get("extProcPort", 9002)},
+                                      "failureMode": router["inferencePool"]["failureMode"]}}
+        assert not _errors(pools, spec), _errors(pools, spec)
+        assert router["epp"]["image"]["tag"] == "v0.10.0"  # never the chart's moving `main`
