@@ -243,6 +243,9 @@ def cmd_plan(a) -> int:
     for name, t in topology.items():
         print(summary(Topology(**{k: v for k, v in t.items() if k != "multi_node"})))
         print(serving_lines(serving.get(name, {})))
+    from .outputs import gateway_lines  # imports Pulumi: not at module level (the pure commands stay light)
+    for line in gateway_lines(result.exports.get("gateway")):
+        print(line)
     components = sum(1 for r in result.resources if not r.custom)
     print(f"\nResources ({len(rows)}, of which {components} components):")
     for line in review.tree_lines(rows):

@@ -62,7 +62,34 @@ def cache_args(cfg: StackConfig, topologies: dict[str, Topology]) -> ModelCacheA
 
 
 def serving_args(cfg: StackConfig) -> ServingArgs:
-    return ServingArgs(namespace=cfg.namespace, production=cfg.production, serving=cfg.serving)
+    gw = cfg.gateway
+    return ServingArgs(namespace=cfg.namespace, production=cfg.production, serving=cfg.serving, gateway=gw.enabled,
+                       api_key_client=gw.clients[0] if not gw.enabled and gw.auth == "apiKeys" else None)
+
+
+def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any):
+    """StackConfig.gateway -> GatewayArgs (also for a cluster stack that installs the gateway alone: routes=[]);
+    facts: the cluster's ClusterFacts (its system node selector); api_keys: the secret gatewayApiKeys."""
+    from .gateway import GatewayArgs
+    gw = cfg.gateway
+    return GatewayArgs(
+        cloud=cfg.cloud, namespace=cfg.namespace, routes=routes, scheme=gw.scheme, auth=gw.auth == "apiKeys",
+        clients=list(gw.clients), requests_per_second=gw.rate_limit.requests_per_second,
+        concurrent_requests=gw.rate_limit.concurrent_requests, max_request_mib=gw.max_request_mib,
+        request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
+        tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
+        system_node_selector=dict(facts.system_node_selector), api_keys=api_keys, install=gw.install)
+
+
+def model_routes(cfg: StackConfig, topologies: dict[str, Topology]) -> list:
+    """The gateway's route per model: an InferencePool over a single-node model's server pods, Ray Serve's
+    Service for a multi-node one."""
+    from .gateway import ModelRoute
+    from .planner.vllm_args import VLLM_PORT
+    from .serving.pods import selector
+    return [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
+                       {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT)
+            for t in topologies.values()]
 
 
 def cluster_problems(args) -> list[str]:

@@ -51,6 +51,14 @@ FREE_FORM = {
     # Command-line flags map rendered as --key=value.
     "extraArgs": "flag map rendered as --key=value",
     "extraEnv": "env map or list", "env": "env list or map",
+    # gateway-helm: config.envoyGateway is the EnvoyGateway object written verbatim into the controller's
+    # ConfigMap (its values.yaml: "Visit .../extension_types/#envoygateway to view all options").
+    "envoyGateway": "Envoy Gateway's EnvoyGateway configuration object",
+}
+# Keys a chart requires but ships commented out in values.yaml (so absent from the parsed defaults).
+REQUIRED_COMMENTED = {
+    # llm-d-router routerlib values.yaml: `# matchLabels: # REQUIRED in parent charts if creating inference pool`
+    "router.modelServers.matchLabels",
 }
 
 
@@ -122,7 +130,8 @@ def unknown_keys(values: dict, chart_dir: Path, path: tuple[str, ...] = (),
             if sub is not None and isinstance(value, dict):
                 yield from (f"{key}.{p}" for p in unknown_keys(value, sub, parent=(chart_dir, key)))
                 continue
-        known = any(isinstance(d, dict) and key in d for d in defaults)
+        known = any(isinstance(d, dict) and key in d for d in defaults) or ".".join(
+            (parent[1],) + here if parent else here) in REQUIRED_COMMENTED
         if not known and not _in_schema(chart_schema(chart_dir), here):
             yield ".".join(here)
             continue
@@ -132,7 +141,8 @@ def unknown_keys(values: dict, chart_dir: Path, path: tuple[str, ...] = (),
 
 
 def releases(resources) -> list[tuple[str, str, str, dict]]:
-    return [(r.name, r.inputs["chart"], r.inputs["version"], r.inputs.get("values") or {})
+    # an OCI chart is given as oci://registry/path/<chart>: the vendored directory is named after <chart>
+    return [(r.name, r.inputs["chart"].rsplit("/", 1)[-1], r.inputs["version"], r.inputs.get("values") or {})
             for r in resources if r.type == RELEASE]
 
 

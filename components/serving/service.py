@@ -16,6 +16,8 @@ import pulumi_kubernetes as k8s
 from ..cache import CacheFacts, as_run_error
 from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.schema import Serving
+from ..gateway.component import KEYS_SECRET
+from ..gateway.objects import with_api_key
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import VLLM_IMAGE
@@ -38,6 +40,11 @@ class ServingArgs:
     namespace: str = "vllm"
     production: bool = False
     serving: Serving = field(default_factory=Serving)
+    # The stack's inference gateway (components/gateway/): its Envoy proxies may call the API port
+    gateway: bool = False
+    # No gateway but API keys (dev, gateway.enabled false): vLLM checks this client's key itself (VLLM_API_KEY
+    # from the gateway-api-keys Secret); None: vLLM takes every request the NetworkPolicy lets in
+    api_key_client: str | None = None
 
 
 def serving_images(args: ServingArgs, t: Topology) -> list[str]:
@@ -129,10 +136,12 @@ class VllmService(pulumi.ComponentResource):
                 opts=needs("monitoring"))
         else:
             create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
+            spec = deployment_spec(model, t, pool, cache, model_labels(model, "server", labels), facts.gpu_node_ready_s)
+            if args.api_key_client:  # issue 12: no gateway, vLLM checks the key
+                spec = with_api_key(spec, KEYS_SECRET, args.api_key_client)
             self.workload = k8s.apps.v1.Deployment(
                 f"{name}-deployment", metadata=meta(model, "server"),
-                spec=deployment_spec(model, t, pool, cache, model_labels(model, "server", labels),
-                                     facts.gpu_node_ready_s),
+                spec=spec,
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                     # KEDA owns the replica count once the Deployment exists
                     ignore_changes=["spec.replicas"],
@@ -152,7 +161,8 @@ class VllmService(pulumi.ComponentResource):
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=meta(model, runtime),
             spec=network_policy_spec(model, t.multi_node, args.serving.allowed_namespaces,
-                                     addons.prometheus_namespace, addons.kuberay_namespace), opts=child)
+                                     addons.prometheus_namespace, addons.kuberay_namespace,
+                                     gateway=args.gateway), opts=child)
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(model, runtime), spec=pdb_spec(model, t), opts=child)
         severity = "critical" if args.production else "warning"

@@ -1,0 +1,71 @@
+"""Helm values of the gateway's charts, each key checked against the chart's vendored values.yaml
+(schemas/charts/<chart>/<version>/, tests/test_helm_values.py)."""
+from __future__ import annotations
+
+from ..versions import EPP_IMAGE_TAG
+from .objects import AI_GATEWAY_NAMESPACE, CONTROLLER_NAME, ModelRoute
+
+# The AI Gateway controller is Envoy Gateway's extension server (envoyproxy/ai-gateway v1.1.0
+# manifests/envoy-gateway-values.yaml: Service ai-gateway-controller, port 1063); with InferencePool listed as a
+# backend resource (examples/inference-pool/envoy-gateway-values-addon.yaml) an HTTPRoute may point at a pool and
+# the extension programs Envoy's ext-proc call to the pool's endpoint picker.
+EXTENSION_SERVER = f"ai-gateway-controller.{AI_GATEWAY_NAMESPACE}.svc.cluster.local"
+EXTENSION_PORT = 1063
+
+
+def envoy_gateway_values() -> dict:
+    """gateway-helm: `config.envoyGateway` is the EnvoyGateway object the chart writes verbatim into the
+    controller's ConfigMap (chart values.yaml: "Visit .../extension_types/#envoygateway to view all options")."""
+    every = {"includeAll": True}
+    return {"config": {"envoyGateway": {
+        "gateway": {"controllerName": CONTROLLER_NAME},
+        "provider": {"type": "Kubernetes"},
+        "logging": {"level": {"default": "info"}},
+        "extensionApis": {"enableEnvoyPatchPolicy": True, "enableBackend": True},
+        "extensionManager": {
+            "hooks": {"xdsTranslator": {"translation": {"listener": every, "route": every, "cluster": every,
+                                                        "secret": every},
+                                        "post": ["Translation", "Cluster", "Route"]}},
+            "service": {"fqdn": {"hostname": EXTENSION_SERVER, "port": EXTENSION_PORT}},
+            "backendResources": [{"group": "inference.networking.k8s.io", "kind": "InferencePool",
+                                  "version": "v1"}],
+        },
+    }}}
+
+
+def ai_gateway_values() -> dict:
+    """ai-gateway-helm: the defaults (it finds Envoy Gateway in envoy-gateway-system, its values.yaml
+    envoyGateway.namespace)."""
+    return {}
+
+
+def node_affinity(node_selector: dict[str, str]) -> dict:
+    """The system nodes (the routerlib chart takes an affinity, no nodeSelector)."""
+    if not node_selector:
+        return {}
+    terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": [v]} for k, v in node_selector.items()]}]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
+def epp_values(r: ModelRoute, system_node_selector: dict[str, str]) -> dict:
+    """llm-d-router-gateway (the release is named after the model): it creates the model's InferencePool (named
+    after the release, selecting the vLLM pods on their port) and its endpoint picker `<model>-epp`, whose default
+    plugin set scores queue depth (vllm:num_requests_waiting), KV-cache use (vllm:kv_cache_usage_perc) and prefix-
+    cache affinity (routerlib templates/_config.yaml default-plugins.yaml: queue-scorer 2, kv-cache-utilization-
+    scorer 2, prefix-cache-scorer 3). provider none: the gateway is Envoy Gateway, no GKE / Istio objects."""
+    return {
+        "provider": {"name": "none"},
+        "router": {
+            "modelServers": {"type": "vllm", "protocol": "http", "targetPorts": [{"number": r.port}],
+                             "matchLabels": dict(r.pod_selector)},
+            "inferencePool": {"create": True, "failureMode": "FailOpen"},
+            "epp": {
+                "replicas": 1,
+                # the chart's default tag is `main`, pulled Always: pin the release
+                "image": {"tag": EPP_IMAGE_TAG, "pullPolicy": "IfNotPresent"},
+                # the chart asks 8 CPUs / 8 GiB, sized for large pools; one model's handful of replicas needs less
+                "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+                "affinity": node_affinity(system_node_selector),
+            },
+        },
+    }
