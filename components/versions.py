@@ -46,6 +46,10 @@ CHARTS = {
     "aws-efa-k8s-device-plugin": Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30"),
     # EKS node autoscaling; the image is pinned per Kubernetes minor below (the chart's appVersion is not).
     "cluster-autoscaler": Chart("https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.58.0"),
+    # EKS: NLBs for LoadBalancer Services (the gateway's). aws/eks-charts stable/aws-load-balancer-controller/
+    # Chart.yaml at 5239609 (2026-08-03): version 3.5.0, appVersion v3.5.0; its IAM policy is the controller's
+    # docs/install/iam_policy.json at v3.5.0 (components/cluster/aws/lb_controller_policy.py).
+    "aws-load-balancer-controller": Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0"),
 }
 
 # GKE (components/cluster/gcp/control_plane.py). cluster.kubernetesVersion is the control plane's
