@@ -51,6 +51,9 @@ FREE_FORM = {
     # Command-line flags map rendered as --key=value.
     "extraArgs": "flag map rendered as --key=value",
     "extraEnv": "env map or list", "env": "env list or map",
+    # policy/v1 PodDisruptionBudget spec fields the chart copies verbatim (aws-load-balancer-controller
+    # templates/pdb.yaml: toYaml .Values.podDisruptionBudget; its default is {}).
+    "podDisruptionBudget": "PodDisruptionBudget spec fields",
 }
 
 
@@ -206,6 +209,8 @@ def test_every_values_key_exists_in_the_chart_in_configs_no_stack_ships(variant)
      "prometheus.prometheusSpec.retension"),
     ({"cdi": {"default": True}}, ("gpu-operator", "v26.7.0"), "cdi.default"),
     ({"tolerationz": []}, ("aws-efa-k8s-device-plugin", "v0.5.30"), "tolerationz"),
+    ({"enableServiceMutatorWebhooks": False}, ("aws-load-balancer-controller", "3.5.0"), "enableServiceMutatorWebhooks"),
+    ({"serviceAccount": {"nam": "x"}}, ("aws-load-balancer-controller", "3.5.0"), "serviceAccount.nam"),
 ])
 def test_a_misspelt_key_is_caught(values, chart, bad):
     assert list(unknown_keys(values, _key(*chart))) == [bad]
