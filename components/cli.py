@@ -42,10 +42,13 @@ def summary(t: Topology) -> str:
 
 
 def serving_lines(s: dict) -> str:
-    """The serving summary of one model (serving.service.serving_summary): start-up terms, rollout, warnings."""
+    """The serving summary of one model (serving.service.serving_summary): start-up terms, the cold start a
+    first request waits after scaling to zero, rollout, warnings."""
     lines = []
     if s.get("startup"):
         lines.append(f"  {s['startup']['text']}")
+    if s.get("coldStart"):
+        lines.append(f"  {s['coldStart']['text']}")
     if s.get("rollout"):
         r = s["rollout"]
         lines.append(f"  rollout: maxSurge {r['maxSurge']} / maxUnavailable {r['maxUnavailable']}; "

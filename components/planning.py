@@ -48,7 +48,8 @@ def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
 
 
 def plan_stack(cfg: StackConfig) -> dict[str, Topology]:
-    """One Topology per deployment name; raises NoFeasibleTopology (with the deployment named)."""
+    """One Topology per deployment name; raises NoFeasibleTopology (with the deployment named), or ConfigError
+    where a model's replicas.min is 0 and its environment or shape cannot scale to zero."""
     from .planner import NoFeasibleTopology
 
     out = {}
@@ -57,4 +58,9 @@ def plan_stack(cfg: StackConfig) -> dict[str, Topology]:
             out[dep.name] = plan_topology(plan_request(cfg, dep))
         except NoFeasibleTopology as e:
             raise NoFeasibleTopology(f"models[{i}] ({dep.name}): {e.message}", e.refusals) from None
+    from .config import ConfigError
+    from .serving.autoscaling import scale_to_zero_problems
+    problems = scale_to_zero_problems(cfg, out)  # replicas.min 0 needs the plan's shape (docs/scale-to-zero.md)
+    if problems:
+        raise ConfigError(problems)
     return out

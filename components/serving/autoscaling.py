@@ -1,16 +1,30 @@
 """KEDA autoscaling of single-node replicas, from vLLM's own queue and KV-cache gauges.
 
 The ScaledObject targets the Deployment (it has a scale subresource; a RayCluster or RayService has
-none, so multi-node replicas scale through Ray Serve instead, see rayservice.py). Both triggers are
+none, so multi-node replicas scale through Ray Serve instead, see rayservice.py). Every trigger is
 AverageValue: the HPA divides the summed metric by the replica count, so thresholds are per replica.
+
+Scale to zero (replicas.min 0, dev and staging, single-node only; docs/scale-to-zero.md): with no model
+pod running, vLLM's gauges have no series at all, so they cannot wake the model. The gateway's endpoint
+picker (EPP) holds the first request in its flow-control queue while the pool has no endpoint, and counts
+it in `inference_extension_flow_control_queue_size`: that trigger activates KEDA (0 -> 1), and the
+in-flight vLLM gauge keeps the model up while any request runs (1 -> 0 only after COOLDOWN_S of none).
 """
 from __future__ import annotations
 
 import math
 
-from ..config.schema import Serving
+from ..config.schema import StackConfig, Serving
 from ..planner import Topology
 from .. import metrics
+
+# The EPP's count of requests held in its flow-control queue (a gauge; labels fairness_id, priority,
+# inference_pool, model_name, target_model_name): kubernetes-sigs/gateway-api-inference-extension
+# pkg/epp/metrics/metrics.go at v1.5.0 (the last GAIE release that carries the EPP; v1.6.0 moved it to
+# llm-d/llm-d-router, whose v0.10.0 still exports this name beside llm_d_epp_flow_control_queue_size) and
+# site-src/guides/flow-control.md "Autoscaling: KEDA and Scale-to-Zero". Needs the EPP's flowControl
+# feature gate and a ServiceMonitor on its metrics port (the gateway's part).
+EPP_QUEUE_METRIC = "inference_extension_flow_control_queue_size"
 
 POLLING_S = 15
 COOLDOWN_S = 300
@@ -37,11 +51,19 @@ def series_selector(namespace: str, t: Topology) -> str:
     return f'{{namespace="{namespace}",model_name="{t.served_model_name}"}}'
 
 
+def inference_pool_name(t: Topology) -> str:
+    """The InferencePool the gateway routes this model to: named after the model, in its namespace (the pool
+    names its EPP by a same-namespace Service, so the EPP's series carry this namespace too)."""
+    return t.served_model_name
+
+
 def queries(namespace: str, t: Topology) -> dict[str, str]:
     sel = series_selector(namespace, t)
     return {
         "waiting": f"sum({metrics.name('num_requests_waiting')}{sel})",
         "kv": f"sum({metrics.name('kv_cache_usage_perc')}{sel})",
+        "running": f"sum({metrics.name('num_requests_running')}{sel})",
+        "gateway": f'sum({EPP_QUEUE_METRIC}{{namespace="{namespace}",inference_pool="{inference_pool_name(t)}"}})',
     }
 
 
@@ -49,15 +71,56 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def scales_to_zero(t: Topology) -> bool:
+    return t.min_replicas == 0
+
+
+def scale_to_zero_problems(cfg: StackConfig, topologies: dict[str, Topology]) -> list[str]:
+    """Where replicas.min 0 cannot hold, one `field: problem` line per model (all at once)."""
+    problems = []
+    for i, dep in enumerate(cfg.models):
+        if dep.replicas.min != 0:
+            continue
+        field = f"models[{i}].replicas.min"
+        if cfg.production:
+            problems.append(f"{field}: 0 (scale to zero) is for dev and staging; production keeps at least one "
+                            f"replica of {dep.name} warm (its first request would wait a whole cold start); set "
+                            f"min >= 1")
+            continue
+        t = topologies.get(dep.name)
+        if t is not None and t.multi_node:
+            problems.append(f"{field}: 0 (scale to zero) needs a single-node replica scaled by KEDA; {dep.name} is "
+                            f"planned as a multi-node RayService ({t.nodes_per_replica} x {t.instance_type} per "
+                            f"replica), which KEDA cannot scale and whose Ray head stays up; set min >= 1")
+    return problems
+
+
+# Activation (0 <-> 1) when scaling to zero: a trigger is active while its value is ABOVE this. vLLM's KV
+# usage is a scaling signal only (its value never exceeds 1, so it never activates): whether the model is
+# busy comes from the request counts, exactly 0 on an idle engine.
+ACTIVATION = {"waiting-requests": 0, "kv-cache-usage": 1, "running-requests": 0, "gateway-queue": 0}
+
+
 def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_url: str,
                        serving: Serving) -> dict:
     q = queries(namespace, t)
-    trigger = lambda name, query, threshold: {  # noqa: E731
-        "type": "prometheus", "name": name, "metricType": "AverageValue",
-        "metadata": {"serverAddress": prometheus_url, "query": query, "threshold": _fmt(threshold),
-                     # no samples (e.g. Prometheus restarting) means no load, not an error
-                     "ignoreNullValues": "true"},
-    }
+    zero = scales_to_zero(t)
+
+    def trigger(name: str, query: str, threshold: float) -> dict:
+        meta = {"serverAddress": prometheus_url, "query": query, "threshold": _fmt(threshold),
+                # no samples (e.g. Prometheus restarting) means no load, not an error
+                "ignoreNullValues": "true"}
+        if zero:
+            meta["activationThreshold"] = _fmt(ACTIVATION[name])
+        return {"type": "prometheus", "name": name, "metricType": "AverageValue", "metadata": meta}
+
+    triggers = [trigger("waiting-requests", q["waiting"], waiting_threshold(t, serving)),
+                trigger("kv-cache-usage", q["kv"], kv_threshold(t, serving))]
+    if zero:
+        # the wake-up: requests the gateway holds for the empty pool (also scales out when it queues there)
+        triggers.append(trigger("gateway-queue", q["gateway"], waiting_threshold(t, serving)))
+        # keeps the model up while it answers; a full batch per replica is the planned concurrency
+        triggers.append(trigger("running-requests", q["running"], t.concurrency_per_replica))
     return {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
         "pollingInterval": POLLING_S,
@@ -73,6 +136,5 @@ def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_
             "scaleDown": {"stabilizationWindowSeconds": serving.scale_down_window_s, "selectPolicy": "Min",
                           "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]},
         }}},
-        "triggers": [trigger("waiting-requests", q["waiting"], waiting_threshold(t, serving)),
-                     trigger("kv-cache-usage", q["kv"], kv_threshold(t, serving))],
+        "triggers": triggers,
     }
