@@ -21,7 +21,8 @@ from .. import metrics
 # The EPP's count of requests held in its flow-control queue (a gauge; labels fairness_id, priority,
 # inference_pool, model_name, target_model_name): kubernetes-sigs/gateway-api-inference-extension
 # pkg/epp/metrics/metrics.go at v1.5.0 (the last GAIE release that carries the EPP; v1.6.0 moved it to
-# llm-d/llm-d-router, whose v0.10.0 still exports this name beside llm_d_epp_flow_control_queue_size) and
+# llm-d/llm-d-router, whose v0.10.0 still exports it, marked deprecated, beside llm_d_epp_flow_control_queue_size:
+# switch to that name when the EPP is bumped past it) and
 # site-src/guides/flow-control.md "Autoscaling: KEDA and Scale-to-Zero". Needs the EPP's flowControl
 # feature gate and a ServiceMonitor on its metrics port (the gateway's part).
 EPP_QUEUE_METRIC = "inference_extension_flow_control_queue_size"
