@@ -222,7 +222,11 @@ EPP_READS_VLLM = ("vllm:num_requests_waiting", "vllm:num_requests_running", "vll
 # What the EPP itself exports (pkg/epp/metrics/llm_d_router_metrics.go, subsystem llm_d_epp), served on its
 # metrics port whether or not any model pod runs: the requests its flow-control queue holds (labels
 # inference_pool, model_name, target_model_name, fairness_id, priority) and every request it saw (model_name,
-# target_model_name). A scale-from-zero trigger reads the first (components/serving/autoscaling.py).
+# target_model_name). The one name for the queue everywhere: the scale-from-zero KEDA trigger
+# (components/serving/autoscaling.py) and the EPP's scrape. v0.10.0 also exports the same gauge under GAIE's
+# old name inference_extension_flow_control_queue_size (pkg/epp/metrics/metrics.go: "Deprecated: Use
+# llm_d_epp_flow_control_queue_size instead"; IncFlowControlQueueSize sets both), so the current name is used.
+# The gauge only moves with the EPP's flowControl feature gate on (cmd/epp/runner/runner.go registers it off).
 EPP_PENDING_REQUESTS = "llm_d_epp_flow_control_queue_size"
 EPP_REQUESTS_TOTAL = "llm_d_epp_request_total"
 EPP_METRICS_SOURCE = "github.com/llm-d/llm-d-router v0.10.0 pkg/epp/metrics/llm_d_router_metrics.go"

@@ -43,8 +43,9 @@ def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], o
 
 
 def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], facts, services: dict,
-             namespace: list, child: pulumi.ResourceOptions):
-    """The gateway's typed arguments from the stack's `gateway:` block (components/config/gateway.py)."""
+             after: list, child: pulumi.ResourceOptions):
+    """The gateway from the stack's `gateway:` block (components/config/gateway.py); `after`: what it waits for
+    (the namespace, the load balancer controller)."""
     from .gateway import InferenceGateway
     from .gateway.component import api_key_secret
     cfg, gw = loaded.config, loaded.config.gateway
@@ -52,10 +53,10 @@ def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], f
         if gw.auth == "apiKeys":
             api_key_secret(f"{name}-api-keys", cfg.namespace, loaded.gateway_api_keys, list(gw.clients),
                            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                               provider=facts.provider, depends_on=[*facts.depends_on, *namespace])))
+                               provider=facts.provider, depends_on=[*facts.depends_on, *after])))
         return None
     args = gateway_args(cfg, model_routes(cfg, topologies), facts, loaded.gateway_api_keys)
-    return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=[*facts.depends_on, *namespace],
+    return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=[*facts.depends_on, *after],
                             model_ready={t.served_model_name: [services[m].workload] for m, t in topologies.items()},
                             opts=child)
 
@@ -131,7 +132,9 @@ class Platform(pulumi.ComponentResource):
             for model, t in topologies.items()}
         self.endpoints = {model: s.endpoint for model, s in self.services.items()}
         # --- inference gateway (issue 12): StackConfig.gateway -> GatewayArgs -> InferenceGateway ---
-        self.gateway = _gateway(name, loaded, topologies, self.facts, self.services, [self.namespace], child)
+        # EKS: after the AWS Load Balancer Controller, which turns the gateway's LoadBalancer Service into an NLB
+        self.gateway = _gateway(name, loaded, topologies, self.facts, self.services,
+                                [self.namespace, *self.addons.depends("load-balancer")], child)
         self.api_endpoints = self.gateway.endpoints if self.gateway else {}
         # --- end inference gateway ---
         self.serving = {model: s.summary for model, s in self.services.items()}

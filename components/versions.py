@@ -55,6 +55,10 @@ CHARTS = {
     "ai-gateway-crds-helm": Chart("oci://docker.io/envoyproxy", "ai-gateway-crds-helm", "v1.1.0"),
     "ai-gateway-helm": Chart("oci://docker.io/envoyproxy", "ai-gateway-helm", "v1.1.0"),
     "llm-d-router-gateway": Chart("oci://ghcr.io/llm-d/charts", "llm-d-router-gateway", "v0.10.0"),
+    # EKS: NLBs for LoadBalancer Services (the gateway's). aws/eks-charts stable/aws-load-balancer-controller/
+    # Chart.yaml at 5239609 (2026-08-03): version 3.5.0, appVersion v3.5.0; its IAM policy is the controller's
+    # docs/install/iam_policy.json at v3.5.0 (components/cluster/aws/lb_controller_policy.py).
+    "aws-load-balancer-controller": Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0"),
 }
 # The endpoint picker image: the chart's default tag is `main` (a moving build); pinned to the release's tag,
 # which llm-d-router's release process pushes beside the chart (.github/ISSUE_TEMPLATE/new-release.md).

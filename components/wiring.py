@@ -9,7 +9,7 @@ the only readers of StackConfig besides the planner's input (components/planning
 validated_plan() is the single validation pass: the schema has already run (config/load.py: every field,
 the cross-field rules and the bounds the policy pack enforces, config/bounds.py); here every model is
 planned (every refusal reported, not only the first) and the rules that need the plan run (the cloud's
-pure checks, the model cache's loader and pinned revisions), all before the first resource, all at once.
+pure checks, the model cache's loader and pinned revisions, where a model may scale to zero), all before the first resource, all at once.
 """
 from __future__ import annotations
 
@@ -105,10 +105,37 @@ def cluster_problems(args) -> list[str]:
     return check(args, list(args.pools)) + token_identity(args.provider_config)[2]
 
 
+def scale_to_zero_problems(cfg: StackConfig, topologies: dict[str, Topology]) -> list[str]:
+    """Where replicas.min 0 cannot hold, one `field: problem` line per model (all at once): production keeps a
+    replica warm; the model must be a single-node Deployment KEDA scales; and the gateway must run, because
+    the request that wakes the model waits in its endpoint picker's flow-control queue, the metric KEDA reads
+    (docs/scale-to-zero.md)."""
+    problems = []
+    for i, dep in enumerate(cfg.models):
+        if dep.replicas.min != 0:
+            continue
+        field = f"models[{i}].replicas.min"
+        if cfg.production:
+            problems.append(f"{field}: 0 (scale to zero) is for dev and staging; production keeps at least one "
+                            f"replica of {dep.name} warm (its first request would wait a whole cold start); set "
+                            f"min >= 1")
+            continue
+        t = topologies.get(dep.name)
+        if t is not None and t.multi_node:
+            problems.append(f"{field}: 0 (scale to zero) needs a single-node replica scaled by KEDA; {dep.name} is "
+                            f"planned as a multi-node RayService ({t.nodes_per_replica} x {t.instance_type} per "
+                            f"replica), which KEDA cannot scale and whose Ray head stays up; set min >= 1")
+        elif not cfg.gateway.enabled:
+            problems.append(f"{field}: 0 (scale to zero) needs the gateway (gateway.enabled is false): the first "
+                            f"request waits in the endpoint picker's flow-control queue, whose size wakes "
+                            f"{dep.name}; set gateway.enabled: true, or min >= 1")
+    return problems
+
+
 def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
                   provider_config: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Every rule that needs the plan, as `field: problem` lines: the cloud's checks, the cache's loader and
-    pinned revisions."""
+    pinned revisions, scale to zero."""
     problems = cluster_problems(cluster_args(cfg, topologies, provider_config=(provider_config or {}).get("aws")))
     if cfg.model_cache.kind == "nvme" and cfg.cloud != "gcp":  # GCP's check names machine types without local SSDs
         # an existing cluster's nodes are no catalog type: the stack describes no local NVMe on them
@@ -120,7 +147,7 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
             check()
         except CacheError as e:
             problems += e.errors
-    return problems
+    return problems + scale_to_zero_problems(cfg, topologies)
 
 
 class ValidatedPlan(dict):

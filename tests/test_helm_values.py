@@ -54,6 +54,9 @@ FREE_FORM = {
     # gateway-helm: config.envoyGateway is the EnvoyGateway object written verbatim into the controller's
     # ConfigMap (its values.yaml: "Visit .../extension_types/#envoygateway to view all options").
     "envoyGateway": "Envoy Gateway's EnvoyGateway configuration object",
+    # policy/v1 PodDisruptionBudget spec fields the chart copies verbatim (aws-load-balancer-controller
+    # templates/pdb.yaml: toYaml .Values.podDisruptionBudget; its default is {}).
+    "podDisruptionBudget": "PodDisruptionBudget spec fields",
 }
 # Keys a chart requires but ships commented out in values.yaml (so absent from the parsed defaults).
 REQUIRED_COMMENTED = {
@@ -216,6 +219,8 @@ def test_every_values_key_exists_in_the_chart_in_configs_no_stack_ships(variant)
      "prometheus.prometheusSpec.retension"),
     ({"cdi": {"default": True}}, ("gpu-operator", "v26.7.0"), "cdi.default"),
     ({"tolerationz": []}, ("aws-efa-k8s-device-plugin", "v0.5.30"), "tolerationz"),
+    ({"enableServiceMutatorWebhooks": False}, ("aws-load-balancer-controller", "3.5.0"), "enableServiceMutatorWebhooks"),
+    ({"serviceAccount": {"nam": "x"}}, ("aws-load-balancer-controller", "3.5.0"), "serviceAccount.nam"),
 ])
 def test_a_misspelt_key_is_caught(values, chart, bad):
     assert list(unknown_keys(values, _key(*chart))) == [bad]

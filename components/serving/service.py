@@ -22,6 +22,7 @@ from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import VLLM_IMAGE
 from .autoscaling import scaled_object_spec, waiting_threshold
+from .cold_start import cold_start
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
@@ -69,10 +70,14 @@ def second_replica(t: Topology) -> tuple[int, float]:
 
 
 def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> dict:
-    """What the plan prints under each model: the start-up budget's terms, the rollout and drain, and
-    what a production reviewer must see (a single replica, an unpinned model)."""
+    """What the plan prints under each model: the start-up budget's terms, the rollout and drain, the wait
+    of a first request after scaling to zero, and what a production reviewer must see (a single replica, an
+    unpinned model). `node_ready_s`: ClusterFacts.gpu_node_ready_s."""
     b = cache.budget(t)
     out: dict = {"startup": {**b.terms(), "text": b.describe()}, "warnings": []}
+    if t.min_replicas == 0:
+        c = cold_start(t, cache, node_ready_s)
+        out["coldStart"] = {**c.terms(), "text": c.describe()}
     if not t.multi_node:
         out["rollout"] = rollout_strategy(t)["rollingUpdate"]
         out["drainS"] = drain_s(t)

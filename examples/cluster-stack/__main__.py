@@ -27,7 +27,7 @@ addons = ClusterAddons("vllm-addons", cluster.facts, loaded.config.addons, opts=
 # The inference gateway's controllers, load balancer and Gateway, once per cluster; each workloads stack adds its
 # models' routes, pools and keys (gateway.install: false there). docs/gateway.md.
 gateway = InferenceGateway("vllm-gateway", gateway_args(loaded.config, [], cluster.facts, None), cluster.facts.provider,
-                           depends_on=list(cluster.facts.depends_on), opts=opts)
+                           depends_on=[*cluster.facts.depends_on, *addons.depends("load-balancer")], opts=opts)
 
 
 def gpu_nodes(instance_type: str) -> dict:
