@@ -50,7 +50,7 @@ def node_affinity(node_selector: dict[str, str]) -> dict:
 def epp_values(r: ModelRoute, system_node_selector: dict[str, str]) -> dict:
     """llm-d-router-gateway (the release is named after the model): it creates the model's InferencePool (named
     after the release, selecting the vLLM pods on their port) and its endpoint picker `<model>-epp`, whose default
-    plugin set scores queue depth (vllm:num_requests_waiting), KV-cache use (vllm:kv_cache_usage_perc) and prefix-
+    plugin set scores queue depth, KV-cache use (vLLM's gauges, metrics.EPP_READS_VLLM) and prefix-
     cache affinity (routerlib templates/_config.yaml default-plugins.yaml: queue-scorer 2, kv-cache-utilization-
     scorer 2, prefix-cache-scorer 3). provider none: the gateway is Envoy Gateway, no GKE / Istio objects."""
     return {
