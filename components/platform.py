@@ -42,8 +42,8 @@ def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], o
     return cluster_component(name, loaded, topologies, opts).facts
 
 
-def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], facts, services: dict,
-             after: list, child: pulumi.ResourceOptions):
+def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], facts, addons: AddonsFacts,
+             cache, services: dict, after: list, child: pulumi.ResourceOptions):
     """The gateway from the stack's `gateway:` block (components/config/gateway.py); `after`: what it waits for
     (the namespace, the load balancer controller)."""
     from .gateway import InferenceGateway
@@ -55,7 +55,8 @@ def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], f
                            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                                provider=facts.provider, depends_on=[*facts.depends_on, *after])))
         return None
-    args = gateway_args(cfg, model_routes(cfg, topologies), facts, loaded.gateway_api_keys)
+    args = gateway_args(cfg, model_routes(cfg, topologies, cache, facts.gpu_node_ready_s), facts,
+                        loaded.gateway_api_keys, addons.monitor_labels)
     return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=[*facts.depends_on, *after],
                             model_ready={t.served_model_name: [services[m].workload] for m, t in topologies.items()},
                             opts=child)
@@ -132,9 +133,11 @@ class Platform(pulumi.ComponentResource):
             for model, t in topologies.items()}
         self.endpoints = {model: s.endpoint for model, s in self.services.items()}
         # --- inference gateway (issue 12): StackConfig.gateway -> GatewayArgs -> InferenceGateway ---
-        # EKS: after the AWS Load Balancer Controller, which turns the gateway's LoadBalancer Service into an NLB
-        self.gateway = _gateway(name, loaded, topologies, self.facts, self.services,
-                                [self.namespace, *self.addons.depends("load-balancer")], child)
+        # EKS: after the AWS Load Balancer Controller, which turns the gateway's LoadBalancer Service into an NLB;
+        # after the ServiceMonitor CRD (the EPP charts make one each)
+        self.gateway = _gateway(name, loaded, topologies, self.facts, self.addons, self.cache.facts, self.services,
+                                [self.namespace, *self.addons.depends("load-balancer"),
+                                 *self.addons.depends("monitoring")], child)
         self.api_endpoints = self.gateway.endpoints if self.gateway else {}
         # --- end inference gateway ---
         self.serving = {model: s.summary for model, s in self.services.items()}

@@ -67,9 +67,10 @@ def serving_args(cfg: StackConfig) -> ServingArgs:
                        api_key_client=gw.clients[0] if not gw.enabled and gw.auth == "apiKeys" else None)
 
 
-def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any):
+def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, monitor_labels: dict | None = None):
     """StackConfig.gateway -> GatewayArgs (also for a cluster stack that installs the gateway alone: routes=[]);
-    facts: the cluster's ClusterFacts (its system node selector); api_keys: the secret gatewayApiKeys."""
+    facts: the cluster's ClusterFacts (its system node selector); api_keys: the secret gatewayApiKeys;
+    monitor_labels: AddonsFacts.monitor_labels (the EPPs' ServiceMonitors)."""
     from .gateway import GatewayArgs
     gw = cfg.gateway
     return GatewayArgs(
@@ -78,17 +79,26 @@ def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any):
         concurrent_requests=gw.rate_limit.concurrent_requests, max_request_mib=gw.max_request_mib,
         request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
         tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
-        system_node_selector=dict(facts.system_node_selector), api_keys=api_keys, install=gw.install)
+        system_node_selector=dict(facts.system_node_selector), api_keys=api_keys, install=gw.install,
+        monitor_labels=dict(monitor_labels or {}))
 
 
-def model_routes(cfg: StackConfig, topologies: dict[str, Topology]) -> list:
+def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any = None, node_ready_s: int = 0) -> list:
     """The gateway's route per model: an InferencePool over a single-node model's server pods, Ray Serve's
-    Service for a multi-node one."""
+    Service for a multi-node one. A model that scales to zero (cache: its CacheFacts; node_ready_s:
+    ClusterFacts.gpu_node_ready_s) carries its cold start: the EPP's queue TTL and the route's timeout."""
     from .gateway import ModelRoute
     from .planner.vllm_args import VLLM_PORT
+    from .serving.cold_start import cold_start_seconds, first_request_timeout_s
     from .serving.pods import selector
+
+    def wait(t: Topology) -> dict:
+        if t.min_replicas != 0 or cache is None:
+            return {}
+        return {"cold_start_s": cold_start_seconds(t, cache, node_ready_s),
+                "first_request_s": first_request_timeout_s(t, cache, node_ready_s)}
     return [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
-                       {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT)
+                       {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t))
             for t in topologies.values()]
 
 

@@ -57,6 +57,9 @@ FREE_FORM = {
     # policy/v1 PodDisruptionBudget spec fields the chart copies verbatim (aws-load-balancer-controller
     # templates/pdb.yaml: toYaml .Values.podDisruptionBudget; its default is {}).
     "podDisruptionBudget": "PodDisruptionBudget spec fields",
+    # llm-d-router routerlib: monitoring.prometheus.extraLabels (labels put on its ServiceMonitor) and
+    # epp.pluginsCustomConfig (config file name -> its text, rendered into the EPP's ConfigMap).
+    "extraLabels": "label map", "pluginsCustomConfig": "config file name -> EndpointPickerConfig text",
 }
 # Keys a chart requires but ships commented out in values.yaml (so absent from the parsed defaults).
 REQUIRED_COMMENTED = {

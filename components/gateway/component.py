@@ -47,6 +47,7 @@ class GatewayArgs:
     tls_secret: str | None = None
     certificate_arn: str | None = None
     system_node_selector: dict[str, str] = field(default_factory=dict)
+    monitor_labels: dict[str, str] = field(default_factory=dict)  # AddonsFacts.monitor_labels (EPP ServiceMonitor)
     api_keys: Any = None                         # pulumi.Output[dict[str, str]] (secret) {client: key}
     # False: the cluster already runs the gateway (a cluster stack installed it: install_only=True there);
     # only the per-model objects (pools and pickers, routes, policies, the key Secret) are made
@@ -146,7 +147,8 @@ class InferenceGateway(pulumi.ComponentResource):
             deps = [d for d in (self.gateway, *model_ready.get(r.model, [])) if d is not None]
             if not r.multi_node:
                 deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
-                    "llm-d-router-gateway", args.namespace, epp_values(r, args.system_node_selector), name=r.model),
+                    "llm-d-router-gateway", args.namespace, epp_values(r, args.system_node_selector, args.monitor_labels),
+                    name=r.model),
                     opts=after(self.pool_crd, *model_ready.get(r.model, []))))
             meta = {"name": r.model, "namespace": args.namespace}
             # the policies first: the route never serves a request without its key check and limits

@@ -38,6 +38,11 @@ class ModelRoute:
     multi_node: bool
     pod_selector: dict[str, str] = field(default_factory=dict)  # single-node: the vLLM pods' labels
     port: int = 8000         # the vLLM container's port (single-node)
+    # Scale to zero (replicas.min 0; serving/cold_start.py): the EPP holds the first request in its flow-control
+    # queue for cold_start_s (its queue TTL), and the route allows first_request_s for it (cold start + the
+    # longest answer). None: a model that keeps a warm replica (flow control off, the stack's timeout).
+    cold_start_s: int | None = None
+    first_request_s: int | None = None
 
     @property
     def path(self) -> str:
@@ -100,7 +105,8 @@ def gateway_spec(tls_mode: str, secret_name: str | None, hostname: str | None) -
 
 def http_route_spec(r: ModelRoute, timeout_s: int, hostname: str | None) -> dict:
     """{prefix}/... -> the model's InferencePool (the endpoint picker chooses the pod) or its Ray Serve Service;
-    the prefix is rewritten to /v1 so vLLM / Serve see the OpenAI paths."""
+    the prefix is rewritten to /v1 so vLLM / Serve see the OpenAI paths. The request timeout is the stack's
+    gateway.requestTimeoutS, raised to the first request's wait for a model that scales to zero."""
     if r.multi_node:
         backend = {"kind": "Service", "name": f"{r.model}{SERVE_SERVICE_SUFFIX}", "port": SERVE_PORT}
     else:
@@ -112,7 +118,7 @@ def http_route_spec(r: ModelRoute, timeout_s: int, hostname: str | None) -> dict
                    "filters": [{"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch",
                                                                                "replacePrefixMatch": "/v1"}}}],
                    "backendRefs": [backend],
-                   "timeouts": {"request": f"{timeout_s}s"}}],
+                   "timeouts": {"request": f"{max(timeout_s, r.first_request_s or 0)}s"}}],
     }
     if hostname:
         spec["hostnames"] = [hostname]
