@@ -92,3 +92,17 @@ def test_the_wake_up_trigger_and_the_scrape_name_one_metric(zero):
     (wake,) = [t for t in so.inputs["spec"]["triggers"] if t["name"] == "gateway-queue"]
     assert EPP_PENDING_REQUESTS == "llm_d_epp_flow_control_queue_size"  # llm-d-router v0.10.0's current name
     assert wake["metadata"]["query"].startswith("sum(llm_d_epp_flow_control_queue_size{")
+
+
+def test_a_cold_start_longer_than_the_gateway_holds_is_a_plan_warning(zero):
+    (warning,) = [w for w in zero[1]["serving"]["small"]["warnings"] if w.startswith("COLD START")]
+    assert warning == (
+        "COLD START LONGER THAN THE GATEWAY HOLDS: small takes up to 1540 s to start from zero, and the gateway "
+        "holds a request at most 300 s (Envoy AI Gateway's ext-proc timeout), so the first request after an idle "
+        "spell fails while the model keeps starting; the client retries after ~1540 s, or set replicas.min: 1")
+
+
+def test_no_hold_warning_within_the_gateways_hold():
+    from components.serving.cold_start import hold_warning
+    assert hold_warning("small", 300) is None
+    assert hold_warning("small", 301).startswith("COLD START LONGER THAN THE GATEWAY HOLDS: small takes up to 301 s")

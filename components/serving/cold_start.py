@@ -32,6 +32,21 @@ if TYPE_CHECKING:
 # Prometheus scrapes the EPP's metrics at the stack's scrape interval (observability.SCRAPE_INTERVAL, 15 s).
 EPP_SCRAPE_S = 15
 ACTIVATION_S = EPP_SCRAPE_S + POLLING_S
+# The longest the gateway holds a request while the EPP queues it: Envoy AI Gateway v1.1.0 programs the
+# InferencePool's ext-proc filter with MessageTimeout 300 s and FailureModeAllow false
+# (envoyproxy/ai-gateway v1.1.0 internal/extensionserver/inferencepool.go, buildHTTPFilterForInferencePool; no
+# annotation changes it), so a request the EPP still holds after 300 s fails however long the route allows.
+GATEWAY_HOLD_MAX_S = 300
+
+
+def hold_warning(model: str, total_s: int) -> str | None:
+    """What the plan warns when a cold start outlasts what the gateway can hold a request (None: it does not)."""
+    if total_s <= GATEWAY_HOLD_MAX_S:
+        return None
+    return (f"COLD START LONGER THAN THE GATEWAY HOLDS: {model} takes up to {total_s} s to start from zero, and "
+            f"the gateway holds a request at most {GATEWAY_HOLD_MAX_S} s (Envoy AI Gateway's ext-proc timeout), so "
+            f"the first request after an idle spell fails while the model keeps starting; the client retries "
+            f"after ~{total_s} s, or set replicas.min: 1")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import VLLM_IMAGE
 from .autoscaling import scaled_object_spec, waiting_threshold
-from .cold_start import cold_start
+from .cold_start import cold_start, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
@@ -78,6 +78,9 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
     if t.min_replicas == 0:
         c = cold_start(t, cache, node_ready_s)
         out["coldStart"] = {**c.terms(), "text": c.describe()}
+        held = hold_warning(t.served_model_name, c.total_s)
+        if held:
+            out["warnings"].append(held)
     if not t.multi_node:
         out["rollout"] = rollout_strategy(t)["rollingUpdate"]
         out["drainS"] = drain_s(t)
