@@ -3,6 +3,7 @@ import pulumi
 
 from components.config import ConfigError, load_stack_config
 from components.planner import NoFeasibleTopology
+from components.outputs import gateway_outputs
 from components.platform import Platform
 from components.providers import cloud_provider_opts
 from components.wiring import validated_plan
@@ -29,6 +30,7 @@ outputs = {
     "topology": platform.topology,
     "costPerHour": platform.cost_per_hour,
     "serving": platform.serving,  # start-up budget terms, rollout, production warnings
+    "gateway": gateway_outputs(platform.gateway),  # URL per model through the authenticated gateway
 }
 for key, value in outputs.items():
     if value is not None:

@@ -29,6 +29,10 @@ class PlatformArgs(TypedDict, total=False):
     kubeconfig: Optional[pulumi.Input[str]]
     """(cloud existing) kubeconfig of the cluster, as a secret; the ambient kubeconfig when unset."""
 
+    gateway_api_keys: Optional[pulumi.Input[dict[str, str]]]
+    """The inference gateway's API keys, {client: key} with one key per config gateway.clients entry, as a
+    secret (docs/gateway.md); required unless gateway.auth is none or the gateway is off (dev)."""
+
 
 class VllmServiceArgs(TypedDict, total=False):
     """The inputs of a VllmService: one model, served on GPU nodes of a cluster you already run."""
@@ -70,6 +74,14 @@ class VllmServiceArgs(TypedDict, total=False):
     kubeconfig: Optional[pulumi.Input[str]]
     """Kubeconfig of the cluster, as a secret; the ambient kubeconfig when unset."""
 
+    gateway: Optional[dict[str, Any]]
+    """The inference gateway, as a stack file's `gateway` (docs/gateway.md); on a cluster whose gateway another
+    stack installed: {"install": false}."""
+
+    gateway_api_keys: Optional[pulumi.Input[dict[str, str]]]
+    """The inference gateway's API keys, {client: key} (one per gateway client, `default` unless configured),
+    as a secret (docs/gateway.md)."""
+
 
 def _config(value: Any) -> StackConfig:
     if isinstance(value, StackConfig):
@@ -93,7 +105,9 @@ def resolve(args: "PlatformArgs | LoadedConfig", topologies: Optional[dict[str, 
             if not args.get("hf_token"):
                 raise ConfigError(["hfToken: missing; pass the Hugging Face token (as a secret) in hf_token"])
             loaded = LoadedConfig(_config(args.get("config")), pulumi.Output.secret(args["hf_token"]),
-                                  pulumi.Output.secret(args["kubeconfig"]) if args.get("kubeconfig") else None)
+                                  pulumi.Output.secret(args["kubeconfig"]) if args.get("kubeconfig") else None,
+                                  gateway_api_keys=pulumi.Output.secret(args["gateway_api_keys"])
+                                  if args.get("gateway_api_keys") else None)
         return loaded, validated_plan(loaded.config, topologies, loaded.provider_config)
     except (ConfigError, NoFeasibleTopology) as err:
         raise pulumi.RunError(str(err)) from err
@@ -108,7 +122,7 @@ def service_config(args: VllmServiceArgs) -> dict[str, Any]:
             existing[camel] = args[key]
     config: dict[str, Any] = {"cloud": "existing", "existing": existing, "models": [args.get("model")]}
     for key, camel in (("namespace", "namespace"), ("environment", "environment"),
-                       ("model_cache", "modelCache"), ("addons", "addons")):
+                       ("model_cache", "modelCache"), ("addons", "addons"), ("gateway", "gateway")):
         if args.get(key) is not None:
             config[camel] = args[key]
     return config

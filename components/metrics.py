@@ -211,3 +211,26 @@ def le_label(bound: float) -> str:
         mantissa = f"{s[0]}.{s[1:dot]}{s[dot + 1:]}".rstrip("0.")
         return f"{mantissa}e+0{dot - 1}"
     return s
+
+
+# The endpoint picker (llm-d-router v0.10.0, the EPP Gateway API Inference Extension v1.6.0 points to; its chart
+# components/gateway/values.py installs per single-node model). It scrapes each vLLM pod's /metrics for these
+# (pkg/epp/server/options.go and pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go, the vllm
+# engine defaults): queue depth, running requests, KV-cache use, LoRA adapters, cache block config.
+EPP_READS_VLLM = ("vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc",
+                  "vllm:lora_requests_info", "vllm:cache_config_info")
+# What the EPP itself exports (pkg/epp/metrics/llm_d_router_metrics.go, subsystem llm_d_epp), served on its
+# metrics port whether or not any model pod runs: the requests its flow-control queue holds (labels
+# inference_pool, model_name, target_model_name, fairness_id, priority) and every request it saw (model_name,
+# target_model_name). The one name for the queue everywhere: the scale-from-zero KEDA trigger
+# (components/serving/autoscaling.py) and the EPP's scrape. v0.10.0 also exports the same gauge under GAIE's
+# old name inference_extension_flow_control_queue_size (pkg/epp/metrics/metrics.go: "Deprecated: Use
+# llm_d_epp_flow_control_queue_size instead"; IncFlowControlQueueSize sets both), so the current name is used.
+# The gauge only moves with the EPP's flowControl feature gate on (cmd/epp/runner/runner.go registers it off).
+EPP_PENDING_REQUESTS = "llm_d_epp_flow_control_queue_size"
+EPP_REQUESTS_TOTAL = "llm_d_epp_request_total"
+EPP_METRICS_SOURCE = "github.com/llm-d/llm-d-router v0.10.0 pkg/epp/metrics/llm_d_router_metrics.go"
+missing = [m for m in EPP_READS_VLLM if m not in VLLM_METRICS]
+if missing:
+    raise RuntimeError(f"the endpoint picker reads {', '.join(missing)}, which vLLM {VLLM_VERSION} does not export")
+del missing

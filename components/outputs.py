@@ -67,3 +67,34 @@ def cluster_outputs(cluster: pulumi.ComponentResource) -> dict[str, Any]:
         out["api_endpoint"] = resource.endpoint.apply(lambda ip: f"https://{ip}" if ip else None)
         out["workload_identity_pool"] = resource.workload_identity_config.apply(_workload_pool)
     return out
+
+
+def gateway_outputs(gateway: Any) -> dict[str, Any] | None:
+    """The gateway's URL per model, how to read the load balancer's address and where the keys live
+    (components/gateway/, docs/gateway.md); None when the stack runs no gateway."""
+    if gateway is None:
+        return None
+    from .gateway.component import KEYS_SECRET
+    args = gateway.args
+    out: dict[str, Any] = {"endpoints": dict(gateway.endpoints), "scheme": args.scheme,
+                           "auth": "apiKeys" if args.auth else "none", "tls": args.tls_mode}
+    if not args.hostname:
+        out["address"] = gateway.address_command
+    if args.auth:
+        out["keysSecret"] = f"{args.namespace}/{KEYS_SECRET}"
+        out["clients"] = list(args.clients)
+    return out
+
+
+def gateway_lines(gw: dict[str, Any] | None) -> list[str]:
+    """What `plan` prints about the gateway: the URL per model, then how to fill in the address and the key."""
+    if not gw:
+        return ["\nGateway: none (gateway.enabled: false); models answer in-cluster only (endpoints output)"]
+    lines = [f"\nGateway ({gw['scheme']}, auth {gw['auth']}, TLS {gw['tls']}): OpenAI API per model"]
+    lines += [f"  {model}: {url}" for model, url in sorted(gw["endpoints"].items())]
+    if gw.get("address"):
+        lines.append(f"  GATEWAY_ADDRESS: {gw['address']}")
+    if gw.get("keysSecret"):
+        lines.append(f"  API keys: secret gatewayApiKeys -> Secret {gw['keysSecret']} "
+                     f"(clients: {', '.join(gw.get('clients', []))})")
+    return lines

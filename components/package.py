@@ -35,7 +35,8 @@ class VllmService(pulumi.ComponentResource):
     def __init__(self, name: str, args: VllmServiceArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(f"{PACKAGE}:index:VllmService", name, None, opts)
         platform = Platform(name, PlatformArgs(config=service_config(args), hf_token=args.get("hf_token"),
-                                               kubeconfig=args.get("kubeconfig")),
+                                               kubeconfig=args.get("kubeconfig"),
+                                               gateway_api_keys=args.get("gateway_api_keys")),
                             opts=pulumi.ResourceOptions(parent=self))
         [(_, self.endpoint)] = platform.endpoints.items()
         [(_, self.topology)] = platform.topology.items()

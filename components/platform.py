@@ -16,7 +16,7 @@ from .config import LoadedConfig
 from .library import PlatformArgs, resolve
 from .outputs import cluster_outputs, grafana
 from .planner import Topology
-from .wiring import cache_args, cluster_args, serving_args
+from .wiring import cache_args, cluster_args, gateway_args, model_routes, serving_args
 
 PART_OF = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
 
@@ -42,6 +42,26 @@ def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], o
     return cluster_component(name, loaded, topologies, opts).facts
 
 
+def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], facts, addons: AddonsFacts,
+             cache, services: dict, after: list, child: pulumi.ResourceOptions):
+    """The gateway from the stack's `gateway:` block (components/config/gateway.py); `after`: what it waits for
+    (the namespace, the load balancer controller)."""
+    from .gateway import InferenceGateway
+    from .gateway.component import api_key_secret
+    cfg, gw = loaded.config, loaded.config.gateway
+    if not gw.enabled:  # dev without a gateway: vLLM checks the key itself (VLLM_API_KEY from this Secret)
+        if gw.auth == "apiKeys":
+            api_key_secret(f"{name}-api-keys", cfg.namespace, loaded.gateway_api_keys, list(gw.clients),
+                           pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                               provider=facts.provider, depends_on=[*facts.depends_on, *after])))
+        return None
+    args = gateway_args(cfg, model_routes(cfg, topologies, cache, facts.gpu_node_ready_s), facts,
+                        loaded.gateway_api_keys, addons.monitor_labels)
+    return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=[*facts.depends_on, *after],
+                            model_ready={t.served_model_name: [services[m].workload] for m, t in topologies.items()},
+                            opts=child)
+
+
 class Platform(pulumi.ComponentResource):
     """One stack's whole fleet: a cluster (new EKS / GKE, or one you already run) with its GPU node pools,
     the add-ons (GPU Operator, KubeRay, KEDA, kube-prometheus-stack, fabric), the model cache, and one
@@ -54,6 +74,8 @@ class Platform(pulumi.ComponentResource):
 
     endpoints: pulumi.Output[dict[str, str]]
     """In-cluster OpenAI-compatible base URL per model name."""
+    api_endpoints: pulumi.Output[dict[str, str]]
+    """The gateway's authenticated OpenAI-compatible base URL per model name (docs/gateway.md)."""
     topology: pulumi.Output[dict[str, Any]]
     """The plan per model: instance type, parallelism, replicas, vLLM flags, KV cache, cost."""
     cost_per_hour: pulumi.Output[float]
@@ -110,6 +132,14 @@ class Platform(pulumi.ComponentResource):
                                depends_on=[*pods_need, self.cache, *self.cache.prepull], opts=child)
             for model, t in topologies.items()}
         self.endpoints = {model: s.endpoint for model, s in self.services.items()}
+        # --- inference gateway (issue 12): StackConfig.gateway -> GatewayArgs -> InferenceGateway ---
+        # EKS: after the AWS Load Balancer Controller, which turns the gateway's LoadBalancer Service into an NLB;
+        # after the ServiceMonitor CRD (the EPP charts make one each)
+        self.gateway = _gateway(name, loaded, topologies, self.facts, self.addons, self.cache.facts, self.services,
+                                [self.namespace, *self.addons.depends("load-balancer"),
+                                 *self.addons.depends("monitoring")], child)
+        self.api_endpoints = self.gateway.endpoints if self.gateway else {}
+        # --- end inference gateway ---
         self.serving = {model: s.summary for model, s in self.services.items()}
         self.kubeconfig = pulumi.Output.secret(self.facts.kubeconfig) if self.facts.kubeconfig is not None else None
         self.topologies = topologies
@@ -122,4 +152,5 @@ class Platform(pulumi.ComponentResource):
         self.workload_identity_pool = identity["workload_identity_pool"]
         self.grafana = grafana(cfg.addons.prometheus)
         self.register_outputs({"namespace": cfg.namespace, "endpoints": self.endpoints,
+                               "apiEndpoints": self.api_endpoints,
                                "clusterName": self.cluster_name})

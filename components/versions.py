@@ -46,7 +46,24 @@ CHARTS = {
     "aws-efa-k8s-device-plugin": Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30"),
     # EKS node autoscaling; the image is pinned per Kubernetes minor below (the chart's appVersion is not).
     "cluster-autoscaler": Chart("https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.58.0"),
+    # The inference gateway (components/gateway/, docs/gateway.md). OCI charts: the repo is the registry path.
+    # Envoy Gateway v1.9.0 (envoyproxy/gateway tag v1.9.0, 2026-08-15; the chart is published with the release's
+    # tag as its version); Envoy AI Gateway v1.1.0 (envoyproxy/ai-gateway tag v1.1.0, 2026-08-21), whose
+    # controller is Envoy Gateway's extension server that resolves InferencePool backends; the llm-d router's
+    # endpoint picker chart v0.10.0 (llm-d/llm-d-router tag v0.10.0, 2026-08-17; GAIE v1.6.0 moved its EPP there).
+    "gateway-helm": Chart("oci://docker.io/envoyproxy", "gateway-helm", "v1.9.0"),
+    "ai-gateway-crds-helm": Chart("oci://docker.io/envoyproxy", "ai-gateway-crds-helm", "v1.1.0"),
+    "ai-gateway-helm": Chart("oci://docker.io/envoyproxy", "ai-gateway-helm", "v1.1.0"),
+    "llm-d-router-gateway": Chart("oci://ghcr.io/llm-d/charts", "llm-d-router-gateway", "v0.10.0"),
+    # EKS: NLBs for LoadBalancer Services (the gateway's). aws/eks-charts stable/aws-load-balancer-controller/
+    # Chart.yaml at 5239609 (2026-08-03): version 3.5.0, appVersion v3.5.0; its IAM policy is the controller's
+    # docs/install/iam_policy.json at v3.5.0 (components/cluster/aws/lb_controller_policy.py).
+    "aws-load-balancer-controller": Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0"),
 }
+# The endpoint picker image: the chart's default tag is `main` (a moving build); pinned to the release's tag,
+# which llm-d-router's release process pushes beside the chart (.github/ISSUE_TEMPLATE/new-release.md).
+# ⚠ tag from the release process, no digest checked from here.
+EPP_IMAGE_TAG = "v0.10.0"
 
 # GKE (components/cluster/gcp/control_plane.py). cluster.kubernetesVersion is the control plane's
 # minimum (min_master_version: "1.34" = the channel's newest 1.34 patch at creation); the release channel

@@ -9,7 +9,7 @@ the only readers of StackConfig besides the planner's input (components/planning
 validated_plan() is the single validation pass: the schema has already run (config/load.py: every field,
 the cross-field rules and the bounds the policy pack enforces, config/bounds.py); here every model is
 planned (every refusal reported, not only the first) and the rules that need the plan run (the cloud's
-pure checks, the model cache's loader and pinned revisions), all before the first resource, all at once.
+pure checks, the model cache's loader and pinned revisions, where a model may scale to zero), all before the first resource, all at once.
 """
 from __future__ import annotations
 
@@ -62,7 +62,44 @@ def cache_args(cfg: StackConfig, topologies: dict[str, Topology]) -> ModelCacheA
 
 
 def serving_args(cfg: StackConfig) -> ServingArgs:
-    return ServingArgs(namespace=cfg.namespace, production=cfg.production, serving=cfg.serving)
+    gw = cfg.gateway
+    return ServingArgs(namespace=cfg.namespace, production=cfg.production, serving=cfg.serving, gateway=gw.enabled,
+                       api_key_client=gw.clients[0] if not gw.enabled and gw.auth == "apiKeys" else None)
+
+
+def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, monitor_labels: dict | None = None):
+    """StackConfig.gateway -> GatewayArgs (also for a cluster stack that installs the gateway alone: routes=[]);
+    facts: the cluster's ClusterFacts (its system node selector); api_keys: the secret gatewayApiKeys;
+    monitor_labels: AddonsFacts.monitor_labels (the EPPs' ServiceMonitors)."""
+    from .gateway import GatewayArgs
+    gw = cfg.gateway
+    return GatewayArgs(
+        cloud=cfg.cloud, namespace=cfg.namespace, routes=routes, scheme=gw.scheme, auth=gw.auth == "apiKeys",
+        clients=list(gw.clients), requests_per_second=gw.rate_limit.requests_per_second,
+        concurrent_requests=gw.rate_limit.concurrent_requests, max_request_mib=gw.max_request_mib,
+        request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
+        tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
+        system_node_selector=dict(facts.system_node_selector), api_keys=api_keys, install=gw.install,
+        monitor_labels=dict(monitor_labels or {}))
+
+
+def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any = None, node_ready_s: int = 0) -> list:
+    """The gateway's route per model: an InferencePool over a single-node model's server pods, Ray Serve's
+    Service for a multi-node one. A model that scales to zero (cache: its CacheFacts; node_ready_s:
+    ClusterFacts.gpu_node_ready_s) carries its cold start: the EPP's queue TTL and the route's timeout."""
+    from .gateway import ModelRoute
+    from .planner.vllm_args import VLLM_PORT
+    from .serving.cold_start import cold_start_seconds, first_request_timeout_s
+    from .serving.pods import selector
+
+    def wait(t: Topology) -> dict:
+        if t.min_replicas != 0 or cache is None:
+            return {}
+        return {"cold_start_s": cold_start_seconds(t, cache, node_ready_s),
+                "first_request_s": first_request_timeout_s(t, cache, node_ready_s)}
+    return [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
+                       {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t))
+            for t in topologies.values()]
 
 
 def cluster_problems(args) -> list[str]:
@@ -78,10 +115,37 @@ def cluster_problems(args) -> list[str]:
     return check(args, list(args.pools)) + token_identity(args.provider_config)[2]
 
 
+def scale_to_zero_problems(cfg: StackConfig, topologies: dict[str, Topology]) -> list[str]:
+    """Where replicas.min 0 cannot hold, one `field: problem` line per model (all at once): production keeps a
+    replica warm; the model must be a single-node Deployment KEDA scales; and the gateway must run, because
+    the request that wakes the model waits in its endpoint picker's flow-control queue, the metric KEDA reads
+    (docs/scale-to-zero.md)."""
+    problems = []
+    for i, dep in enumerate(cfg.models):
+        if dep.replicas.min != 0:
+            continue
+        field = f"models[{i}].replicas.min"
+        if cfg.production:
+            problems.append(f"{field}: 0 (scale to zero) is for dev and staging; production keeps at least one "
+                            f"replica of {dep.name} warm (its first request would wait a whole cold start); set "
+                            f"min >= 1")
+            continue
+        t = topologies.get(dep.name)
+        if t is not None and t.multi_node:
+            problems.append(f"{field}: 0 (scale to zero) needs a single-node replica scaled by KEDA; {dep.name} is "
+                            f"planned as a multi-node RayService ({t.nodes_per_replica} x {t.instance_type} per "
+                            f"replica), which KEDA cannot scale and whose Ray head stays up; set min >= 1")
+        elif not cfg.gateway.enabled:
+            problems.append(f"{field}: 0 (scale to zero) needs the gateway (gateway.enabled is false): the first "
+                            f"request waits in the endpoint picker's flow-control queue, whose size wakes "
+                            f"{dep.name}; set gateway.enabled: true, or min >= 1")
+    return problems
+
+
 def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
                   provider_config: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Every rule that needs the plan, as `field: problem` lines: the cloud's checks, the cache's loader and
-    pinned revisions."""
+    pinned revisions, scale to zero."""
     problems = cluster_problems(cluster_args(cfg, topologies, provider_config=(provider_config or {}).get("aws")))
     if cfg.model_cache.kind == "nvme" and cfg.cloud != "gcp":  # GCP's check names machine types without local SSDs
         # an existing cluster's nodes are no catalog type: the stack describes no local NVMe on them
@@ -93,7 +157,7 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
             check()
         except CacheError as e:
             problems += e.errors
-    return problems
+    return problems + scale_to_zero_problems(cfg, topologies)
 
 
 class ValidatedPlan(dict):

@@ -64,9 +64,13 @@ def planned(stack: str, preview: bool = False):
 def plan_config(values: dict, preview: bool = False, secrets: dict | None = None, stack: str = "test"):
     """Offline plan of an in-memory config: {"cloud": "aws", "models": [...], ...} (keys without prefix).
 
-    Secrets default to a placeholder hfToken; pass secrets={} to leave it out.
+    Secrets default to a placeholder hfToken; pass secrets={} to leave it out. gatewayApiKeys gets a placeholder
+    unless given.
     """
-    secrets = {"hfToken": OFFLINE_SECRET} if secrets is None else secrets
+    secrets = {"hfToken": OFFLINE_SECRET} if secrets is None else dict(secrets)
+    if "gatewayApiKeys" not in secrets:  # a placeholder key per gateway client (components/config/gateway.py)
+        clients = (values.get("gateway") or {}).get("clients") or ["default"]
+        secrets["gatewayApiKeys"] = json.dumps({c: f"{OFFLINE_SECRET}-{c}" for c in clients})
     config = {f"vllm-platform:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
     config.update({f"vllm-platform:{k}": v for k, v in secrets.items()})
     resources, exports = run_program(config, [f"vllm-platform:{k}" for k in secrets], stack, preview)

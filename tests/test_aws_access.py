@@ -113,8 +113,10 @@ def _kubeconfig_exec(**provider: str) -> dict:
     config = {"vllm-platform:cloud": "aws", "vllm-platform:hfToken": OFFLINE_SECRET,
               "vllm-platform:models": json.dumps(MODELS),
               "vllm-platform:aws": json.dumps({"region": "us-east-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"]}),
+              # the gateway's API keys (a secret every non-dev gateway needs; components/config/gateway.py)
+              "vllm-platform:gatewayApiKeys": json.dumps({"default": f"{OFFLINE_SECRET}-default"}),
               **provider}
-    _, exports = run_program(config, ["vllm-platform:hfToken"], "token-test")
+    _, exports = run_program(config, ["vllm-platform:hfToken", "vllm-platform:gatewayApiKeys"], "token-test")
     return yaml.safe_load(exports["kubeconfig"])["users"][0]["user"]["exec"]
 
 

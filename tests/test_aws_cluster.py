@@ -206,7 +206,8 @@ def test_cluster_autoscaler_runs_under_its_own_pod_identity_role():
     release = one(res, "kubernetes:helm.sh/v3:Release", "vllm-cluster-autoscaler-release").inputs
     assert release["chart"] == "cluster-autoscaler" and release["namespace"] == "kube-system"
     assert release["values"]["autoDiscovery"] == {"clusterName": "llama405b-prod"}
-    assoc = one(res, "aws:eks/podIdentityAssociation:PodIdentityAssociation").inputs
+    assoc = one(res, "aws:eks/podIdentityAssociation:PodIdentityAssociation",
+                "vllm-cluster-autoscaler-identity").inputs
     assert (assoc["namespace"], assoc["serviceAccount"]) == ("kube-system", "cluster-autoscaler")
     role = one(res, "aws:iam/role:Role", "vllm-cluster-autoscaler-role")
     assert json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"] == {

@@ -41,14 +41,16 @@ def test_the_schema_lists_both_components_with_their_inputs_and_outputs():
     platform, service = s["resources"]["vllm-platform:index:Platform"], s["resources"]["vllm-platform:index:VllmService"]
     assert set(s["resources"]) == {"vllm-platform:index:Platform", "vllm-platform:index:VllmService"}
     assert platform["isComponent"] and service["isComponent"]
-    assert set(platform["inputProperties"]) == {"config", "hfToken", "kubeconfig"}
+    assert set(platform["inputProperties"]) == {"config", "hfToken", "kubeconfig", "gatewayApiKeys"}
     assert platform["requiredInputs"] == ["config", "hfToken"]
     assert platform["inputProperties"]["config"]["plain"] is True  # planned before any resource exists
     assert set(platform["properties"]) == {"endpoints", "topology", "costPerHour", "clusterName", "apiEndpoint",
-                                           "oidcIssuer", "workloadIdentityPool", "kubeconfig", "grafana"}
+                                           "oidcIssuer", "workloadIdentityPool", "kubeconfig", "grafana",
+                                           "apiEndpoints"}
     assert set(service["inputProperties"]) == {"model", "gpuNodes", "namespace", "environment", "modelCache",
                                                "addons", "context", "blockStorageClass",
-                                               "networkPolicyEnforced", "hfToken", "kubeconfig"}
+                                               "networkPolicyEnforced", "hfToken", "kubeconfig", "gateway",
+                                               "gatewayApiKeys"}
     assert sorted(service["requiredInputs"]) == ["gpuNodes", "hfToken", "model"]
     assert set(service["properties"]) == {"endpoint", "topology", "grafana"}
     assert "Hugging Face token" in platform["inputProperties"]["hfToken"]["description"]
@@ -67,7 +69,8 @@ from pulumi.provider.experimental.component import ComponentProvider
 from components.package import COMPONENTS, PACKAGE, VllmService, Platform
 provider = ComponentProvider(COMPONENTS, PACKAGE)
 inputs = {{"model": {DEV_MODEL!r}, "gpuNodes": {DEV_NODES!r}, "namespace": "llm", "hfToken": "{OFFLINE_SECRET}",
-          "modelCache": {{"kind": "rwx", "storageClass": "nfs-client"}}, "blockStorageClass": "standard"}}
+          "modelCache": {{"kind": "rwx", "storageClass": "nfs-client"}}, "blockStorageClass": "standard",
+          "gatewayApiKeys": {{"default": "sk-package-test"}}}}
 args = provider.map_inputs(inputs, provider._component_defs["VllmService"])
 svc = VllmService("team-a", args)
 pulumi.export("endpoint", svc.endpoint)

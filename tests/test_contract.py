@@ -60,6 +60,8 @@ REACHED_BY_CONFIG = {
     "image-tag-pinned": "serving.rayImage",
     "tp-within-node": "models[].tensorParallelSize against the GPUs per node: a plan refusal",
     "pp-needs-fast-fabric": "a replica spanning nodes without a fast fabric: a plan refusal",
+    "gateway-auth-outside-dev": "gateway.enabled / gateway.auth outside dev (config/gateway.py check_gateway)",
+    "no-scale-to-zero-in-production": "models[].replicas.min 0 in production (wiring.scale_to_zero_problems)",
 }
 BY_CONSTRUCTION = {  # no stack key reaches the property the rule reads; every shipped stack passes them
     "imdsv2-required": "cluster/aws/node_pools.py launch template: httpTokens required, hop limit fixed",
@@ -289,11 +291,12 @@ def test_the_components_take_their_own_argument_classes():
     from components.cluster.aws.component import AwsClusterArgs, AwsGpuCluster
     from components.cluster.existing import ExistingCluster, ExistingClusterArgs
     from components.cluster.gcp.component import GcpClusterArgs, GcpGpuCluster
+    from components.gateway import GatewayArgs, InferenceGateway
     from components.serving.service import ServingArgs, VllmService
 
     for component, args in ((AwsGpuCluster, AwsClusterArgs), (GcpGpuCluster, GcpClusterArgs),
                             (ExistingCluster, ExistingClusterArgs), (ModelCache, ModelCacheArgs),
-                            (VllmService, ServingArgs)):
+                            (VllmService, ServingArgs), (InferenceGateway, GatewayArgs)):
         (param,) = [p for p in inspect.signature(component.__init__).parameters.values() if p.name == "args"]
         assert param.annotation in (args, args.__name__), component
 
@@ -316,6 +319,10 @@ def test_wiring_builds_each_components_arguments_from_one_config():
     assert (cache.namespace, cache.revisions) == ("llm", {"meta-llama/Llama-3.1-8B-Instruct": "0" * 40})
     serving = serving_args(cfg)
     assert (serving.namespace, serving.production) == ("llm", True)
+    assert (serving.gateway, serving.api_key_client) == (True, None)  # the gateway checks the keys
+    dev = serving_args(parse({**AWS, "gateway": {"enabled": False, "clients": ["team-a", "team-b"]},
+                              "models": [model()]}, {"hfToken"}))
+    assert (dev.gateway, dev.api_key_client) == (False, "team-a")  # no gateway: vLLM checks team-a's key
     gcp_cfg = parse({**GCP, "models": [model()]}, {"hfToken"})
     gcp = cluster_args(gcp_cfg, plan_stack(gcp_cfg))
     assert isinstance(gcp, GcpClusterArgs) and gcp.cache_gib == 30 and not gcp.production

@@ -61,15 +61,17 @@ def test_the_workloads_stack_serves_a_model_on_the_cluster_stacks_cluster(cluste
 
     CLOUD_OUTPUTS["pulumi:pulumi:StackReference"] = stack_reference
     try:
-        resources, out = run_example("workloads-stack", {"vllm-workloads:hfToken": OFFLINE_SECRET},
-                                     ["vllm-workloads:hfToken"])
+        resources, out = run_example("workloads-stack", {"vllm-workloads:hfToken": OFFLINE_SECRET,
+                                                         "vllm-workloads:gatewayApiKeys": '{"default": "k"}'},
+                                     ["vllm-workloads:hfToken", "vllm-workloads:gatewayApiKeys"])
     finally:
         del CLOUD_OUTPUTS["pulumi:pulumi:StackReference"]
     assert refs == ["acme/vllm-cluster/prod"]
     assert out["endpoint"] == "http://llama-70b.team-a.svc.cluster.local:8000/v1"
     assert out["topology"]["instance_type"] == "existing-h100x8"
-    types = {r.type for r in resources}
-    assert "kubernetes:helm.sh/v3:Release" not in types  # the cluster stack's add-ons are used
+    # the cluster stack's add-ons and gateway are used: the only chart here is the model's endpoint picker
+    assert [r.inputs["chart"].rsplit("/", 1)[-1] for r in resources
+            if r.type == "kubernetes:helm.sh/v3:Release"] == ["llm-d-router-gateway"]
     [provider] = [r for r in resources if r.type == "pulumi:providers:kubernetes"]
     secret_sig = "4dabf18193072939515e22adb298388d"  # Pulumi's marker of a secret value on the wire
     assert provider.inputs["kubeconfig"] == {secret_sig: "1b47061264138c4ac30d75fd1eb44270",

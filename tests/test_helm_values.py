@@ -51,6 +51,20 @@ FREE_FORM = {
     # Command-line flags map rendered as --key=value.
     "extraArgs": "flag map rendered as --key=value",
     "extraEnv": "env map or list", "env": "env list or map",
+    # gateway-helm: config.envoyGateway is the EnvoyGateway object written verbatim into the controller's
+    # ConfigMap (its values.yaml: "Visit .../extension_types/#envoygateway to view all options").
+    "envoyGateway": "Envoy Gateway's EnvoyGateway configuration object",
+    # policy/v1 PodDisruptionBudget spec fields the chart copies verbatim (aws-load-balancer-controller
+    # templates/pdb.yaml: toYaml .Values.podDisruptionBudget; its default is {}).
+    "podDisruptionBudget": "PodDisruptionBudget spec fields",
+    # llm-d-router routerlib: monitoring.prometheus.extraLabels (labels put on its ServiceMonitor) and
+    # epp.pluginsCustomConfig (config file name -> its text, rendered into the EPP's ConfigMap).
+    "extraLabels": "label map", "pluginsCustomConfig": "config file name -> EndpointPickerConfig text",
+}
+# Keys a chart requires but ships commented out in values.yaml (so absent from the parsed defaults).
+REQUIRED_COMMENTED = {
+    # llm-d-router routerlib values.yaml: `# matchLabels: # REQUIRED in parent charts if creating inference pool`
+    "router.modelServers.matchLabels",
 }
 
 
@@ -122,7 +136,8 @@ def unknown_keys(values: dict, chart_dir: Path, path: tuple[str, ...] = (),
             if sub is not None and isinstance(value, dict):
                 yield from (f"{key}.{p}" for p in unknown_keys(value, sub, parent=(chart_dir, key)))
                 continue
-        known = any(isinstance(d, dict) and key in d for d in defaults)
+        known = any(isinstance(d, dict) and key in d for d in defaults) or ".".join(
+            (parent[1],) + here if parent else here) in REQUIRED_COMMENTED
         if not known and not _in_schema(chart_schema(chart_dir), here):
             yield ".".join(here)
             continue
@@ -132,7 +147,8 @@ def unknown_keys(values: dict, chart_dir: Path, path: tuple[str, ...] = (),
 
 
 def releases(resources) -> list[tuple[str, str, str, dict]]:
-    return [(r.name, r.inputs["chart"], r.inputs["version"], r.inputs.get("values") or {})
+    # an OCI chart is given as oci://registry/path/<chart>: the vendored directory is named after <chart>
+    return [(r.name, r.inputs["chart"].rsplit("/", 1)[-1], r.inputs["version"], r.inputs.get("values") or {})
             for r in resources if r.type == RELEASE]
 
 
@@ -206,6 +222,8 @@ def test_every_values_key_exists_in_the_chart_in_configs_no_stack_ships(variant)
      "prometheus.prometheusSpec.retension"),
     ({"cdi": {"default": True}}, ("gpu-operator", "v26.7.0"), "cdi.default"),
     ({"tolerationz": []}, ("aws-efa-k8s-device-plugin", "v0.5.30"), "tolerationz"),
+    ({"enableServiceMutatorWebhooks": False}, ("aws-load-balancer-controller", "3.5.0"), "enableServiceMutatorWebhooks"),
+    ({"serviceAccount": {"nam": "x"}}, ("aws-load-balancer-controller", "3.5.0"), "serviceAccount.nam"),
 ])
 def test_a_misspelt_key_is_caught(values, chart, bad):
     assert list(unknown_keys(values, _key(*chart))) == [bad]

@@ -67,12 +67,15 @@ def test_both_keys_set_and_apart_is_a_config_error_naming_both():
 def program_config(raw: dict, **provider: str) -> dict[str, str]:
     config = {f"vllm-platform:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()}
     config["vllm-platform:hfToken"] = OFFLINE_SECRET
+    # the gateway's API keys (one placeholder per default client; components/config/gateway.py)
+    config["vllm-platform:gatewayApiKeys"] = json.dumps({"default": f"{OFFLINE_SECRET}-default"})
     config.update(provider)
     return config
 
 
 def run(raw: dict, **provider: str):
-    return run_program(program_config(raw, **provider), ["vllm-platform:hfToken"], "provider-test")
+    return run_program(program_config(raw, **provider), ["vllm-platform:hfToken", "vllm-platform:gatewayApiKeys"],
+                       "provider-test")
 
 
 def test_the_explicit_aws_provider_gets_the_stack_files_aws_settings():

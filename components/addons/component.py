@@ -18,7 +18,7 @@ from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.load import ConfigError
 from ..config.schema import Addons, FabricAddon
 from ..versions import CHARTS
-from . import fabrics, gke_nccl, gpu_operator, keda, kuberay, prometheus
+from . import aws_lb_controller, fabrics, gke_nccl, gpu_operator, keda, kuberay, prometheus
 from .placement import gpu_tolerations
 
 # Enough for the GPU Operator's CRD-upgrade hook and Prometheus' volume to be provisioned (seconds).
@@ -55,7 +55,8 @@ class ClusterAddons(pulumi.ComponentResource):
         self._name = name
         self._cluster = cluster
         system = cluster.system_node_selector
-        ready: dict[str, list] = {"gpu": [], "monitoring": [], "kuberay": [], "keda": [], "network": []}
+        ready: dict[str, list] = {"gpu": [], "monitoring": [], "kuberay": [], "keda": [], "network": [],
+                                  "load-balancer": []}
 
         prom = settings.prometheus
         if prom.enabled:
@@ -87,6 +88,12 @@ class ClusterAddons(pulumi.ComponentResource):
                 after=monitors))
         if settings.keda.enabled:
             ready["keda"].append(self._release("keda", keda.NAMESPACE, keda.keda_values(system)))
+
+        lbc = cluster.load_balancer_controller
+        if lbc is not None:  # EKS: after its Pod Identity association (the namespace exists: kube-system)
+            ready["load-balancer"].append(self._chart(
+                "aws-load-balancer-controller", lbc.namespace,
+                aws_lb_controller.lb_controller_values(lbc, system), list(lbc.depends_on)))
 
         pools = fabrics.fabric_pools(cluster)
         rdma = fabrics.rdma_resource(pools.get(fabrics.NETWORK_OPERATOR, []))

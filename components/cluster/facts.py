@@ -112,6 +112,20 @@ COREDNS = "coredns"  # EKS, kubeadm and most self-managed clusters
 KUBE_DNS = "kube-dns"  # GKE Standard's default provider
 
 
+@dataclass(frozen=True)
+class LoadBalancerController:
+    """An NLB controller the cluster component prepared (EKS: the AWS Load Balancer Controller's Pod Identity
+    role); the add-ons install it (components/addons/aws_lb_controller.py) and a LoadBalancer Service that sets
+    its class gets an NLB. Present: the gateway sets the NLB fields on its Service."""
+    cluster_name: str
+    region: str
+    vpc_id: Any  # Input[str]
+    namespace: str
+    service_account: str  # the one the Pod Identity association names
+    highly_available: bool  # production: two replicas and a PodDisruptionBudget
+    depends_on: list[Any] = field(default_factory=list)  # the Pod Identity association (role and policy)
+
+
 @dataclass
 class ClusterFacts:
     cloud: str  # "aws" | "gcp" | "existing": for names and messages only; add-ons read the facts below
@@ -137,6 +151,9 @@ class ClusterFacts:
     # Seconds from a GPU pool's node being asked for to a GPU pod starting on it (NEW_GPU_NODE_READY_S for a
     # pool the cluster component creates); the serving rollout deadlines add it.
     gpu_node_ready_s: int = EXISTING_GPU_NODE_READY_S
+    # EKS: the AWS Load Balancer Controller's identity, for the add-on that installs it (None: no NLB controller;
+    # a LoadBalancer Service gets whatever the cluster's own cloud provider gives it).
+    load_balancer_controller: LoadBalancerController | None = None
 
     def pool_for(self, instance_type: str) -> GpuPool:
         return self.gpu_pools[instance_type]
@@ -149,7 +166,8 @@ class AddonsFacts:
     `ready` maps a capability to the resources a custom resource of that kind must depend on
     (the operator release that installs its CRDs), so that the first `pulumi up` on an empty
     cluster succeeds: "keda" (ScaledObject), "kuberay" (RayService), "monitoring" (ServiceMonitor,
-    PodMonitor, PrometheusRule), "network" (NetworkAttachmentDefinition / RDMA resources).
+    PodMonitor, PrometheusRule), "network" (NetworkAttachmentDefinition / RDMA resources), "load-balancer"
+    (a LoadBalancer Service that asks for the NLB controller's class: ClusterFacts.load_balancer_controller).
     An add-on switched off in config leaves its key with [] and the stack uses what the cluster has.
     """
     prometheus_url: str  # what KEDA's Prometheus triggers query

@@ -17,7 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from .schema import DNS_LABEL, PROJECT, StackConfig
 
-SECRET_KEYS = {"hfToken": "the Hugging Face token", "kubeconfig": "the kubeconfig of an existing cluster"}
+SECRET_KEYS = {"hfToken": "the Hugging Face token", "kubeconfig": "the kubeconfig of an existing cluster",
+               # components/config/gateway.py: {"client": "key", ...}, one key per gateway.clients entry
+               "gatewayApiKeys": "the gateway's API keys (a JSON object {client: key})"}
 REQUIRED_SECRETS = {"hfToken"}
 
 
@@ -230,6 +232,7 @@ class LoadedConfig:
     # The stack's `aws:*` / `gcp:*` keys (`region`, `profile`, `assumeRoles`, ...; secrets as Pulumi secrets):
     # the explicit providers (components/providers.py) get them, as the default provider would.
     provider_config: dict[str, dict[str, Any]] = dc_field(default_factory=dict)
+    gateway_api_keys: Any | None = None  # pulumi.Output[dict[str, str]], secret (gatewayApiKeys)
 
 
 PROVIDER_PACKAGES = ("aws", "gcp")
@@ -263,4 +266,5 @@ def load_stack_config(required: set[str] = REQUIRED_SECRETS) -> LoadedConfig:
                 if key in all_keys}
     cfg = parse(raw, secret, plain, provider=defaults, required=required)
     conf = pulumi.Config(PROJECT)
-    return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"), provider_settings(all_keys))
+    return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"), provider_settings(all_keys),
+                        conf.get_secret_object("gatewayApiKeys"))

@@ -20,7 +20,9 @@ class Sla(_Base):
 
 
 class Replicas(_Base):
-    min: int = Field(1, ge=1, description="replicas kept running (>= 1: a cold 70B start takes minutes)")
+    min: int = Field(1, ge=0, description="replicas kept running; 0 (dev and staging, single-node models behind the "
+                                          "gateway) scales to zero when idle and the first request waits a cold start "
+                                          "(docs/scale-to-zero.md)")
     max: int = Field(8, ge=1, description="ceiling for the autoscaler")
 
     @model_validator(mode="after")

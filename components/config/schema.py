@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 
 from .addons import AddonSwitch, Addons, FabricAddon, GpuOperatorAddon, PrometheusAddon, Serving
 from .base import DNS_LABEL, PROJECT, _Base, field_error
+from .gateway import GatewaySettings, check_gateway
 from .clouds import AwsSettings, ClusterSettings, ExistingSettings, GcpSettings, GpuNodes, NodeTaint
 from .models import Architecture, ModelCache, ModelDeployment, Replicas, Sla
 
@@ -32,6 +33,7 @@ class StackConfig(_Base):
     model_cache: ModelCache = ModelCache()
     addons: Addons = Addons()
     serving: Serving = Serving()
+    gateway: GatewaySettings = GatewaySettings()  # components/config/gateway.py
 
     @model_validator(mode="after")
     def _cloud_settings(self):
@@ -46,6 +48,11 @@ class StackConfig(_Base):
             raise field_error("models", f"duplicate name(s) {', '.join(dup)}; names must be unique")
         if self.cloud == "existing" and self.model_cache.kind == "rwx" and not self.model_cache.storage_class:
             raise field_error("modelCache", "storageClass is required for an rwx cache on an existing cluster")
+        return self
+
+    @model_validator(mode="after")
+    def _gateway_fits_stack(self):
+        check_gateway(self.gateway, self.cloud, self.environment)
         return self
 
     @model_validator(mode="after")

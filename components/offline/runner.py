@@ -89,6 +89,10 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
         notes.append("hfToken is not in the stack file (set it with `pulumi config set --secret hfToken`); "
                      "the offline plan uses a placeholder secret")
         config[token], secret_keys = OFFLINE_SECRET, secret_keys + [token]
+    keys = f"{PROJECT}:gatewayApiKeys"  # components/config/gateway.py: one placeholder key per client
+    if keys not in config:
+        clients = (raw.get(f"{PROJECT}:gateway") or {}).get("clients") or ["default"]
+        config[keys], secret_keys = json.dumps({c: f"{OFFLINE_SECRET}-{c}" for c in clients}), secret_keys + [keys]
     return config, secret_keys
 
 

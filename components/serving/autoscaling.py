@@ -1,8 +1,14 @@
 """KEDA autoscaling of single-node replicas, from vLLM's own queue and KV-cache gauges.
 
 The ScaledObject targets the Deployment (it has a scale subresource; a RayCluster or RayService has
-none, so multi-node replicas scale through Ray Serve instead, see rayservice.py). Both triggers are
+none, so multi-node replicas scale through Ray Serve instead, see rayservice.py). Every trigger is
 AverageValue: the HPA divides the summed metric by the replica count, so thresholds are per replica.
+
+Scale to zero (replicas.min 0, dev and staging, single-node only; docs/scale-to-zero.md): with no model
+pod running, vLLM's gauges have no series at all, so they cannot wake the model. The gateway's endpoint
+picker (EPP) holds the first request in its flow-control queue while the pool has no endpoint, and counts
+it in metrics.EPP_PENDING_REQUESTS: that trigger activates KEDA (0 -> 1), and the
+in-flight vLLM gauge keeps the model up while any request runs (1 -> 0 only after COOLDOWN_S of none).
 """
 from __future__ import annotations
 
@@ -37,11 +43,21 @@ def series_selector(namespace: str, t: Topology) -> str:
     return f'{{namespace="{namespace}",model_name="{t.served_model_name}"}}'
 
 
+def inference_pool_name(t: Topology) -> str:
+    """The InferencePool the gateway routes this model to: named after the model, in its namespace (the pool
+    names its EPP by a same-namespace Service, so the EPP's series carry this namespace too)."""
+    return t.served_model_name
+
+
 def queries(namespace: str, t: Topology) -> dict[str, str]:
     sel = series_selector(namespace, t)
     return {
         "waiting": f"sum({metrics.name('num_requests_waiting')}{sel})",
         "kv": f"sum({metrics.name('kv_cache_usage_perc')}{sel})",
+        "running": f"sum({metrics.name('num_requests_running')}{sel})",
+        # the EPP's flow-control queue for this model's pool (the gateway's ServiceMonitor scrapes it)
+        "gateway": f'sum({metrics.EPP_PENDING_REQUESTS}{{namespace="{namespace}",'
+                   f'inference_pool="{inference_pool_name(t)}"}})',
     }
 
 
@@ -49,15 +65,36 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def scales_to_zero(t: Topology) -> bool:
+    return t.min_replicas == 0
+
+
+# Activation (0 <-> 1) when scaling to zero: a trigger is active while its value is ABOVE this. vLLM's KV
+# usage is a scaling signal only (its value never exceeds 1, so it never activates): whether the model is
+# busy comes from the request counts, exactly 0 on an idle engine.
+ACTIVATION = {"waiting-requests": 0, "kv-cache-usage": 1, "running-requests": 0, "gateway-queue": 0}
+
+
 def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_url: str,
                        serving: Serving) -> dict:
     q = queries(namespace, t)
-    trigger = lambda name, query, threshold: {  # noqa: E731
-        "type": "prometheus", "name": name, "metricType": "AverageValue",
-        "metadata": {"serverAddress": prometheus_url, "query": query, "threshold": _fmt(threshold),
-                     # no samples (e.g. Prometheus restarting) means no load, not an error
-                     "ignoreNullValues": "true"},
-    }
+    zero = scales_to_zero(t)
+
+    def trigger(name: str, query: str, threshold: float) -> dict:
+        meta = {"serverAddress": prometheus_url, "query": query, "threshold": _fmt(threshold),
+                # no samples (e.g. Prometheus restarting) means no load, not an error
+                "ignoreNullValues": "true"}
+        if zero:
+            meta["activationThreshold"] = _fmt(ACTIVATION[name])
+        return {"type": "prometheus", "name": name, "metricType": "AverageValue", "metadata": meta}
+
+    triggers = [trigger("waiting-requests", q["waiting"], waiting_threshold(t, serving)),
+                trigger("kv-cache-usage", q["kv"], kv_threshold(t, serving))]
+    if zero:
+        # the wake-up: requests the gateway holds for the empty pool (also scales out when it queues there)
+        triggers.append(trigger("gateway-queue", q["gateway"], waiting_threshold(t, serving)))
+        # keeps the model up while it answers; a full batch per replica is the planned concurrency
+        triggers.append(trigger("running-requests", q["running"], t.concurrency_per_replica))
     return {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
         "pollingInterval": POLLING_S,
@@ -73,6 +110,5 @@ def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_
             "scaleDown": {"stabilizationWindowSeconds": serving.scale_down_window_s, "selectPolicy": "Min",
                           "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]},
         }}},
-        "triggers": [trigger("waiting-requests", q["waiting"], waiting_threshold(t, serving)),
-                     trigger("kv-cache-usage", q["kv"], kv_threshold(t, serving))],
+        "triggers": triggers,
     }

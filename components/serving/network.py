@@ -2,6 +2,8 @@
 its pods a voluntary disruption may take (PodDisruptionBudget)."""
 from __future__ import annotations
 
+from ..gateway.objects import NAMESPACE as GATEWAY_NAMESPACE
+from ..gateway.objects import PROXY_POD_LABELS as GATEWAY_POD
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from .pods import MODEL_LABEL, ROLE_LABEL, selector
@@ -13,6 +15,8 @@ PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
 KUBERAY_OPERATOR_POD = {"app.kubernetes.io/name": "kuberay-operator"}
 RAY_DASHBOARD_PORT = 8265
 RAY_ROLES = ["ray-head", "ray-worker"]
+# The inference gateway's Envoy proxies (GATEWAY_POD in GATEWAY_NAMESPACE, components/gateway/objects.py) call
+# the API port; the endpoint pickers run in the serving namespace itself (its peer `podSelector: {}`).
 
 
 def service_spec(model: str) -> dict:
@@ -41,12 +45,15 @@ def _from_namespace(namespace: str | None, pod_labels: dict[str, str]) -> list[d
 
 
 def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[str],
-                        prometheus_namespace: str | None = None, kuberay_namespace: str | None = None) -> dict:
-    """Ingress only; egress stays open (the prefetch reaches the Hub, engines reach each other)."""
+                        prometheus_namespace: str | None = None, kuberay_namespace: str | None = None,
+                        gateway: bool = True) -> dict:
+    """Ingress only; egress stays open (the prefetch reaches the Hub, engines reach each other).
+    gateway: the inference gateway's Envoy proxies may call the API port (the stack's `gateway:` block)."""
+    callers = _clients(allowed_namespaces) + (_from_namespace(GATEWAY_NAMESPACE, GATEWAY_POD) if gateway else [])
     if not multi_node:
         # vLLM serves /metrics on the API port
         return {"podSelector": {"matchLabels": selector(model, "server")}, "policyTypes": ["Ingress"],
-                "ingress": [{"from": _clients(allowed_namespaces), "ports": _ports(VLLM_PORT)},
+                "ingress": [{"from": callers, "ports": _ports(VLLM_PORT)},
                             {"from": _from_namespace(prometheus_namespace, PROMETHEUS_POD),
                              "ports": _ports(VLLM_PORT)}]}
     ray_pods = {"matchLabels": {MODEL_LABEL: model},
@@ -55,7 +62,7 @@ def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[s
             "ingress": [
                 # GCS, raylets, object transfer and NCCL's bootstrap between the model's own Ray pods
                 {"from": [{"podSelector": ray_pods}]},
-                {"from": _clients(allowed_namespaces), "ports": _ports(VLLM_PORT)},
+                {"from": callers, "ports": _ports(VLLM_PORT)},
                 {"from": _from_namespace(prometheus_namespace, PROMETHEUS_POD), "ports": _ports(METRICS_PORT)},
                 # the dashboard port also takes Ray job submissions: only the operator may reach it
                 {"from": _from_namespace(kuberay_namespace, KUBERAY_OPERATOR_POD),

@@ -46,6 +46,7 @@ import yaml
 from ..cache import CacheFacts, cache_env
 from ..cluster.facts import GpuPool
 from ..config.schema import Serving
+from ..gateway.objects import ray_request_router
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import RAY_VERSION
@@ -215,6 +216,7 @@ def llm_config(t: Topology, serving: Serving | None = None, budget_s: int | None
             "max_ongoing_requests": ceiling,
             "health_check_period_s": HEALTH_CHECK_PERIOD_S, "health_check_timeout_s": HEALTH_CHECK_TIMEOUT_S,
             "graceful_shutdown_timeout_s": GRACEFUL_SHUTDOWN_S,
+            **ray_request_router(),  # issue 12 (components/gateway/objects.py): prefix-cache-aware replica routing
         },
     }
     if budget_s is not None:

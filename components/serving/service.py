@@ -16,10 +16,13 @@ import pulumi_kubernetes as k8s
 from ..cache import CacheFacts, as_run_error
 from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.schema import Serving
+from ..gateway.component import KEYS_SECRET
+from ..gateway.objects import with_api_key
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import VLLM_IMAGE
 from .autoscaling import scaled_object_spec, waiting_threshold
+from .cold_start import cold_start, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
@@ -38,6 +41,11 @@ class ServingArgs:
     namespace: str = "vllm"
     production: bool = False
     serving: Serving = field(default_factory=Serving)
+    # The stack's inference gateway (components/gateway/): its Envoy proxies may call the API port
+    gateway: bool = False
+    # No gateway but API keys (dev, gateway.enabled false): vLLM checks this client's key itself (VLLM_API_KEY
+    # from the gateway-api-keys Secret); None: vLLM takes every request the NetworkPolicy lets in
+    api_key_client: str | None = None
 
 
 def serving_images(args: ServingArgs, t: Topology) -> list[str]:
@@ -62,10 +70,17 @@ def second_replica(t: Topology) -> tuple[int, float]:
 
 
 def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> dict:
-    """What the plan prints under each model: the start-up budget's terms, the rollout and drain, and
-    what a production reviewer must see (a single replica, an unpinned model)."""
+    """What the plan prints under each model: the start-up budget's terms, the rollout and drain, the wait
+    of a first request after scaling to zero, and what a production reviewer must see (a single replica, an
+    unpinned model). `node_ready_s`: ClusterFacts.gpu_node_ready_s."""
     b = cache.budget(t)
     out: dict = {"startup": {**b.terms(), "text": b.describe()}, "warnings": []}
+    if t.min_replicas == 0:
+        c = cold_start(t, cache, node_ready_s)
+        out["coldStart"] = {**c.terms(), "text": c.describe()}
+        held = hold_warning(t.served_model_name, c.total_s)
+        if held:
+            out["warnings"].append(held)
     if not t.multi_node:
         out["rollout"] = rollout_strategy(t)["rollingUpdate"]
         out["drainS"] = drain_s(t)
@@ -129,10 +144,12 @@ class VllmService(pulumi.ComponentResource):
                 opts=needs("monitoring"))
         else:
             create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
+            spec = deployment_spec(model, t, pool, cache, model_labels(model, "server", labels), facts.gpu_node_ready_s)
+            if args.api_key_client:  # issue 12: no gateway, vLLM checks the key
+                spec = with_api_key(spec, KEYS_SECRET, args.api_key_client)
             self.workload = k8s.apps.v1.Deployment(
                 f"{name}-deployment", metadata=meta(model, "server"),
-                spec=deployment_spec(model, t, pool, cache, model_labels(model, "server", labels),
-                                     facts.gpu_node_ready_s),
+                spec=spec,
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                     # KEDA owns the replica count once the Deployment exists
                     ignore_changes=["spec.replicas"],
@@ -152,7 +169,8 @@ class VllmService(pulumi.ComponentResource):
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=meta(model, runtime),
             spec=network_policy_spec(model, t.multi_node, args.serving.allowed_namespaces,
-                                     addons.prometheus_namespace, addons.kuberay_namespace), opts=child)
+                                     addons.prometheus_namespace, addons.kuberay_namespace,
+                                     gateway=args.gateway), opts=child)
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(model, runtime), spec=pdb_spec(model, t), opts=child)
         severity = "critical" if args.production else "warning"

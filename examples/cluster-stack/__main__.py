@@ -9,8 +9,9 @@ from components.addons import ClusterAddons
 from components.catalog import INSTANCE_TYPES
 from components.config import ConfigError, load_stack_config
 from components.planner import NoFeasibleTopology
-from components.wiring import validated_plan
+from components.gateway import InferenceGateway
 from components.platform import cluster_component
+from components.wiring import gateway_args, validated_plan
 from components.providers import cloud_provider_opts
 
 try:
@@ -23,6 +24,10 @@ except (ConfigError, NoFeasibleTopology) as err:
 
 cluster = cluster_component("vllm-cluster", loaded, topologies, opts)
 addons = ClusterAddons("vllm-addons", cluster.facts, loaded.config.addons, opts=opts).facts
+# The inference gateway's controllers, load balancer and Gateway, once per cluster; each workloads stack adds its
+# models' routes, pools and keys (gateway.install: false there). docs/gateway.md.
+gateway = InferenceGateway("vllm-gateway", gateway_args(loaded.config, [], cluster.facts, None), cluster.facts.provider,
+                           depends_on=[*cluster.facts.depends_on, *addons.depends("load-balancer")], opts=opts)
 
 
 def gpu_nodes(instance_type: str) -> dict:
@@ -40,3 +45,4 @@ pulumi.export("gpuNodes", {t.instance_type: gpu_nodes(t.instance_type) for t in 
 pulumi.export("storageClass", cluster.facts.rwx_storage_class)
 pulumi.export("prometheusUrl", addons.prometheus_url)
 pulumi.export("monitorLabels", addons.monitor_labels)
+pulumi.export("gatewayAddress", gateway.address_command)

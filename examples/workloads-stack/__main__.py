@@ -22,7 +22,9 @@ service = VllmService(model["name"], VllmServiceArgs(
     environment=config.get("environment") or "dev",
     model_cache={"kind": "rwx", "storageClass": stack_output(cluster, "storageClass")},
     addons=addons, network_policy_enforced=True,  # EKS VPC CNI with network policy on (the cluster stack)
-    hf_token=config.require_secret("hfToken"), kubeconfig=cluster.require_output("kubeconfig")))
+    hf_token=config.require_secret("hfToken"), kubeconfig=cluster.require_output("kubeconfig"),
+    # the cluster stack runs the gateway: this stack adds the model's route, pool, picker and keys
+    gateway={"install": False}, gateway_api_keys=config.require_secret_object("gatewayApiKeys")))
 
 pulumi.export("endpoint", service.endpoint)
 pulumi.export("topology", service.topology)

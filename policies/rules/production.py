@@ -102,13 +102,8 @@ def min_replicas(r: StackResource, scaled: dict[tuple[str, str], StackResource])
     return [(f"Deployment {name}", as_number(get(r.props, "spec", "replicas") or 1))]
 
 
-@stack_rule("single-replica-in-production", ADVISORY,
-            "A production model whose fleet may shrink to one replica goes down for every drain of that "
-            "replica's nodes, every node upgrade and every engine crash: the PodDisruptionBudget lets one "
-            "replica go rather than block node maintenance forever.",
-            "set models[].replicas.min to 2 (the plan prints the price of a second replica), or accept the "
-            "downtime and say so in the stack file")
-def single_replica_in_production(resources: list[StackResource]):
+def production_minimums(resources: list[StackResource]):
+    """(serving workload, what, the fewest replicas it may run) of every production Deployment / RayService."""
     by_namespace = environments(resources)
     scaled = {}
     for so in resources:
@@ -120,5 +115,28 @@ def single_replica_in_production(resources: list[StackResource]):
         if r.type == DEPLOYMENT and not is_serving_workload(r.type, r.props):
             continue
         for what, fewest in min_replicas(r, scaled):
-            if fewest is not None and fewest <= 1:
-                yield r, f"{what} in production may run a single replica (minimum {int(fewest)})"
+            yield r, what, fewest
+
+
+@stack_rule("single-replica-in-production", ADVISORY,
+            "A production model whose fleet may shrink to one replica goes down for every drain of that "
+            "replica's nodes, every node upgrade and every engine crash: the PodDisruptionBudget lets one "
+            "replica go rather than block node maintenance forever.",
+            "set models[].replicas.min to 2 (the plan prints the price of a second replica), or accept the "
+            "downtime and say so in the stack file")
+def single_replica_in_production(resources: list[StackResource]):
+    for r, what, fewest in production_minimums(resources):
+        if fewest is not None and fewest <= 1:
+            yield r, f"{what} in production may run a single replica (minimum {int(fewest)})"
+
+
+@stack_rule("no-scale-to-zero-in-production", MANDATORY,
+            "A production model never scales to zero: its first request after an idle spell would wait a whole "
+            "cold start (GPU node, weights, engine start: many minutes) or time out. Scale to zero is for dev "
+            "and staging (docs/scale-to-zero.md).",
+            "set models[].replicas.min to 1 or more (the ScaledObject's minReplicaCount, KEDA's default being 0; "
+            "Serve LLM's autoscaling_config.min_replicas)")
+def no_scale_to_zero_in_production(resources: list[StackResource]):
+    for r, what, fewest in production_minimums(resources):
+        if fewest is not None and fewest < 1:
+            yield r, f"{what} in production may scale to zero (minimum {int(fewest)})"

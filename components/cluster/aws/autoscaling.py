@@ -16,7 +16,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from ...versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE, CLUSTER_AUTOSCALER_TAGS
-from .iam import POD_IDENTITY_PRINCIPAL, cluster_autoscaler_policy, trust_policy
+from .iam import cluster_autoscaler_policy, pod_identity_role
 from .node_pools import SYSTEM_LABELS
 
 NAMESPACE = "kube-system"
@@ -56,15 +56,10 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                  partition: str, account: str, provider: k8s.Provider, depends_on: list,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("vllm-platform:aws:ClusterAutoscaler", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        self.role = aws.iam.Role(f"{name}-role", assume_role_policy=trust_policy(POD_IDENTITY_PRINCIPAL),
-                                 description=f"cluster-autoscaler of {cluster_name} (Pod Identity)", opts=child)
-        policy = aws.iam.RolePolicy(
-            f"{name}-role-scaling", role=self.role.id,
-            policy=json.dumps(cluster_autoscaler_policy(partition, region, account, cluster_name)), opts=child)
-        association = aws.eks.PodIdentityAssociation(
-            f"{name}-identity", cluster_name=cluster.name, namespace=NAMESPACE, service_account=SERVICE_ACCOUNT,
-            role_arn=self.role.arn, opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, *depends_on]))
+        self.role, association = pod_identity_role(
+            name, cluster, NAMESPACE, SERVICE_ACCOUNT,
+            json.dumps(cluster_autoscaler_policy(partition, region, account, cluster_name)), self,
+            f"cluster-autoscaler of {cluster_name} (Pod Identity)", depends_on, policy_suffix="scaling")
         chart = CHARTS["cluster-autoscaler"]
         self.release = k8s.helm.v3.Release(
             f"{name}-release", name="cluster-autoscaler", chart=chart.chart, version=chart.version,

@@ -18,11 +18,14 @@ from ...config.schema import AwsSettings, ClusterSettings
 from ...config.schema import ModelCache as ModelCacheSettings
 from ...planner import Topology
 from ...versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
-from ..facts import COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, NEW_GPU_NODE_READY_S, ClusterFacts
+from ..facts import (COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, NEW_GPU_NODE_READY_S, ClusterFacts,
+                     LoadBalancerController)
 from ..pools import PoolSpec, pool_name
 from .autoscaling import ClusterAutoscaler
 from . import capacity
 from .capacity import PoolPlacement, plan_placement
+from .iam import (LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, load_balancer_controller_policy,
+                  pod_identity_role)
 from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, EksAddons, EksControlPlane, endpoint_reachability,
                             preview_secret_reader, token_identity)
 from .network import AwsNetwork, network_zones
@@ -142,6 +145,15 @@ class AwsGpuCluster(pulumi.ComponentResource):
         ClusterAutoscaler(f"{name}-autoscaler", self.cluster, cluster_name, settings.region, minor,
                           partition.partition, account, self.provider,
                           [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules], opts=child)
+        _, lbc_identity = pod_identity_role(
+            f"{name}-lb-controller", self.cluster, LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT,
+            load_balancer_controller_policy(partition.partition), self,
+            f"AWS Load Balancer Controller of {cluster_name} (Pod Identity)",
+            [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules])
+        lb_controller = LoadBalancerController(
+            cluster_name=cluster_name, region=settings.region, vpc_id=network.vpc_id,
+            namespace=LB_CONTROLLER_NAMESPACE, service_account=LB_CONTROLLER_SERVICE_ACCOUNT,
+            highly_available=args.production, depends_on=[lbc_identity])
         if settings.viewer_role_arns:
             preview_secret_reader(f"{name}-preview", self.provider, control.deployer_rules, self)
         storage_class, read_gbps = cache_facts(args)
@@ -151,6 +163,6 @@ class AwsGpuCluster(pulumi.ComponentResource):
             driver_preinstalled=True, kubeconfig=self.kubeconfig, depends_on=ready,
             block_storage_class=BLOCK_STORAGE_CLASS, network_policy_enforced=True,
             gpu_stack=EKS_GPU_STACK, fabric_software=dict(EKS_FABRIC_SOFTWARE), managed_control_plane=True,
-            cluster_dns=COREDNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S)
+            cluster_dns=COREDNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S, load_balancer_controller=lb_controller)
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})

@@ -10,6 +10,8 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+from .lb_controller_policy import POLICY_JSON as LB_CONTROLLER_POLICY_JSON
+
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 CLUSTER_POLICIES = ("AmazonEKSClusterPolicy",)
 # The CNI policy stays on the node role: aws-node must assign pod IPs before anything else on the
@@ -20,6 +22,11 @@ NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnl
                  "AmazonSSMManagedInstanceCore")
 EFS_CSI_POLICY = "service-role/AmazonEFSCSIDriverPolicy"
 EBS_CSI_POLICY = "service-role/AmazonEBSCSIDriverPolicy"
+# The AWS Load Balancer Controller runs where upstream installs it, under this service account; its Pod
+# Identity association names both, and the add-on (components/addons/aws_lb_controller.py) reads them from
+# ClusterFacts.load_balancer_controller.
+LB_CONTROLLER_NAMESPACE = "kube-system"
+LB_CONTROLLER_SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
 
 def managed_policy_arn(partition: str, name: str) -> str:
@@ -57,6 +64,30 @@ def cluster_autoscaler_policy(partition: str, region: str, account: str, cluster
          "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
          "Condition": {"StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster}": "owned"}}},
     ]}
+
+
+def load_balancer_controller_policy(partition: str) -> str:
+    """The AWS Load Balancer Controller's policy (upstream docs/install/iam_policy.json, lb_controller_policy.py)
+    for this partition. Upstream writes its ARNs for `aws`; its per-partition files (iam_policy_cn.json,
+    iam_policy_us-gov.json) lag behind the main one (they lack statements v3.5.0 needs), so the main file is
+    used everywhere with the partition of its ARNs replaced."""
+    return LB_CONTROLLER_POLICY_JSON.replace("arn:aws:", f"arn:{partition}:")
+
+
+def pod_identity_role(name: str, cluster: aws.eks.Cluster, namespace: str, service_account: str, policy: str,
+                      parent: pulumi.Resource, description: str, depends_on: list | None = None,
+                      policy_suffix: str = "policy") -> tuple[aws.iam.Role, aws.eks.PodIdentityAssociation]:
+    """A controller's own role, trusted by the Pod Identity agent, with one inline policy, and the association
+    that hands it to `namespace/service_account`. The association waits for the policy (the controller's
+    first AWS call must not race it) and for `depends_on` (the Pod Identity agent add-on)."""
+    opts = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(f"{name}-role", assume_role_policy=trust_policy(POD_IDENTITY_PRINCIPAL),
+                        description=description, opts=opts)
+    attached = aws.iam.RolePolicy(f"{name}-role-{policy_suffix}", role=role.id, policy=policy, opts=opts)
+    association = aws.eks.PodIdentityAssociation(
+        f"{name}-identity", cluster_name=cluster.name, namespace=namespace, service_account=service_account,
+        role_arn=role.arn, opts=pulumi.ResourceOptions(parent=parent, depends_on=[attached, *(depends_on or [])]))
+    return role, association
 
 
 def service_role(name: str, service: str, partition: str, managed: tuple[str, ...], parent: pulumi.Resource,

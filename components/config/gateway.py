@@ -1,0 +1,103 @@
+"""`gateway:`: how callers outside the cluster reach the models (components/gateway/, docs/gateway.md).
+
+One Gateway per stack (Envoy Gateway, on every cloud) in front of every model: API keys, per-key rate
+limits, a request-size limit and TLS at the edge; prefix-cache-aware routing behind it (an InferencePool and
+its endpoint picker per single-node model, Ray Serve LLM's PrefixCacheAffinityRouter for multi-node ones).
+The keys themselves are never here: they are the secret `gatewayApiKeys` (a JSON object {client: key}).
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import DNS_LABEL, _Base, cidr_blocks, field_error
+
+# ACM certificate ARNs: arn:<partition>:acm:<region>:<account>:certificate/<id> (docs.aws.amazon.com, ACM ARNs).
+ACM_ARN = re.compile(r"^arn:aws(-[a-z]+)*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")
+HOSTNAME = r"^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
+
+
+class GatewayTls(_Base):
+    """none: plain HTTP (dev, or an internal load balancer inside a trusted VPC); secret: a kubernetes.io/tls
+    Secret in the gateway's namespace (yours, or cert-manager's) that Envoy terminates; acm: an ACM
+    certificate the AWS NLB terminates (AWS only)."""
+    mode: Literal["none", "secret", "acm"] = "none"
+    secret_name: str | None = Field(None, pattern=r"^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$")
+    certificate_arn: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self):
+        if self.mode == "secret" and not self.secret_name:
+            raise field_error("secretName", "missing: tls.mode secret names the kubernetes.io/tls Secret (in the "
+                                            "gateway namespace envoy-gateway-system) that holds your certificate")
+        if self.mode == "acm" and not (self.certificate_arn and ACM_ARN.match(self.certificate_arn)):
+            raise field_error("certificateArn", f"{self.certificate_arn!r} is not an ACM certificate ARN; tls.mode acm "
+                                                f"needs arn:aws:acm:REGION:ACCOUNT:certificate/ID")
+        if self.mode != "secret" and self.secret_name:
+            raise field_error("secretName", f"only for tls.mode secret (mode is {self.mode}); remove it")
+        if self.mode != "acm" and self.certificate_arn:
+            raise field_error("certificateArn", f"only for tls.mode acm (mode is {self.mode}); remove it")
+        return self
+
+
+class GatewayRateLimit(_Base):
+    """Per API key: requests per second (beyond it: 429 from the gateway, before any GPU). The concurrency cap
+    is per model route (Envoy's circuit breaker: every key together; beyond it 503)."""
+    requests_per_second: int = Field(20, ge=1, le=100_000)
+    concurrent_requests: int = Field(256, ge=1, le=100_000)
+
+
+class GatewaySettings(_Base):
+    enabled: bool = True
+    # false: the cluster already runs the gateway (a cluster stack installed it, examples/cluster-stack); this
+    # stack makes only its models' pools, pickers, routes, policies and key Secret
+    install: bool = True
+    # internal: reachable from the VPC only (AWS internal NLB, GCP internal passthrough LB); internet-facing: public
+    scheme: Literal["internal", "internet-facing"] = "internal"
+    # apiKeys: every request needs `Authorization: Bearer KEY` (or x-api-key) of one of the clients below;
+    # none: anyone who reaches the load balancer may call (dev only; the config and the policy pack refuse it
+    # elsewhere)
+    auth: Literal["apiKeys", "none"] = "apiKeys"
+    # The API-key holders (e.g. one per team); their keys are the secret gatewayApiKeys {client: key}.
+    clients: list[str] = Field(default_factory=lambda: ["default"])
+    rate_limit: GatewayRateLimit = GatewayRateLimit()
+    # Largest request body the gateway forwards (prompt + parameters); beyond it 413.
+    max_request_mib: int = Field(4, ge=1, le=1024)
+    # A long generation streams for minutes: the gateway's per-request timeout.
+    request_timeout_s: int = Field(600, ge=10, le=86_400)
+    # The DNS name clients use (a CNAME to the load balancer you create); without it the URL is the LB's.
+    hostname: str | None = Field(None, pattern=HOSTNAME)
+    # Source CIDRs the load balancer admits (empty: the VPC for internal, everyone for internet-facing).
+    source_ranges: list[str] = Field(default_factory=list)
+    tls: GatewayTls = GatewayTls()
+
+    _ranges = field_validator("source_ranges")(cidr_blocks)
+
+    @model_validator(mode="after")
+    def _clients(self):
+        bad = [c for c in self.clients if not re.match(DNS_LABEL, c)]
+        if bad:
+            raise field_error("clients", f"{', '.join(bad)}: a client is a DNS label (lower case, digits, '-')")
+        if len(set(self.clients)) != len(self.clients):
+            raise field_error("clients", "duplicate client names")
+        if self.auth == "apiKeys" and not self.clients:
+            raise field_error("clients", "empty: auth apiKeys needs at least one client (e.g. [default])")
+        return self
+
+
+def check_gateway(gw: GatewaySettings, cloud: str, environment: str) -> None:
+    """What the gateway settings must agree with elsewhere in the stack (StackConfig calls it)."""
+    if not gw.enabled and environment != "dev":
+        raise field_error("gateway.enabled", f"false in {environment}: outside dev every model is served through the "
+                                             f"authenticated gateway; set it to true")
+    if gw.enabled and gw.auth == "none" and environment != "dev":
+        raise field_error("gateway.auth", f"none in {environment}: only dev may serve without API keys; set auth: "
+                                          f"apiKeys and the secret gatewayApiKeys")
+    if gw.tls.mode == "acm" and cloud != "aws":
+        raise field_error("gateway.tls.mode", f"acm is an AWS certificate (the NLB terminates it); on {cloud} use "
+                                              f"mode secret with a kubernetes.io/tls Secret (cert-manager)")
+    if gw.scheme == "internet-facing" and gw.tls.mode == "none" and environment != "dev":
+        raise field_error("gateway.tls.mode", f"none on an internet-facing gateway in {environment}: API keys would "
+                                              f"cross the internet in clear text; use secret or acm")

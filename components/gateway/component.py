@@ -1,0 +1,186 @@
+"""InferenceGateway: one authenticated OpenAI-compatible entry point per stack (docs/gateway.md).
+
+Envoy Gateway (+ Envoy AI Gateway, its InferencePool extension) installed by Helm; one Gateway behind a cloud
+load balancer (an NLB on AWS through the AWS Load Balancer Controller, a passthrough LB on GKE, the cluster's
+LoadBalancer implementation elsewhere); per model an HTTPRoute `/<model>/v1` with API-key auth
+(SecurityPolicy), per-key rate limits and a size limit (BackendTrafficPolicy); single-node models reach their
+pods through an InferencePool and its endpoint picker, multi-node ones through Ray Serve's Service.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from ..versions import CHARTS
+from . import objects as o
+from .values import ai_gateway_values, envoy_gateway_values, epp_values
+
+INFERENCEPOOL_CRD = (Path(__file__).resolve().parents[2] / "schemas" / "crds" / "gateway-api-inference-extension"
+                     / "inference.networking.k8s.io_inferencepools.yaml")
+KEYS_SECRET = "gateway-api-keys"
+ENVOY_PROXY = "vllm-platform"
+RELEASE_TIMEOUT_S = 600
+LABELS = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
+
+
+@dataclass(frozen=True)
+class GatewayArgs:
+    """Everything the gateway needs, typed (components/platform.py fills it from StackConfig.gateway)."""
+    cloud: str                                   # aws | gcp | existing
+    namespace: str                               # the serving namespace (routes, policies, key Secret, EPPs)
+    routes: list[o.ModelRoute]
+    scheme: str = "internal"                     # internal | internet-facing
+    auth: bool = True                            # API keys on
+    clients: list[str] = field(default_factory=lambda: ["default"])
+    requests_per_second: int = 20
+    concurrent_requests: int = 256
+    max_request_mib: int = 4
+    request_timeout_s: int = 600
+    hostname: str | None = None
+    source_ranges: list[str] = field(default_factory=list)
+    tls_mode: str = "none"                       # none | secret | acm
+    tls_secret: str | None = None
+    certificate_arn: str | None = None
+    system_node_selector: dict[str, str] = field(default_factory=dict)
+    monitor_labels: dict[str, str] = field(default_factory=dict)  # AddonsFacts.monitor_labels (EPP ServiceMonitor)
+    api_keys: Any = None                         # pulumi.Output[dict[str, str]] (secret) {client: key}
+    # False: the cluster already runs the gateway (a cluster stack installed it: install_only=True there);
+    # only the per-model objects (pools and pickers, routes, policies, the key Secret) are made
+    install: bool = True
+
+    @property
+    def host(self) -> str:
+        """What clients put in the URL: your DNS name, else the load balancer's address (printed by `plan`
+        as GATEWAY_ADDRESS with the command that reads it)."""
+        return self.hostname or "GATEWAY_ADDRESS"
+
+    def endpoints(self) -> dict[str, str]:
+        return {r.model: o.url(self.host, self.tls_mode, r) for r in self.routes}
+
+
+ADDRESS_COMMAND = (f"kubectl -n {o.NAMESPACE} get gateway {o.GATEWAY_NAME} "
+                   "-o jsonpath='{.status.addresses[0].value}'")
+
+
+def release_args(chart_key: str, namespace: str, values: dict, name: str | None = None) -> dict:
+    chart = CHARTS[chart_key]
+    return {"name": name or chart.chart, "chart": f"{chart.repo}/{chart.chart}", "version": chart.version,
+            "namespace": namespace, "create_namespace": False, "values": values, "timeout": RELEASE_TIMEOUT_S,
+            "atomic": True}
+
+
+def check_keys(keys: Any, clients: list[str]) -> dict[str, str]:
+    """The secret gatewayApiKeys must hold exactly one non-empty key per gateway.clients entry."""
+    from ..config.load import ConfigError
+    keys = keys if isinstance(keys, dict) else {}
+    problems = []
+    missing = [c for c in clients if not keys.get(c)]
+    extra = sorted(set(keys) - set(clients))
+    if missing:
+        problems.append(f"gatewayApiKeys: no key for client(s) {', '.join(missing)}; `pulumi config set --secret "
+                        f"gatewayApiKeys '{{\"{missing[0]}\": \"...\"}}'` (a JSON object, one key per client; "
+                        f"from a program: the gateway_api_keys input)")
+    if extra:
+        problems.append(f"gatewayApiKeys: key(s) for {', '.join(extra)}, which gateway.clients does not list; add "
+                        f"them there (their rate limit comes from it) or remove the keys")
+    dup = {v for v in keys.values() if list(keys.values()).count(v) > 1}
+    if dup:
+        problems.append("gatewayApiKeys: two clients share one key; give every client its own")
+    if problems:
+        err = ConfigError(problems)
+        raise pulumi.RunError(str(err)) from err
+    return {c: str(keys[c]) for c in clients}
+
+
+def api_key_secret(name: str, namespace: str, api_keys: Any, clients: list[str],
+                   opts: pulumi.ResourceOptions) -> k8s.core.v1.Secret:
+    """The Opaque Secret {client: key} the gateway checks keys against (and, without a gateway, vLLM reads its
+    VLLM_API_KEY from). Rotating a key changes only this Secret: Envoy Gateway re-reads it; no model restarts."""
+    data = pulumi.Output.secret(pulumi.Output.from_input(api_keys).apply(lambda k: check_keys(k, clients)))
+    return k8s.core.v1.Secret(name, metadata={"name": KEYS_SECRET, "namespace": namespace, "labels": LABELS},
+                              type="Opaque", string_data=data, opts=opts)
+
+
+class InferenceGateway(pulumi.ComponentResource):
+    endpoints: dict[str, str]
+
+    def __init__(self, name: str, args: GatewayArgs, provider: Any = None, depends_on: list | None = None,
+                 model_ready: dict[str, list] | None = None, opts: pulumi.ResourceOptions | None = None):
+        """model_ready: per model, what its route must wait for (the RayService / the Deployment)."""
+        super().__init__("vllm-platform:gateway:InferenceGateway", name, None, opts)
+        self._name = name
+        self.args = args
+        base = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on or []))
+
+        def after(*deps) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[d for d in deps if d]))
+
+        self.gateway = self.pool_crd = self.envoy_gateway = self.ai_gateway = None
+        ready = base
+        if args.install:
+            self._install(name, base, after)
+            ready = after(self.envoy_gateway, self.ai_gateway)
+
+        def cr(suffix: str, api: str, kind: str, meta: dict, spec: dict, opts: pulumi.ResourceOptions):
+            return k8s.apiextensions.CustomResource(f"{name}-{suffix}", api_version=api, kind=kind,
+                                                    metadata={**meta, "labels": LABELS}, spec=spec, opts=opts)
+
+        if args.install:
+            cr("envoyproxy", "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy",
+               {"name": ENVOY_PROXY, "namespace": o.NAMESPACE},
+               o.envoy_proxy_spec(o.lb_annotations(args.cloud, args.scheme, args.tls_mode, args.certificate_arn),
+                                  args.source_ranges), ready)
+            cr("gatewayclass", "gateway.networking.k8s.io/v1", "GatewayClass", {"name": o.CLASS_NAME},
+               o.gateway_class(ENVOY_PROXY), ready)
+            self.gateway = cr("gateway", "gateway.networking.k8s.io/v1", "Gateway",
+                              {"name": o.GATEWAY_NAME, "namespace": o.NAMESPACE},
+                              o.gateway_spec(args.tls_mode, args.tls_secret, args.hostname), ready)
+        keys = api_key_secret(f"{name}-api-keys", args.namespace, args.api_keys, args.clients, base) \
+            if args.auth and args.routes else None
+        model_ready = model_ready or {}
+        for r in args.routes:
+            deps = [d for d in (self.gateway, *model_ready.get(r.model, [])) if d is not None]
+            if not r.multi_node:
+                deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
+                    "llm-d-router-gateway", args.namespace, epp_values(r, args.system_node_selector, args.monitor_labels),
+                    name=r.model),
+                    opts=after(self.pool_crd, *model_ready.get(r.model, []))))
+            meta = {"name": r.model, "namespace": args.namespace}
+            # the policies first: the route never serves a request without its key check and limits
+            policies = [cr(f"{r.model}-limits", "gateway.envoyproxy.io/v1alpha1", "BackendTrafficPolicy", meta,
+                           o.backend_traffic_policy_spec(r.model, args.clients, args.requests_per_second,
+                                                         args.concurrent_requests, args.max_request_mib, args.auth),
+                           ready)]
+            if args.auth:
+                policies.append(cr(f"{r.model}-auth", "gateway.envoyproxy.io/v1alpha1", "SecurityPolicy", meta,
+                                   o.security_policy_spec(r.model, KEYS_SECRET, args.namespace),
+                                   after(keys, self.gateway)))
+            cr(f"{r.model}-route", "gateway.networking.k8s.io/v1", "HTTPRoute", meta,
+               o.http_route_spec(r, args.request_timeout_s, args.hostname), after(*deps, *policies))
+        self.endpoints = args.endpoints()
+        self.address_command = ADDRESS_COMMAND
+        self.register_outputs({"endpoints": self.endpoints})
+
+    def _install(self, name: str, base: pulumi.ResourceOptions, after) -> None:
+        """What a cluster runs once: the controllers, their namespaces and the InferencePool CRD."""
+        namespaces = [k8s.core.v1.Namespace(f"{name}-ns-{ns}", metadata={"name": ns, "labels": LABELS}, opts=base)
+                      for ns in (o.NAMESPACE, o.AI_GATEWAY_NAMESPACE)]
+        crd = yaml.safe_load(INFERENCEPOOL_CRD.read_text())
+        self.pool_crd = k8s.apiextensions.v1.CustomResourceDefinition(
+            f"{name}-inferencepool-crd", metadata={"name": crd["metadata"]["name"],
+                                                   "annotations": crd["metadata"].get("annotations", {})},
+            spec=crd["spec"], opts=base)
+        self.envoy_gateway = k8s.helm.v3.Release(
+            f"{name}-envoy-gateway", **release_args("gateway-helm", o.NAMESPACE, envoy_gateway_values()),
+            opts=after(namespaces[0], self.pool_crd))
+        ai_crds = k8s.helm.v3.Release(
+            f"{name}-ai-gateway-crds", **release_args("ai-gateway-crds-helm", o.AI_GATEWAY_NAMESPACE, {}),
+            opts=after(namespaces[1]))
+        self.ai_gateway = k8s.helm.v3.Release(
+            f"{name}-ai-gateway", **release_args("ai-gateway-helm", o.AI_GATEWAY_NAMESPACE, ai_gateway_values()),
+            opts=after(ai_crds, self.envoy_gateway))

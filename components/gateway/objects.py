@@ -1,0 +1,179 @@
+"""The gateway's Kubernetes objects as plain specs (pure: tests read them without Pulumi).
+
+Gateway API v1 (schemas/crds/gateway-api, v1.6.1), GAIE InferencePool v1 (schemas/crds/gateway-api-inference-
+extension, v1.6.0) and Envoy Gateway's policies (schemas/crds/envoy-gateway, v1.9.0). docs/gateway.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Envoy Gateway runs the controller and the Envoy proxies it creates for a Gateway in one namespace (the
+# chart's release namespace); the proxies carry these labels (envoyproxy/gateway v1.9.0
+# internal/infrastructure/kubernetes/proxy/resource.go, envoyLabels).
+NAMESPACE = "envoy-gateway-system"
+AI_GATEWAY_NAMESPACE = "envoy-ai-gateway-system"
+CONTROLLER_NAME = "gateway.envoyproxy.io/gatewayclass-controller"
+PROXY_POD_LABELS = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
+                    "app.kubernetes.io/managed-by": "envoy-gateway"}
+CLASS_NAME = "vllm-platform"
+GATEWAY_NAME = "inference"
+# The identity Envoy's api_key_auth filter found, forwarded as this header; rate limits select on it.
+CLIENT_HEADER = "x-vllm-platform-client"
+# Where a client's key is read from: OpenAI SDKs send `Authorization: Bearer KEY`; Envoy Gateway compares the
+# value after the Bearer prefix (v1.9 docs, tasks/security/apikey-auth.md); x-api-key for other tools.
+KEY_HEADERS = ["authorization", "x-api-key"]
+HTTP_PORT, HTTPS_PORT = 80, 443
+# The endpoint picker's ext-proc port (llm-d-router v0.10.0 routerlib values.yaml epp.extProcPort).
+EPP_PORT = 9002
+# KubeRay names a RayService's Serve Service `<name>-serve-svc` and serves on Serve's HTTP port 8000.
+SERVE_SERVICE_SUFFIX = "-serve-svc"
+SERVE_PORT = 8000
+
+
+@dataclass(frozen=True)
+class ModelRoute:
+    """One model behind the gateway: single-node (an InferencePool over its pods) or multi-node (Ray Serve)."""
+    model: str               # served model name = Kubernetes name
+    namespace: str
+    multi_node: bool
+    pod_selector: dict[str, str] = field(default_factory=dict)  # single-node: the vLLM pods' labels
+    port: int = 8000         # the vLLM container's port (single-node)
+    # Scale to zero (replicas.min 0; serving/cold_start.py): the EPP holds the first request in its flow-control
+    # queue for cold_start_s (its queue TTL), and the route allows first_request_s for it (cold start + the
+    # longest answer). None: a model that keeps a warm replica (flow control off, the stack's timeout).
+    cold_start_s: int | None = None
+    first_request_s: int | None = None
+
+    @property
+    def path(self) -> str:
+        """The per-model prefix: POST {url}/{model}/v1/chat/completions reaches /v1/chat/completions."""
+        return f"/{self.model}/v1"
+
+
+def gateway_class(envoy_proxy: str) -> dict:
+    return {"controllerName": CONTROLLER_NAME,
+            "parametersRef": {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy", "name": envoy_proxy,
+                              "namespace": NAMESPACE}}
+
+
+def lb_annotations(cloud: str, scheme: str, tls_mode: str, certificate_arn: str | None) -> dict[str, str]:
+    """The Envoy Service's annotations: on AWS the AWS Load Balancer Controller makes an NLB with IP targets
+    (kubernetes-sigs/aws-load-balancer-controller docs guide/service/annotations.md); on GKE an internal
+    passthrough Network LB (cloud.google.com/kubernetes-engine/docs/concepts/service-load-balancer-parameters)."""
+    if cloud == "aws":
+        out = {"service.beta.kubernetes.io/aws-load-balancer-type": "external",
+               "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
+               "service.beta.kubernetes.io/aws-load-balancer-scheme": scheme}
+        if tls_mode == "acm":
+            out["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] = str(certificate_arn)
+            out["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] = str(HTTPS_PORT)
+        return out
+    if cloud == "gcp" and scheme == "internal":
+        return {"networking.gke.io/load-balancer-type": "Internal"}
+    return {}
+
+
+def envoy_proxy_spec(annotations: dict[str, str], source_ranges: list[str]) -> dict:
+    service: dict = {"type": "LoadBalancer", "annotations": dict(annotations)}
+    if source_ranges:
+        service["loadBalancerSourceRanges"] = list(source_ranges)
+    return {"provider": {"type": "Kubernetes", "kubernetes": {"envoyService": service}}}
+
+
+def listener_port(tls_mode: str) -> int:
+    return HTTP_PORT if tls_mode == "none" else HTTPS_PORT
+
+
+# Routes attach only from namespaces this project made (components/platform.py labels its serving namespace so),
+# also those of workloads stacks on a shared cluster; a route elsewhere is ignored by the Gateway.
+ROUTE_NAMESPACES = {"app.kubernetes.io/part-of": "vllm-platform"}
+
+
+def gateway_spec(tls_mode: str, secret_name: str | None, hostname: str | None) -> dict:
+    """One listener. tls secret: Envoy terminates HTTPS with your Secret; acm: the NLB terminates TLS on 443 and
+    hands Envoy plain HTTP on the same port; none: plain HTTP on 80."""
+    listener: dict = {"name": "api", "port": listener_port(tls_mode),
+                      "protocol": "HTTPS" if tls_mode == "secret" else "HTTP",
+                      "allowedRoutes": {"namespaces": {"from": "Selector",
+                                                       "selector": {"matchLabels": dict(ROUTE_NAMESPACES)}}}}
+    if tls_mode == "secret":
+        listener["tls"] = {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": str(secret_name)}]}
+    if hostname:
+        listener["hostname"] = hostname
+    return {"gatewayClassName": CLASS_NAME, "listeners": [listener]}
+
+
+def http_route_spec(r: ModelRoute, timeout_s: int, hostname: str | None) -> dict:
+    """{prefix}/... -> the model's InferencePool (the endpoint picker chooses the pod) or its Ray Serve Service;
+    the prefix is rewritten to /v1 so vLLM / Serve see the OpenAI paths. The request timeout is the stack's
+    gateway.requestTimeoutS, raised to the first request's wait for a model that scales to zero."""
+    if r.multi_node:
+        backend = {"kind": "Service", "name": f"{r.model}{SERVE_SERVICE_SUFFIX}", "port": SERVE_PORT}
+    else:
+        backend = {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": r.model}
+    spec: dict = {
+        "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY_NAME,
+                        "namespace": NAMESPACE}],
+        "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": r.path}}],
+                   "filters": [{"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch",
+                                                                               "replacePrefixMatch": "/v1"}}}],
+                   "backendRefs": [backend],
+                   "timeouts": {"request": f"{max(timeout_s, r.first_request_s or 0)}s"}}],
+    }
+    if hostname:
+        spec["hostnames"] = [hostname]
+    return spec
+
+
+def _route_ref(model: str) -> dict:
+    return {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": model}
+
+
+def security_policy_spec(model: str, keys_secret: str, keys_namespace: str) -> dict:
+    """API keys: a request without one of the Secret's keys gets 401 from Envoy and never reaches a pod."""
+    return {"targetRefs": [_route_ref(model)],
+            "apiKeyAuth": {"credentialRefs": [{"group": "", "kind": "Secret", "name": keys_secret,
+                                               "namespace": keys_namespace}],
+                           "extractFrom": [{"headers": list(KEY_HEADERS)}],
+                           "forwardClientIDHeader": CLIENT_HEADER, "sanitize": True}}
+
+
+def backend_traffic_policy_spec(model: str, clients: list[str], requests_per_second: int, concurrent: int,
+                                max_request_mib: int, auth: bool) -> dict:
+    """Per key: requests/s (local rate limit per client id, 429 beyond it); per route: concurrent requests
+    (circuit breaker, 503 beyond it) and the request size (buffered up to the limit, 413 beyond it)."""
+    if auth:
+        rules = [{"clientSelectors": [{"headers": [{"name": CLIENT_HEADER, "type": "Exact", "value": c}]}],
+                  "limit": {"requests": requests_per_second, "unit": "Second"}} for c in clients]
+    else:  # no identity: one bucket for everyone
+        rules = [{"limit": {"requests": requests_per_second, "unit": "Second"}}]
+    return {"targetRefs": [_route_ref(model)],
+            "rateLimit": {"type": "Local", "local": {"rules": rules}},
+            "circuitBreaker": {"maxParallelRequests": concurrent, "maxPendingRequests": concurrent},
+            "requestBuffer": {"limit": f"{max_request_mib}Mi"}}
+
+
+def url(host: str, tls_mode: str, r: ModelRoute) -> str:
+    scheme = "http" if tls_mode == "none" else "https"
+    return f"{scheme}://{host}{r.path}"
+
+
+# Ray Serve LLM's prefix-cache-aware replica router for multi-node models (docs.ray.io serve/llm
+# prefix-aware-request-router, "PrefixCacheAffinityRouter", alpha API; ray.serve.config.RequestRouterConfig
+# field request_router_class). Set in the LLM deployment's deployment_config (components/serving/rayservice.py).
+RAY_PREFIX_ROUTER = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
+
+
+def ray_request_router() -> dict:
+    return {"request_router_config": {"request_router_class": RAY_PREFIX_ROUTER}}
+
+
+def with_api_key(deployment_spec: dict, secret: str, key: str) -> dict:
+    """Without a gateway (dev): vLLM checks the key itself. vLLM reads VLLM_API_KEY when --api-key is not given
+    (vllm/entrypoints/openai/api_server.py: `args.api_key or envs.VLLM_API_KEY`), so the key comes from the
+    Secret by reference and never appears in the pod's args. One key: the first client's."""
+    for c in deployment_spec["template"]["spec"]["containers"]:
+        if c["name"] == "vllm":
+            c["env"] = [*c.get("env", []), {"name": "VLLM_API_KEY",
+                                            "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}]
+    return deployment_spec

@@ -1,0 +1,116 @@
+"""Helm values of the gateway's charts, each key checked against the chart's vendored values.yaml
+(schemas/charts/<chart>/<version>/, tests/test_helm_values.py)."""
+from __future__ import annotations
+
+import yaml
+
+from ..versions import EPP_IMAGE_TAG
+from .objects import AI_GATEWAY_NAMESPACE, CONTROLLER_NAME, ModelRoute
+
+# The AI Gateway controller is Envoy Gateway's extension server (envoyproxy/ai-gateway v1.1.0
+# manifests/envoy-gateway-values.yaml: Service ai-gateway-controller, port 1063); with InferencePool listed as a
+# backend resource (examples/inference-pool/envoy-gateway-values-addon.yaml) an HTTPRoute may point at a pool and
+# the extension programs Envoy's ext-proc call to the pool's endpoint picker.
+EXTENSION_SERVER = f"ai-gateway-controller.{AI_GATEWAY_NAMESPACE}.svc.cluster.local"
+EXTENSION_PORT = 1063
+
+
+def envoy_gateway_values() -> dict:
+    """gateway-helm: `config.envoyGateway` is the EnvoyGateway object the chart writes verbatim into the
+    controller's ConfigMap (chart values.yaml: "Visit .../extension_types/#envoygateway to view all options")."""
+    every = {"includeAll": True}
+    return {"config": {"envoyGateway": {
+        "gateway": {"controllerName": CONTROLLER_NAME},
+        "provider": {"type": "Kubernetes"},
+        "logging": {"level": {"default": "info"}},
+        "extensionApis": {"enableEnvoyPatchPolicy": True, "enableBackend": True},
+        "extensionManager": {
+            "hooks": {"xdsTranslator": {"translation": {"listener": every, "route": every, "cluster": every,
+                                                        "secret": every},
+                                        "post": ["Translation", "Cluster", "Route"]}},
+            "service": {"fqdn": {"hostname": EXTENSION_SERVER, "port": EXTENSION_PORT}},
+            "backendResources": [{"group": "inference.networking.k8s.io", "kind": "InferencePool",
+                                  "version": "v1"}],
+        },
+    }}}
+
+
+def ai_gateway_values() -> dict:
+    """ai-gateway-helm: the defaults (it finds Envoy Gateway in envoy-gateway-system, its values.yaml
+    envoyGateway.namespace)."""
+    return {}
+
+
+def node_affinity(node_selector: dict[str, str]) -> dict:
+    """The system nodes (the routerlib chart takes an affinity, no nodeSelector)."""
+    if not node_selector:
+        return {}
+    terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": [v]} for k, v in node_selector.items()]}]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
+# A model that scales to zero runs its EPP with this config file (router.epp.pluginsCustomConfig): the chart's
+# default-plugins.yaml for vLLM over HTTP (llm-d-router v0.10.0 config/charts/routerlib/templates/_config.yaml:
+# the three scorers, weights 2/2/3, the metrics data source and extractor) plus the flowControl feature gate,
+# which cmd/epp/runner/runner.go registers off, and the queue's TTL (apix/config/v1alpha1
+# endpointpickerconfig_types.go FlowControlConfig.defaultRequestTTL, 60 s when unset). With the gate on and
+# no endpoint the queue is "a scale-from-zero waiting room" (pkg/epp/flowcontrol/README.md) and the request
+# counts in metrics.EPP_PENDING_REQUESTS, the gauge the KEDA wake-up trigger reads.
+FLOW_CONTROL_CONFIG = "vllm-platform-flow-control.yaml"
+FLOW_CONTROL_GATE = "flowControl"
+
+
+def flow_control_config(queue_ttl_s: int) -> str:
+    plugins = ["queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"]
+    config = {
+        "apiVersion": "llm-d.ai/v1alpha1", "kind": "EndpointPickerConfig",
+        "featureGates": [FLOW_CONTROL_GATE],
+        "flowControl": {"defaultRequestTTL": f"{queue_ttl_s}s"},
+        "plugins": [{"type": p} for p in plugins] + [
+            {"type": "metrics-data-source",
+             "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True}},
+            {"type": "core-metrics-extractor"}],
+        "schedulingProfiles": [{"name": "default", "plugins": [
+            {"pluginRef": p, "weight": w} for p, w in zip(plugins, (2, 2, 3))]}],
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def epp_monitoring(model: str, monitor_labels: dict[str, str]) -> dict:
+    """The chart's own ServiceMonitor for the EPP (routerlib templates/_servicemonitor.yaml: port http-metrics,
+    9090, path /metrics, with the EPP service account's token, a Secret the chart makes): Prometheus scrapes
+    the flow-control queue KEDA reads. The token Secret is named per model (the chart's default name is one
+    per namespace and every model's release would claim it)."""
+    return {"prometheus": {"enabled": True, "extraLabels": dict(monitor_labels),
+                           "auth": {"secretName": f"{model}-epp-metrics-reader"}}}
+
+
+def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
+               monitor_labels: dict[str, str] | None = None) -> dict:
+    """llm-d-router-gateway (the release is named after the model): it creates the model's InferencePool (named
+    after the release, selecting the vLLM pods on their port) and its endpoint picker `<model>-epp`, whose default
+    plugin set scores queue depth, KV-cache use (vLLM's gauges, metrics.EPP_READS_VLLM) and prefix-
+    cache affinity (routerlib templates/_config.yaml default-plugins.yaml: queue-scorer 2, kv-cache-utilization-
+    scorer 2, prefix-cache-scorer 3). provider none: the gateway is Envoy Gateway, no GKE / Istio objects.
+    monitor_labels: the labels Prometheus selects ServiceMonitors by (AddonsFacts.monitor_labels)."""
+    epp: dict = {
+        "replicas": 1,
+        # the chart's default tag is `main`, pulled Always: pin the release
+        "image": {"tag": EPP_IMAGE_TAG, "pullPolicy": "IfNotPresent"},
+        # the chart asks 8 CPUs / 8 GiB, sized for large pools; one model's handful of replicas needs less
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+        "affinity": node_affinity(system_node_selector),
+    }
+    if r.cold_start_s:
+        epp["pluginsConfigFile"] = FLOW_CONTROL_CONFIG
+        epp["pluginsCustomConfig"] = {FLOW_CONTROL_CONFIG: flow_control_config(r.cold_start_s)}
+    return {
+        "provider": {"name": "none"},
+        "router": {
+            "modelServers": {"type": "vllm", "protocol": "http", "targetPorts": [{"number": r.port}],
+                             "matchLabels": dict(r.pod_selector)},
+            "inferencePool": {"create": True, "failureMode": "FailOpen"},
+            "epp": epp,
+            "monitoring": epp_monitoring(r.model, monitor_labels or {}),
+        },
+    }
