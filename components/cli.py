@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from .catalog import ACCELERATORS, MODELS, find_model, instance_types
+from .catalog import ACCELERATORS, MODELS, PRECISIONS, closest_models, find_model, instance_types, names_fp8
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
@@ -54,14 +54,41 @@ def serving_lines(s: dict) -> str:
     return "\n".join(lines)
 
 
+def model_spec(a):
+    """The model `topology` sizes: --model-config's config.json, else the catalog, else the Hub (cached);
+    (spec, None) or (None, the error line)."""
+    from .catalog.hf_config import HfConfigError
+    from .catalog.hub import HubUnavailable, spec_from_file, spec_from_hub
+
+    if a.model_config:
+        try:
+            return spec_from_file(Path(a.model_config), repo=a.model if a.model and "/" in a.model else None), None
+        except OSError as e:
+            return None, f"--model-config: cannot read {a.model_config} ({e.strerror or e})"
+        except ValueError as e:  # not JSON, or a config the planner cannot size (HfConfigError)
+            return None, f"--model-config: {a.model_config}: {e}"
+    if not a.model:
+        return None, "--model or --model-config: give a catalog id / Hugging Face repo id, or a config.json"
+    model = find_model(a.model)
+    if model is not None:
+        return model, None
+    try:
+        return spec_from_hub(a.model, a.revision, where="--model-config PATH"), None
+    except (HubUnavailable, HfConfigError) as e:
+        near = closest_models(a.model)
+        return None, (f"--model: unknown model {a.model!r}: not in the catalog"
+                      f"{' (closest: ' + ', '.join(near) + ')' if near else ''}, and {e}; allowed: {', '.join(MODELS)}")
+
+
 def cmd_topology(a) -> int:
     a.gpu = a.gpu.lower() if a.gpu else None
-    model = find_model(a.model)
+    model, problem = model_spec(a)
     if model is None:
-        return _fail(EXIT_BAD_INPUT, f"--model: unknown model {a.model!r}; allowed: {', '.join(MODELS)}")
+        return _fail(EXIT_BAD_INPUT, problem)
     if a.gpu and a.gpu not in ACCELERATORS:
         return _fail(EXIT_BAD_INPUT, f"--gpu: unknown GPU {a.gpu!r}; allowed: {', '.join(ACCELERATORS)}")
-    by_fp8_repo = model.fp8_repo and a.model.lower() == model.fp8_repo.lower()
+    by_fp8_repo = not a.model_config and a.model and find_model(a.model) is model and names_fp8(a.model, model) \
+        and "fp8" in model.precisions
     precision = a.precision or ("fp8" if by_fp8_repo else model.precisions[0])
     if precision not in model.precisions:
         return _fail(EXIT_BAD_INPUT, f"--precision: {model.name} is offered at {', '.join(model.precisions)}")
@@ -291,9 +318,13 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     t = sub.add_parser("topology", help="plan one model on one GPU type", formatter_class=f,
                        description="Size one model: TP, PP, instance type, KV cache, replicas and the vllm flags.")
-    t.add_argument("--model", required=True, help="catalog id or Hugging Face repo id (see `table`)")
+    t.add_argument("--model", help="catalog id (see `table`) or any Hugging Face repo id (its config.json is "
+                                   "downloaded once and cached); with --model-config: the repo to serve")
+    t.add_argument("--model-config", metavar="PATH", help="size the model from this Hugging Face config.json "
+                                                         "(and model.safetensors.index.json beside it)")
+    t.add_argument("--revision", help="Hub commit of --model's config.json; default: main")
     t.add_argument("--gpu", help="GPU type (e.g. h100, l4); default: the cheapest that fits")
-    t.add_argument("--precision", choices=["bf16", "fp8", "mxfp4"],
+    t.add_argument("--precision", choices=list(PRECISIONS),
                    help="weight precision; default: the model's native one (fp8 for an FP8 repo id)")
     t.add_argument("--max-model-len", type=int, help="longest prompt + output in tokens; default: the model's limit")
     t.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms, help="SLA: time per output token, ms")

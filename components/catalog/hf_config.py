@@ -12,7 +12,6 @@ estimated as a ViT (per layer 4h² + 2hi) and kept in 16 bits; it holds no KV ca
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 from .models import ModelSpec
@@ -382,5 +381,15 @@ def kv_bytes_per_token_full(spec: ModelSpec, dtype_bytes: int = 2) -> int:
     return per_layer * spec.layers
 
 
+def describe(cfg: dict, index: dict | None = None, *, name: str, repo: str, source: str) -> ModelSpec:
+    """parse() plus the checkpoint size check against a safetensors index; the notes go into spec.notes."""
+    d = parse(cfg, name=name, repo=repo, source=source)
+    notes = list(d.notes)
+    if index is not None:
+        warning = check_checkpoint_size(d, index)
+        notes.append(warning or "checkpoint size check: within 5% of the safetensors index")
+    return replace(d.spec, notes=tuple(notes))
+
+
 __all__ = ["Breakdown", "Described", "HfConfigError", "Quantization", "check_checkpoint_size", "count",
-           "max_context", "parse", "quantization", "sliding_layers", "weight_bytes", "math"]
+           "describe", "max_context", "parse", "quantization", "sliding_layers", "weight_bytes"]
