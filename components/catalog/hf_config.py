@@ -352,8 +352,8 @@ def parse(cfg: dict, *, name: str, repo: str, source: str) -> Described:
         id=name, name=name, hf_repo=repo, params_b=total_b, max_context=ctx, source=source,
         active_params_b=b.active / 1e9 if shape["experts"] else None, sliding_window=window if local else 0,
         sliding_layers=local if window else 0, precisions=precisions, weights_gb=weights,
-        fp8_block_quantized=q.block and q.precision == "fp8", **shape)
-    return Described(spec, b, q, notes + [f"weights: {q.label}"])
+        fp8_block_quantized=q.block and q.precision == "fp8", notes=tuple(notes + [f"weights: {q.label}"]), **shape)
+    return Described(spec, b, q, list(spec.notes))
 
 
 def check_checkpoint_size(d: Described, index: dict, warn_at: float = 0.05, refuse_at: float = 0.20) -> str | None:
