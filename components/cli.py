@@ -55,29 +55,23 @@ def serving_lines(s: dict) -> str:
 
 
 def model_spec(a):
-    """The model `topology` sizes: --model-config's config.json, else the catalog, else the Hub (cached);
-    (spec, None) or (None, the error line)."""
-    from .catalog.hf_config import HfConfigError
+    """--model-config's config.json, else the catalog, else the Hub (cached): (spec, None) or (None, error)."""
     from .catalog.hub import HubUnavailable, spec_from_file, spec_from_hub
-
     if a.model_config:
         try:
             return spec_from_file(Path(a.model_config), repo=a.model if a.model and "/" in a.model else None), None
-        except OSError as e:
-            return None, f"--model-config: cannot read {a.model_config} ({e.strerror or e})"
-        except ValueError as e:  # not JSON, or a config the planner cannot size (HfConfigError)
-            return None, f"--model-config: {a.model_config}: {e}"
-    if not a.model:
-        return None, "--model or --model-config: give a catalog id / Hugging Face repo id, or a config.json"
-    model = find_model(a.model)
-    if model is not None:
-        return model, None
+        except (OSError, ValueError) as e:  # unreadable, not JSON, or a config it cannot size (HfConfigError)
+            return None, f"--model-config: {a.model_config}: " + (f"cannot read it ({e.strerror})"
+                                                                   if isinstance(e, OSError) else str(e))
+    model = find_model(a.model or "")
+    if model is not None or not a.model:  # no --model: the one error left
+        return model, None if a.model else "--model or --model-config: a catalog id / Hub repo id, or a config.json"
     try:
         return spec_from_hub(a.model, a.revision, where="--model-config PATH"), None
-    except (HubUnavailable, HfConfigError) as e:
-        near = closest_models(a.model)
-        return None, (f"--model: unknown model {a.model!r}: not in the catalog"
-                      f"{' (closest: ' + ', '.join(near) + ')' if near else ''}, and {e}; allowed: {', '.join(MODELS)}")
+    except (HubUnavailable, ValueError) as e:
+        near = ", ".join(closest_models(a.model))
+        return None, (f"--model: unknown model {a.model!r}: not in the catalog{f' (closest: {near})' if near else ''}"
+                      f", and {e}; allowed: {', '.join(MODELS)}")
 
 
 def cmd_topology(a) -> int:
@@ -318,10 +312,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     t = sub.add_parser("topology", help="plan one model on one GPU type", formatter_class=f,
                        description="Size one model: TP, PP, instance type, KV cache, replicas and the vllm flags.")
-    t.add_argument("--model", help="catalog id (see `table`) or any Hugging Face repo id (its config.json is "
-                                   "downloaded once and cached); with --model-config: the repo to serve")
-    t.add_argument("--model-config", metavar="PATH", help="size the model from this Hugging Face config.json "
-                                                         "(and model.safetensors.index.json beside it)")
+    t.add_argument("--model", help="catalog id (see `table`) or any Hub repo id (its config.json, cached)")
+    t.add_argument("--model-config", metavar="PATH", help="size the model from this config.json (docs/models.md)")
     t.add_argument("--revision", help="Hub commit of --model's config.json; default: main")
     t.add_argument("--gpu", help="GPU type (e.g. h100, l4); default: the cheapest that fits")
     t.add_argument("--precision", choices=list(PRECISIONS),

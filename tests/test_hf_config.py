@@ -298,7 +298,7 @@ def test_every_fixture_names_its_source_and_sizes_on_h100(name, capsys):
 
 def test_model_config_errors_name_the_option(tmp_path, capsys):
     assert main(["topology", "--model-config", str(tmp_path / "none.json")]) == 2
-    assert "--model-config: cannot read" in capsys.readouterr().err
+    assert f"--model-config: {tmp_path / 'none.json'}: cannot read it (No such file or directory)" in capsys.readouterr().err
     bad = tmp_path / "config.json"
     bad.write_text(json.dumps({"model_type": "llama"}))
     assert main(["topology", "--model-config", str(bad)]) == 2
@@ -339,7 +339,7 @@ def test_hub_offline_without_cache_names_both_ways_out(tmp_path, monkeypatch):
         hub.spec_from_hub("acme/Private-7B", None, fetcher=fake_fetcher({}, []))
     msg = str(e.value)
     assert msg.startswith("offline (HF_HUB_OFFLINE / VLLM_PLATFORM_OFFLINE) and no cached config.json")
-    assert "models[].configFile, or --model-config PATH" in msg
+    assert "give a local copy of its config.json (models[].configFile, or --model-config PATH on `topology`)" in msg
     assert f"plan once with network access so that it is cached at {tmp_path}/hub/acme--Private-7B/main/config.json" in msg
 
     def unreachable(*_):

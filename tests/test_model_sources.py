@@ -44,7 +44,7 @@ def test_unknown_model_suggests_the_closest_catalog_names_and_the_ways_out():
     assert e.startswith("models[0].model: unknown model 'Qwen/Qwen3-235B-A22B-Instruct': not in the catalog "
                         "(closest catalog names: Qwen/Qwen3-235B-A22B-Instruct-2507")
     assert "offline (HF_HUB_OFFLINE / VLLM_PLATFORM_OFFLINE) and no cached config.json" in e
-    assert "give a local copy of its config.json (models[].configFile, or --model-config PATH" in e
+    assert "give a local copy of its config.json (models[].configFile, or --model-config PATH on `topology`)" in e
     assert "plan once with network access so that it is cached at" in e
 
 

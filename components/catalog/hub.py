@@ -95,13 +95,16 @@ def _read_cached(d: Path) -> HubConfig | None:
     return HubConfig(json.loads(cfg.read_text()), json.loads(index.read_text()) if index.is_file() else None, cfg)
 
 
-def ways_out(repo: str, revision: str | None, where: str = "models[].configFile") -> str:
-    return (f"give a local copy of its config.json ({where}, or --model-config PATH on `topology`), or plan once "
-            f"with network access so that it is cached at {cache_dir(repo, revision) / CONFIG}")
+IN_STACK = "models[].configFile, or --model-config PATH on `topology`"
+
+
+def ways_out(repo: str, revision: str | None, where: str = IN_STACK) -> str:
+    return (f"give a local copy of its config.json ({where}), or plan once with network access so that it is "
+            f"cached at {cache_dir(repo, revision) / CONFIG}")
 
 
 def fetch_config(repo: str, revision: str | None = None, fetcher: Fetcher | None = None,
-                 where: str = "models[].configFile") -> HubConfig:
+                 where: str = IN_STACK) -> HubConfig:
     """The repo's config.json (+ safetensors index) from the cache, else from the Hub (then cached)."""
     if not REPO_ID.match(repo):
         raise HubUnavailable(f"{repo!r} is not a Hugging Face repo id (ORG/NAME); {ways_out(repo, revision, where)}")
@@ -168,7 +171,7 @@ def spec_from_file(path: Path, name: str | None = None, repo: str | None = None)
 
 
 def spec_from_hub(repo: str, revision: str | None = None, name: str | None = None, fetcher: Fetcher | None = None,
-                  where: str = "models[].configFile"):
+                  where: str = IN_STACK):
     """ModelSpec from the repo's config.json on the Hub (cached); HubUnavailable / HfConfigError."""
     from .hf_config import describe
 
