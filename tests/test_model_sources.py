@@ -119,3 +119,16 @@ def test_a_stack_file_with_config_file_plans(tmp_path):
     assert t["model_repo"] == "acme/Llama-3.1-8B-Tuned" and t["accelerator"] == "l4"
     assert t["vllm_args"][:3] == ["acme/Llama-3.1-8B-Tuned", "--served-model-name", "tuned"]
     assert t["weights_gib"] == round(8.03e9 * 2 / 2**30, 1)
+
+
+def test_topology_sizes_any_hub_repo_from_the_cache(tmp_path, monkeypatch, capsys):
+    from components.cli import main
+    monkeypatch.setenv("VLLM_PLATFORM_CACHE", str(tmp_path))
+    copy_fixture("openai--gpt-oss-120b", tmp_path / "hub" / "acme--gpt-oss-120b-tuned" / "main")
+    assert main(["topology", "--model", "acme/gpt-oss-120b-tuned", "--gpu", "h100", "--json"]) == 0
+    t = json.loads(capsys.readouterr().out)
+    assert (t["model_repo"], t["precision"], t["weights_gib"]) == ("acme/gpt-oss-120b-tuned", "mxfp4", 60.7)
+    assert main(["topology", "--model", "acme/not-cached", "--gpu", "h100"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("--model: unknown model 'acme/not-cached': not in the catalog, and offline")
+    assert "give a local copy of its config.json (--model-config PATH)" in err

@@ -107,7 +107,8 @@ def fetch_config(repo: str, revision: str | None = None, fetcher: Fetcher | None
                  where: str = IN_STACK) -> HubConfig:
     """The repo's config.json (+ safetensors index) from the cache, else from the Hub (then cached)."""
     if not REPO_ID.match(repo):
-        raise HubUnavailable(f"{repo!r} is not a Hugging Face repo id (ORG/NAME); {ways_out(repo, revision, where)}")
+        raise HubUnavailable(f"{repo!r} is not a Hugging Face repo id (ORG/NAME) to look up; give its config.json "
+                             f"({where})")
     d = cache_dir(repo, revision)
     try:
         cached = _read_cached(d)
