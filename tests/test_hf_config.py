@@ -278,6 +278,14 @@ def test_safetensors_index_total_size_is_checked():
         check_checkpoint_size(d, {"weight_map": {}})
 
 
+def test_llama_8b_computed_size_is_the_published_index_total_size():
+    # metadata.total_size of Meta-Llama-3(.1)-8B's model.safetensors.index.json, 16,060,522,496 bytes, as quoted
+    # in several public repositories (code search, 2026-12-02; ⚠ the Hub file itself was not reachable)
+    d = described("meta-llama--Meta-Llama-3.1-8B")
+    assert d.spec.weight_bytes("bf16") == 16_060_522_496
+    assert check_checkpoint_size(d, {"metadata": {"total_size": 16_060_522_496}}) is None
+
+
 def test_deepseek_checkpoint_size_counts_the_mtp_layer():
     d = described("deepseek-ai--DeepSeek-V3")
     # the MTP module (num_nextn_predict_layers 1): ~14B more in the checkpoint (technical report: 685B on the Hub)
