@@ -14,7 +14,6 @@ from components.cli import main
 from components.planner import memory as mem
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
-GIB = 1024**3
 
 
 def load(name: str) -> dict:

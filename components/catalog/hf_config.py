@@ -375,12 +375,6 @@ def check_checkpoint_size(d: Described, index: dict, warn_at: float = 0.05, refu
     return f"checkpoint size check: {line}" if abs(off) > warn_at else None
 
 
-def kv_bytes_per_token_full(spec: ModelSpec, dtype_bytes: int = 2) -> int:
-    """KV bytes one token takes over all layers at TP 1, counting every layer at full length."""
-    per_layer = spec.mla_dim * dtype_bytes if spec.is_mla else 2 * spec.kv_heads * spec.head_dim * dtype_bytes
-    return per_layer * spec.layers
-
-
 def describe(cfg: dict, index: dict | None = None, *, name: str, repo: str, source: str) -> ModelSpec:
     """parse() plus the checkpoint size check against a safetensors index; the notes go into spec.notes."""
     d = parse(cfg, name=name, repo=repo, source=source)
