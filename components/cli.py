@@ -81,8 +81,7 @@ def cmd_topology(a) -> int:
         return _fail(EXIT_BAD_INPUT, problem)
     if a.gpu and a.gpu not in ACCELERATORS:
         return _fail(EXIT_BAD_INPUT, f"--gpu: unknown GPU {a.gpu!r}; allowed: {', '.join(ACCELERATORS)}")
-    by_fp8_repo = not a.model_config and a.model and find_model(a.model) is model and names_fp8(a.model, model) \
-        and "fp8" in model.precisions
+    by_fp8_repo = bool(a.model) and find_model(a.model) is model and names_fp8(a.model, model)
     precision = a.precision or ("fp8" if by_fp8_repo else model.precisions[0])
     if precision not in model.precisions:
         return _fail(EXIT_BAD_INPUT, f"--precision: {model.name} is offered at {', '.join(model.precisions)}")
@@ -106,6 +105,7 @@ def cmd_topology(a) -> int:
         t = plan_topology(req)
     except NoFeasibleTopology as e:
         return _fail(EXIT_NO_FIT, f"no topology fits: {e.message}")
+    sys.stderr.write("".join(f"note: {n}\n" for n in model.notes))  # what a config.json left out or estimated
     print(json.dumps(t.to_dict(), indent=2) if a.json else summary(t))
     return 0
 
