@@ -245,6 +245,10 @@ def test_unsized_configs_are_refused_with_the_key_named():
     assert "vocab_size: missing" in str(e.value)  # every problem at once
     with pytest.raises(HfConfigError, match="model_type: 'qwen3_next' is not a decoder the planner sizes"):
         described("x", {**load("Qwen--Qwen3-32B"), "model_type": "qwen3_next"})
+    with pytest.raises(HfConfigError, match="block_configs: layers of different shapes"):
+        described("x", {**load("Qwen--Qwen3-32B"), "block_configs": [{"attention": {}}]})
+    with pytest.raises(HfConfigError, match="a key has a shape the planner does not know"):
+        described("x", {**load("Qwen--Qwen3-30B-A3B"), "decoder_sparse_step": [1, 2]})
     with pytest.raises(HfConfigError, match="layer_types: linear_attention layers"):
         described("x", {**load("Qwen--Qwen3-32B"), "layer_types": ["linear_attention", "full_attention"] * 32})
 

@@ -333,9 +333,15 @@ def parse(cfg: dict, *, name: str, repo: str, source: str) -> Described:
     if cfg.get("is_encoder_decoder") or cfg.get("model_type") in UNSIZED_MODEL_TYPES or mt in UNSIZED_MODEL_TYPES:
         raise HfConfigError([f"model_type: {cfg.get('model_type')!r} is not a decoder the planner sizes "
                              f"(encoder-decoder, state-space or linear-attention layers)"])
-    b, shape = count(text, vision, problems)
-    q = quantization(text, problems)
-    window, local = sliding_layers(text, shape.get("layers", 0), problems)
+    if text.get("block_configs"):
+        raise HfConfigError(["block_configs: layers of different shapes (NAS, e.g. Nemotron Super) are not sized"])
+    try:
+        b, shape = count(text, vision, problems)
+        q = quantization(text, problems)
+        window, local = sliding_layers(text, shape.get("layers", 0), problems)
+    except (TypeError, KeyError, AttributeError, ZeroDivisionError, IndexError) as e:  # a key of an unknown shape
+        raise HfConfigError([f"{mt or 'config.json'}: a key has a shape the planner does not know ({e}); describe the "
+                             f"model with an inline architecture instead"]) from None
     ctx = max_context(text)
     if not ctx:
         problems.append("max_position_embeddings: missing (the context limit)")
