@@ -75,6 +75,9 @@ def test_bad_config_file_is_named_once_without_an_unknown_model_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 4096}))
     (e,) = errors(model(model="acme/Custom-7B", configFile="config.json"), base_dir=tmp_path)
     assert e.startswith(f"models[0].configFile: {tmp_path}/config.json: num_hidden_layers: missing")
+    (tmp_path / "bad.json").write_text("model_type: llama")
+    (e,) = errors(model(model="acme/Custom-7B", configFile="bad.json"), base_dir=tmp_path)
+    assert e.startswith(f"models[0].configFile: {tmp_path}/bad.json: not JSON (Expecting value: line 1 column 1")
     arch = {"paramsB": 7, "layers": 32, "hidden": 4096, "heads": 32, "kvHeads": 8, "vocab": 32000, "maxContext": 8192}
     copy_fixture("meta-llama--Meta-Llama-3.1-8B", tmp_path / "l")
     (e,) = errors(model(model="acme/Custom-7B", architecture=arch, configFile="l/config.json"), base_dir=tmp_path)

@@ -146,9 +146,12 @@ def fetch_config(repo: str, revision: str | None = None, fetcher: Fetcher | None
 
 def read_config_file(path: Path) -> HubConfig:
     """A local config.json and, beside it, model.safetensors.index.json when there is one."""
-    cfg = json.loads(path.read_text())
     index = path.parent / INDEX
-    return HubConfig(cfg, json.loads(index.read_text()) if index.is_file() else None, path)
+    try:
+        cfg = json.loads(path.read_text())
+        return HubConfig(cfg, json.loads(index.read_text()) if index.is_file() else None, path)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON ({e}); give the model's config.json") from None
 
 
 def repo_for_file(path: Path, cfg: dict) -> str:
