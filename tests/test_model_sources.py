@@ -135,3 +135,33 @@ def test_topology_sizes_any_hub_repo_from_the_cache(tmp_path, monkeypatch, capsy
     err = capsys.readouterr().err
     assert err.startswith("--model: unknown model 'acme/not-cached': not in the catalog, and offline")
     assert "give a local copy of its config.json (--model-config PATH)" in err
+
+
+def test_a_cached_safetensors_index_that_disagrees_refuses_the_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLLM_PLATFORM_CACHE", str(tmp_path))
+    d = tmp_path / "hub" / "acme--Llama-8B-Odd" / "main"
+    copy_fixture("meta-llama--Meta-Llama-3.1-8B", d)
+    (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 32_121_044_992}}))
+    (e,) = errors(model(model="acme/Llama-8B-Odd"))
+    assert e.startswith("models[0].model: unknown model 'acme/Llama-8B-Odd': not in the catalog")
+    assert ("its config.json cannot be sized: model.safetensors.index.json: computed 16.1 GB of weights, the "
+            "safetensors index says 32.1 GB (-50.0%): beyond ±20%") in e
+
+
+def test_the_real_fetcher_sends_the_token_and_explains_http_errors(monkeypatch):
+    import io
+    import urllib.error
+    import urllib.request
+    seen = {}
+
+    def urlopen(req, timeout):
+        seen["url"], seen["auth"] = req.full_url, req.get_header("Authorization")
+        if req.full_url.endswith("gated/resolve/main/config.json"):
+            raise urllib.error.HTTPError(req.full_url, 403, "Forbidden", {}, io.BytesIO())
+        return io.BytesIO(b'{"ok": 1}')
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    monkeypatch.setitem(__import__("sys").modules, "huggingface_hub", None)  # the plain-HTTPS path
+    assert hub.http_fetch("acme/m", "abc", "config.json", "hf_x") == b'{"ok": 1}'
+    assert seen == {"url": "https://huggingface.co/acme/m/resolve/abc/config.json", "auth": "Bearer hf_x"}
+    with pytest.raises(ConnectionError, match="HTTP 403: gated: accept the model's licence on the Hub and set HF_TOKEN"):
+        hub.http_fetch("acme/gated", "main", "config.json", None)
