@@ -37,12 +37,15 @@ def stage_layers(model: ModelSpec, pp: int) -> int:
 
 def weight_bytes_per_gpu(model: ModelSpec, precision: str, tp: int, pp: int) -> float:
     """Weights on the busiest rank: transformer layers split over TP x PP; with PP the first
-    stage also holds the embedding and the last the LM head (each split over TP)."""
+    stage also holds the embedding and the last the LM head (each split over TP; a tied LM head is a
+    copy of the embedding on the last stage). The precision's bytes per parameter come from the
+    model (ModelSpec.weight_bytes: bf16, fp8, int8, int4, nvfp4, mxfp4)."""
     total = model.weight_bytes(precision)
     if pp == 1:
         return total / tp
     embed_bytes = model.embedding_params * 2  # 16-bit in every checkpoint we serve
-    return (total - embed_bytes) / (tp * pp) + embed_bytes / 2 / tp
+    one_matrix = model.vocab * model.hidden * 2
+    return (total - embed_bytes) / (tp * pp) + one_matrix / tp
 
 
 def non_torch_gib(tp: int, pp: int) -> float:
