@@ -22,6 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .cluster.facts import ClusterFacts, GpuPool
+from .cache_sources import adapter_repos, apply_source, source_for
 from .cluster.pools import model_cache_gib
 from .config import ConfigError
 from .config.schema import StackConfig
@@ -246,6 +247,9 @@ def check_loader(loader: str, topologies: dict[str, Topology]) -> None:
 def cache_facts(cfg: StackConfig, topologies: dict[str, Topology], facts: ClusterFacts) -> CacheFacts:
     mc = cfg.model_cache
     read = mc.read_gbps or facts.cache_read_gbps
+    from .cache_sources import check_sources
+    if (problem := check_sources(cfg, mc.kind)):
+        raise CacheError(problem)
     check_loader(mc.loader, topologies)
     pins = {"loader": mc.loader, "revisions": pinned_revisions(cfg, topologies)}
     if mc.kind == "rwx":
@@ -344,8 +348,9 @@ class ModelCache(pulumi.ComponentResource):
                     # (`kubectl -n NAMESPACE logs -f job/prefetch-MODEL`).
                     metadata={"name": f"prefetch-{model}", "namespace": ns, "labels": job_labels,
                               "annotations": {"pulumi.com/skipAwait": "true"}},
-                    spec=prefetch_job_spec(repo, facts.system_node_selector, job_labels,
-                                           self.facts.revision(repo), t.weights_gib), opts=job_opts))
+                    spec=apply_source(prefetch_job_spec(repo, facts.system_node_selector, job_labels,
+                                                        self.facts.revision(repo), t.weights_gib),
+                                      source_for(cfg, model), adapter_repos(t)), opts=job_opts))
         self.prepull = []
         by_pool: dict[str, tuple[GpuPool, list[str]]] = {}
         for itype, imgs in sorted(images.items()):

@@ -4,6 +4,8 @@ from __future__ import annotations
 from .catalog import InstanceType, instance_types
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import PlanRequest, Sla, Topology, plan_topology
+from .planner.engine_args import EngineOptions, LoraSlots, Speculation
+from .cache_sources import WeightsSource
 
 # In production a node's loss must not take every replica of a model with it.
 PRODUCTION_SPREAD_NODES = 2
@@ -32,6 +34,34 @@ def candidates(cfg: StackConfig, dep: ModelDeployment) -> tuple[InstanceType, ..
     return tuple(pool)
 
 
+CHAT_TEMPLATE_DIR = "/etc/vllm-platform/chat-template"
+INLINE_TEMPLATE_KEY = "template.jinja"
+
+
+def weights_source(dep: ModelDeployment) -> WeightsSource:
+    s = dep.source
+    return WeightsSource(s.kind, s.uri, s.claim_name, s.path or "", s.service_account)
+
+
+def engine_options(dep: ModelDeployment) -> EngineOptions:
+    """models[].engine and extraArgs as the planner's typed options (the chat template as the pod's path)."""
+    e = dep.engine
+    tpl = None
+    if e.chat_template:
+        tpl = f"{CHAT_TEMPLATE_DIR}/{e.chat_template.key or INLINE_TEMPLATE_KEY}"
+    sp = e.speculative and Speculation(
+        e.speculative.method, e.speculative.num_speculative_tokens, e.speculative.model,
+        **{k: v for k, v in e.speculative.config_json().items() if k.startswith("prompt_lookup")},
+        draft_params_b=e.speculative.draft_params_b)
+    lora = e.lora and LoraSlots(e.lora.max_loras, e.lora.max_lora_rank, e.lora.max_cpu_loras,
+                                tuple((a.name, a.repo or a.path) for a in e.lora.adapters))
+    return EngineOptions(
+        tool_call_parser=e.tool_call_parser, reasoning_parser=e.reasoning_parser, chat_template_path=tpl,
+        prefix_caching=e.prefix_caching, quantization=e.quantization, max_num_seqs=e.max_num_seqs,
+        max_num_batched_tokens=e.max_num_batched_tokens, speculative=sp or None, lora=lora or None,
+        extra=tuple(dep.extra_args.items()))
+
+
 def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
     s = dep.sla
     return PlanRequest(
@@ -41,9 +71,11 @@ def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
                 prompt_tokens=s.prompt_tokens, output_tokens=s.output_tokens),
         min_replicas=dep.replicas.min, max_replicas=dep.replicas.max,
         gpu_memory_utilization=dep.gpu_memory_utilization,
-        kv_cache_dtypes=("auto", "fp8") if dep.kv_cache_dtype == "any" else (dep.kv_cache_dtype,),
+        kv_cache_dtypes={"allow-fp8": ("auto", "fp8"), "any": ("auto", "fp8")}.get(dep.kv_cache_dtype,
+                                                                           (dep.kv_cache_dtype,)),
         tensor_parallel_size=dep.tensor_parallel_size, served_model_name=dep.name,
         spread_nodes=PRODUCTION_SPREAD_NODES if cfg.production else 1,
+        engine=engine_options(dep), model_source=weights_source(dep).local_dir if dep.source.kind != "hf" else None,
     )
 
 

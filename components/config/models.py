@@ -3,10 +3,17 @@ from __future__ import annotations
 
 from typing import Literal
 
+import warnings
+
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..catalog import ACCELERATORS, INSTANCE_TYPES, ModelSpec, find_model
 from .base import DNS_LABEL, _Base, field_error
+from .engine import Engine, ExtraValue, Source, check_extra_args
+
+
+class ConfigDeprecation(UserWarning):
+    """A stack key still accepted under an old spelling (printed once; see UPGRADING.md)."""
 
 
 class Sla(_Base):
@@ -57,8 +64,14 @@ class ModelDeployment(_Base):
     tensor_parallel_size: int | None = Field(None, ge=1, description="pin TP instead of searching")
     max_model_len: int | None = Field(None, ge=256, description="default: the model's maximum context")
     gpu_memory_utilization: float = Field(0.90, gt=0.5, lt=1.0)
-    kv_cache_dtype: Literal["auto", "fp8", "any"] = Field(
-        "any", description="auto = the model dtype; fp8 halves KV memory; any = the planner picks")
+    kv_cache_dtype: Literal["auto", "fp8", "allow-fp8", "any"] = Field(
+        "auto", description="auto = the model dtype; fp8 halves KV memory (lower quality); allow-fp8 = the "
+                            "planner may pick fp8 where it makes the fleet cheaper (the plan says so); "
+                            "any: deprecated spelling of allow-fp8")
+    engine: Engine = Field(Engine(), description="typed vLLM options (docs/engine.md)")
+    extra_args: dict[str, ExtraValue] = Field(
+        default_factory=dict, description="other `vllm serve` flags of vLLM 0.31: {--flag: value}")
+    source: Source = Field(Source(), description="where the weights come from (default: the Hub repo)")
     sla: Sla = Sla()
     replicas: Replicas = Replicas()
     revision: str | None = Field(
@@ -82,6 +95,21 @@ class ModelDeployment(_Base):
         if unknown:
             raise ValueError(f"unknown instance type(s) {', '.join(unknown)}; see components/catalog/instances.py")
         return v
+
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _kv_any_is_allow_fp8(cls, v):
+        if v == "any":
+            warnings.warn("kvCacheDtype: any is deprecated; it means allow-fp8 (the planner may choose an FP8 KV "
+                          "cache, which lowers quality). Write allow-fp8, or auto to keep the model's dtype "
+                          "(UPGRADING.md)", ConfigDeprecation, stacklevel=2)
+            return "allow-fp8"
+        return v
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args(cls, v):
+        return check_extra_args(v)
 
     @field_validator("precision")
     @classmethod
@@ -115,6 +143,9 @@ class ModelDeployment(_Base):
         if self.spec is None:
             raise field_error("model", f"unknown model {self.model!r}: use a catalog id ({', '.join(_catalog_ids())}) "
                                        f"or describe it under `architecture`")
+        from .engine import engine_problems
+        for field, problem in engine_problems(self):
+            raise field_error(field, problem)
         tokens = self.sla.prompt_tokens + self.sla.output_tokens
         if tokens > self.effective_max_model_len:
             raise field_error("sla", f"promptTokens + outputTokens ({tokens}) exceed maxModelLen "
