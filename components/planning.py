@@ -38,6 +38,11 @@ CHAT_TEMPLATE_DIR = "/etc/vllm-platform/chat-template"
 INLINE_TEMPLATE_KEY = "template.jinja"
 
 
+def chat_template_config_map(model: str) -> str:
+    """The ConfigMap the platform makes for an inline models[].engine.chatTemplate."""
+    return f"{model}-chat-template"
+
+
 def weights_source(dep: ModelDeployment) -> WeightsSource:
     s = dep.source
     return WeightsSource(s.kind, s.uri, s.claim_name, s.path or "", s.service_account)
@@ -46,9 +51,10 @@ def weights_source(dep: ModelDeployment) -> WeightsSource:
 def engine_options(dep: ModelDeployment) -> EngineOptions:
     """models[].engine and extraArgs as the planner's typed options (the chat template as the pod's path)."""
     e = dep.engine
-    tpl = None
+    tpl = cm = None
     if e.chat_template:
         tpl = f"{CHAT_TEMPLATE_DIR}/{e.chat_template.key or INLINE_TEMPLATE_KEY}"
+        cm = e.chat_template.config_map or chat_template_config_map(dep.name)
     sp = e.speculative and Speculation(
         e.speculative.method, e.speculative.num_speculative_tokens, e.speculative.model,
         **{k: v for k, v in e.speculative.config_json().items() if k.startswith("prompt_lookup")},
@@ -56,7 +62,7 @@ def engine_options(dep: ModelDeployment) -> EngineOptions:
     lora = e.lora and LoraSlots(e.lora.max_loras, e.lora.max_lora_rank, e.lora.max_cpu_loras,
                                 tuple((a.name, a.repo or a.path) for a in e.lora.adapters))
     return EngineOptions(
-        tool_call_parser=e.tool_call_parser, reasoning_parser=e.reasoning_parser, chat_template_path=tpl,
+        tool_call_parser=e.tool_call_parser, reasoning_parser=e.reasoning_parser, chat_template_path=tpl, chat_template_config_map=cm,
         prefix_caching=e.prefix_caching, quantization=e.quantization, max_num_seqs=e.max_num_seqs,
         max_num_batched_tokens=e.max_num_batched_tokens, speculative=sp or None, lora=lora or None,
         extra=tuple(dep.extra_args.items()))

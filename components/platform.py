@@ -80,10 +80,18 @@ class Platform(pulumi.ComponentResource):
             f"{name}-ns", metadata={"name": cfg.namespace, "labels": labels}, opts=k8s_opts)
         ns_opts = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.namespace]))
         # The token only ever travels as a Pulumi secret into this Secret; pods read it by reference.
+        # hfToken is optional (only gated repositories need it, config/load.py): no token, no Secret
         self.hf_secret = k8s.core.v1.Secret(
             f"{name}-hf-token",
             metadata={"name": "hf-token", "namespace": cfg.namespace, "labels": labels},
-            type="Opaque", string_data={"HF_TOKEN": loaded.hf_token}, opts=ns_opts)
+            type="Opaque", string_data={"HF_TOKEN": loaded.hf_token}, opts=ns_opts) if loaded.hf_token else None
+        # models[].engine.chatTemplate given inline: a ConfigMap the serving pods mount (planning.engine_options)
+        from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map
+        self.chat_templates = [k8s.core.v1.ConfigMap(
+            f"{name}-{dep.name}-chat-template",
+            metadata={"name": chat_template_config_map(dep.name), "namespace": cfg.namespace, "labels": labels},
+            data={INLINE_TEMPLATE_KEY: dep.engine.chat_template.inline}, opts=ns_opts)
+            for dep in cfg.models if dep.engine.chat_template and dep.engine.chat_template.inline]
         # --- add-ons (issue 4): ClusterAddons -> self.addons: AddonsFacts ---
         from .addons import ClusterAddons
         self.addons: AddonsFacts = ClusterAddons(f"{name}-addons", self.facts, cfg.addons, opts=child).facts
@@ -93,7 +101,7 @@ class Platform(pulumi.ComponentResource):
         images: dict[str, list[str]] = {}
         for t in topologies.values():
             images.setdefault(t.instance_type, []).extend(serving_images(cfg, t))
-        pods_need = [*self.facts.depends_on, self.namespace, self.hf_secret]
+        pods_need = [*self.facts.depends_on, self.namespace, *([self.hf_secret] if self.hf_secret else [])]
         self.cache = ModelCache(f"{name}-cache", cfg, topologies, self.facts, images, labels,
                                 depends_on=pods_need, opts=child)
         self.services = {

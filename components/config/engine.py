@@ -256,3 +256,22 @@ def engine_problems(dep) -> list[tuple[str, str]]:
             "--no-enable-chunked-prefill" in dep.extra_args:
         out.append(("engine.maxNumBatchedTokens", "below maxModelLen with chunked prefill off: vLLM refuses it"))
     return out
+
+
+# Hugging Face repositories of the catalog that are gated (the Hub asks to accept a licence; a download needs a
+# token of an account that did). Source: the repositories' pages on huggingface.co ("You need to agree to share
+# your contact information to access this model"), from memory of 2026 ⚠ not re-checked in this session.
+GATED_REPO_PREFIXES = ("meta-llama/", "mistralai/")
+
+
+def needs_hf_token(dep) -> str | None:
+    """The gated Hub repository a deployment downloads (model or LoRA adapter), or None."""
+    repos = []
+    if dep.source.kind == "hf":
+        repos.append(dep.spec.repo_for(dep.effective_precision) if dep.spec else dep.model)
+    if dep.engine.lora:
+        repos += [a.repo for a in dep.engine.lora.adapters if a.repo]
+    sp = dep.engine.speculative
+    if sp and sp.model:
+        repos.append(sp.model)
+    return next((r for r in repos if r.lower().startswith(GATED_REPO_PREFIXES)), None)

@@ -185,11 +185,20 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     for key in sorted(plain):
         errors.append(f"{key}: set in plain text; it must be a secret: "
                       f"`pulumi config set --secret {key} ...` ({SECRET_KEYS[key]})")
-    for key in sorted(set(required) - secrets - plain):
-        errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} hf_...`")
+    for key in sorted(set(required) - secrets - plain - {"hfToken"}):
+        errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} ...`")
     values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
     cfg, problems = _validate(values)
     errors += problems
+    if cfg is not None and "hfToken" in required and "hfToken" not in secrets | plain:
+        # only gated Hub repositories need a token (config/engine.py GATED_REPO_PREFIXES)
+        from .engine import needs_hf_token
+        for i, dep in enumerate(cfg.models):
+            repo = needs_hf_token(dep)
+            if repo:
+                errors.append(f"hfToken: missing; models[{i}] ({dep.name}) downloads {repo}, a gated Hugging Face "
+                              f"repository: set a token of an account that accepted its licence with "
+                              f"`pulumi config set --secret hfToken hf_...`")
     if errors:
         raise ConfigError(errors)
     return cfg

@@ -47,6 +47,7 @@ class EngineOptions:
     tool_call_parser: str | None = None
     reasoning_parser: str | None = None
     chat_template_path: str | None = None  # where the pod reads the template
+    chat_template_config_map: str | None = None  # the ConfigMap mounted there
     prefix_caching: bool | None = None
     quantization: str | None = None
     max_num_seqs: int | None = None
