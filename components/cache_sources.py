@@ -53,7 +53,7 @@ def pull_script(src: WeightsSource, expected_gib: float | None = None) -> str:
     of = f" of ~{int(expected_gib * 1024)} MiB" if expected_gib else ""
     if src.kind in ("s3", "gcs"):
         py = ("from runai_model_streamer import pull_files; "
-              f"pull_files({src.uri!r}, {dst!r}, allow_pattern=None, ignore_pattern=None)")
+              f"pull_files({src.uri!r}, {dst!r}, None, None)")  # (path, dst, allow, ignore) as vLLM calls it
         copy = f"python3 -c {shlex.quote(py)}"
     else:
         copy = f"cp -a {shlex.quote(SOURCE_MOUNT + ('/' + src.path if src.path else ''))}/. {dst}/"
