@@ -80,11 +80,13 @@ class Platform(pulumi.ComponentResource):
             f"{name}-ns", metadata={"name": cfg.namespace, "labels": labels}, opts=k8s_opts)
         ns_opts = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.namespace]))
         # The token only ever travels as a Pulumi secret into this Secret; pods read it by reference.
-        # hfToken is optional (only gated repositories need it, config/load.py): no token, no Secret
+        # hfToken is optional (only gated repositories need it, config/load.py): without one the Secret holds an
+        # empty HF_TOKEN, which huggingface_hub reads as no token (anonymous downloads)
         self.hf_secret = k8s.core.v1.Secret(
             f"{name}-hf-token",
             metadata={"name": "hf-token", "namespace": cfg.namespace, "labels": labels},
-            type="Opaque", string_data={"HF_TOKEN": loaded.hf_token}, opts=ns_opts) if loaded.hf_token else None
+            type="Opaque", string_data={"HF_TOKEN": loaded.hf_token if loaded.hf_token is not None else ""},
+            opts=ns_opts)
         # models[].engine.chatTemplate given inline: a ConfigMap the serving pods mount (planning.engine_options)
         from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map
         self.chat_templates = [k8s.core.v1.ConfigMap(
@@ -101,7 +103,7 @@ class Platform(pulumi.ComponentResource):
         images: dict[str, list[str]] = {}
         for t in topologies.values():
             images.setdefault(t.instance_type, []).extend(serving_images(cfg, t))
-        pods_need = [*self.facts.depends_on, self.namespace, *([self.hf_secret] if self.hf_secret else [])]
+        pods_need = [*self.facts.depends_on, self.namespace, self.hf_secret]
         self.cache = ModelCache(f"{name}-cache", cfg, topologies, self.facts, images, labels,
                                 depends_on=pods_need, opts=child)
         self.services = {

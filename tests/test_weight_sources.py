@@ -63,8 +63,8 @@ def test_serving_loads_the_cached_copy_of_an_s3_source():
 def test_hf_token_only_for_gated_repositories():
     parse(model(), set())  # Qwen3-32B is not gated
     errs = errors({**BASE, "models": [{"name": "chat", "model": "llama-3.1-8b", "maxModelLen": 8192}]}, set())
-    assert errs == [e for e in errs if e.startswith("hfToken: missing; models[0] (chat) downloads "
-                                                    "meta-llama/Llama-3.1-8B-Instruct, a gated")]
+    assert len(errs) == 1 and errs[0].startswith("hfToken: missing; set the Hugging Face token")
+    assert "models[0] (chat) downloads meta-llama/Llama-3.1-8B-Instruct is a gated repository" in errs[0]
     errs = errors(model(engine={"lora": {"adapters": [{"name": "a", "repo": "meta-llama/some-lora"}]}}), set())
     assert any("meta-llama/some-lora" in e for e in errs)
 

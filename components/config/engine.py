@@ -275,3 +275,22 @@ def needs_hf_token(dep) -> str | None:
     if sp and sp.model:
         repos.append(sp.model)
     return next((r for r in repos if r.lower().startswith(GATED_REPO_PREFIXES)), None)
+
+
+def gated_downloads(cfg, raw: dict) -> list[str]:
+    """`models[i] (name) downloads REPO` for each gated repository the stack downloads; from the raw values
+    where the stack is invalid (so that the token error comes with the others)."""
+    if cfg is not None:
+        return [f"models[{i}] ({d.name}) downloads {r}" for i, d in enumerate(cfg.models)
+                if (r := needs_hf_token(d))]
+    from ..catalog import find_model
+    out = []
+    for i, d in enumerate(raw.get("models") or []):
+        if not isinstance(d, dict) or not isinstance(d.get("model"), str):
+            continue
+        spec = find_model(d["model"])
+        source = d.get("source") if isinstance(d.get("source"), dict) else {}
+        repo = spec.hf_repo if spec else d["model"]
+        if source.get("kind", "hf") == "hf" and repo.lower().startswith(GATED_REPO_PREFIXES):
+            out.append(f"models[{i}] ({d.get('name')}) downloads {repo}")
+    return out

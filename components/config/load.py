@@ -190,15 +190,14 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
     cfg, problems = _validate(values)
     errors += problems
-    if cfg is not None and "hfToken" in required and "hfToken" not in secrets | plain:
+    if "hfToken" in required and "hfToken" not in secrets | plain:
         # only gated Hub repositories need a token (config/engine.py GATED_REPO_PREFIXES)
-        from .engine import needs_hf_token
-        for i, dep in enumerate(cfg.models):
-            repo = needs_hf_token(dep)
-            if repo:
-                errors.append(f"hfToken: missing; models[{i}] ({dep.name}) downloads {repo}, a gated Hugging Face "
-                              f"repository: set a token of an account that accepted its licence with "
-                              f"`pulumi config set --secret hfToken hf_...`")
+        from .engine import gated_downloads
+        gated = gated_downloads(cfg, values)
+        if gated:
+            errors.insert(0, f"hfToken: missing; set the Hugging Face token with `pulumi config set --secret hfToken "
+                             f"hf_...` (an account that accepted the licence): {'; '.join(gated)} "
+                             f"{'is a gated repository' if len(gated) == 1 else 'are gated repositories'}")
     if errors:
         raise ConfigError(errors)
     return cfg

@@ -12,9 +12,7 @@ HF_SECRET_KEY = "HF_TOKEN"
 
 def hf_token_env() -> dict:
     """HF_TOKEN read from the Kubernetes Secret by reference: the token never sits in a pod spec."""
-    # optional: a stack without gated repositories sets no hfToken and gets no Secret (config/load.py)
-    return {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_SECRET_NAME, "key": HF_SECRET_KEY,
-                                                                "optional": True}}}
+    return {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_SECRET_NAME, "key": HF_SECRET_KEY}}}
 
 
 def gpu_placement(pool: GpuPool) -> dict:
