@@ -85,6 +85,21 @@ def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
     )
 
 
+def ray_engine_problem(dep: ModelDeployment, t: Topology) -> str | None:
+    """Options a multi-node replica (Ray Serve LLM, engine_kwargs) cannot take in this release."""
+    from .config.vllm_registry import NOT_ENGINE_KWARGS
+    if not t.multi_node:
+        return None
+    bad = []
+    if dep.engine.chat_template:
+        bad.append("engine.chatTemplate (the Ray workers do not mount its ConfigMap)")
+    if dep.engine.lora and dep.engine.lora.adapters:
+        bad.append("engine.lora.adapters (Serve LLM loads adapters through its own lora_config)")
+    bad += [f"extraArgs {f} (not an engine argument Serve LLM accepts)" for f in dep.extra_args
+            if f[2:].replace("-", "_") in NOT_ENGINE_KWARGS]
+    return ("a multi-node replica (Ray Serve LLM) cannot take " + "; ".join(bad)) if bad else None
+
+
 def plan_stack(cfg: StackConfig) -> dict[str, Topology]:
     """One Topology per deployment name; raises NoFeasibleTopology (with the deployment named)."""
     from .planner import NoFeasibleTopology
@@ -95,4 +110,7 @@ def plan_stack(cfg: StackConfig) -> dict[str, Topology]:
             out[dep.name] = plan_topology(plan_request(cfg, dep))
         except NoFeasibleTopology as e:
             raise NoFeasibleTopology(f"models[{i}] ({dep.name}): {e.message}", e.refusals) from None
+        problem = ray_engine_problem(dep, out[dep.name])
+        if problem:
+            raise NoFeasibleTopology(f"models[{i}] ({dep.name}): {problem}", [])
     return out

@@ -150,3 +150,8 @@ VLLM_SERVE_FLAGS = frozenset("""
     --video-pruning-method --video-pruning-rate --watermark --watermark-config --weight-transfer-config
     --worker-cls --worker-extension-cls
 """.split())
+
+# `vllm serve` flags that are neither AsyncEngineArgs nor FrontendArgs fields in vLLM 0.31.0 (dataclasses.fields of
+# vllm/engine/arg_utils.py AsyncEngineArgs and vllm/entrypoints/launchers/cli_args.py FrontendArgs): Ray Serve LLM
+# sorts engine_kwargs into those two and refuses any other key ("Unknown engine argument").
+NOT_ENGINE_KWARGS = frozenset({"api_server_count", "config", "device_memory_utilization", "grpc", "headless", "help"})
