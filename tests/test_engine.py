@@ -122,10 +122,10 @@ def test_extra_args_unknown_flag_names_closest_and_owned_flag_names_the_field():
 
 
 def test_extra_args_render_with_their_yaml_types():
-    t = topo(extraArgs={"--enforce-eager": True, "--max-logprobs": 40, "--compilation-config": {"level": 3}})
+    t = topo(extraArgs={"--enforce-eager": True, "--max-logprobs": 40, "--compilation-config": {"mode": 3}})
     a = list(t.vllm_args)
     assert "--enforce-eager" in a and arg(a, "--max-logprobs") == "40"
-    assert arg(a, "--compilation-config") == '{"level":3}'
+    assert arg(a, "--compilation-config") == '{"mode":3}'
     kw = t.engine.to_engine_kwargs()
     assert kw["max_logprobs"] == 40 and kw["enforce_eager"] is True
 
