@@ -73,3 +73,16 @@ def test_adapters_are_prefetched_before_the_cached_check():
     job = apply_source(prefetch_job_spec("Qwen/Qwen3-32B", {}, {}), None, ("org/sql-lora",))
     script = job["template"]["spec"]["containers"][0]["command"][2]
     assert script.index("hf download org/sql-lora") < script.index("is cached")
+
+
+def test_pvc_path_and_revision_problems_are_reported_together():
+    errs = errors(model(revision="a" * 40, source={"kind": "pvc", "claimName": "w", "path": "../x"}))
+    assert "models[0].source.path: '../x' leaves the claim; give a directory inside it" in errs
+    assert "models[0].revision: pins a Hugging Face commit; source kind pvc has no revisions" in errs
+
+
+def test_nvme_cache_refuses_other_sources_by_name():
+    from components.cache_sources import check_sources
+    cfg = parse(model(source={"kind": "gcs", "uri": "gs://b/p", "serviceAccount": "r"}), {"hfToken"})
+    assert check_sources(cfg, "rwx") is None
+    assert check_sources(cfg, "nvme").startswith("models[].source: models[0] (chat) copy their weights")

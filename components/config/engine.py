@@ -213,10 +213,17 @@ class Source(_Base):
     kind: Literal["hf", "s3", "gcs", "pvc"] = "hf"
     uri: str | None = Field(None, description="s3://bucket/prefix or gs://bucket/prefix (kind s3 / gcs)")
     claim_name: str | None = Field(None, pattern=DNS_LABEL, description="existing PVC with the weights (kind pvc)")
-    path: str | None = Field(None, pattern=r"^[^/].*|^$", description="directory inside the claim (kind pvc)")
+    path: str | None = Field(None, pattern=r"^[^/\s]\S*$", description="directory inside the claim, relative (kind pvc)")
     service_account: str | None = Field(
         None, pattern=DNS_LABEL, description="Kubernetes service account bound to the cloud role that may read the "
                                              "bucket (EKS Pod Identity / GKE Workload Identity); kind s3 / gcs")
+
+    @field_validator("path")
+    @classmethod
+    def _inside_claim(cls, v):
+        if v and ".." in v.split("/"):
+            raise ValueError(f"{v!r} leaves the claim; give a directory inside it")
+        return v
 
     @model_validator(mode="after")
     def _per_kind(self):
@@ -252,6 +259,11 @@ def engine_problems(dep) -> list[tuple[str, str]]:
     if sp and sp.method == "draft_model" and find_model(sp.model) is None and sp.draft_params_b is None:
         out.append(("engine.speculative.draftParamsB", f"{sp.model} is not in the catalog: give its parameters "
                                                        f"(billions) so that the planner can size its memory"))
+    if eng.quantization and spec.needs_online_quantization(dep.effective_precision) and eng.quantization != "fp8":
+        out.append(("engine.quantization", f"precision fp8 already quantizes {spec.name} online (--quantization fp8); "
+                                           f"drop one of precision and engine.quantization"))
+    if dep.revision and dep.source.kind != "hf":
+        out.append(("revision", f"pins a Hugging Face commit; source kind {dep.source.kind} has no revisions"))
     if eng.max_num_batched_tokens and eng.max_num_batched_tokens < dep.effective_max_model_len and \
             "--no-enable-chunked-prefill" in dep.extra_args:
         out.append(("engine.maxNumBatchedTokens", "below maxModelLen with chunked prefill off: vLLM refuses it"))
