@@ -83,6 +83,6 @@ def test_pvc_path_and_revision_problems_are_reported_together():
 
 def test_nvme_cache_refuses_other_sources_by_name():
     from components.cache_sources import check_sources
-    cfg = parse(model(source={"kind": "gcs", "uri": "gs://b/p", "serviceAccount": "r"}), {"hfToken"})
+    cfg = parse(model(source={"kind": "gcs", "uri": "gs://bkt/p", "serviceAccount": "r"}), {"hfToken"})
     assert check_sources(cfg, "rwx") is None
     assert check_sources(cfg, "nvme").startswith("models[].source: models[0] (chat) copy their weights")
