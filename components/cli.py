@@ -81,7 +81,8 @@ def cmd_topology(a) -> int:
         return _fail(EXIT_BAD_INPUT, f"--gpu: no {a.cloud} instance type carries {a.gpu}; try --cloud {'/'.join(where)}")
     req = PlanRequest(model=model, precision=precision, candidates=cands, max_model_len=mml,
                       sla=Sla(ttft_ms=a.ttft_ms, tpot_ms=a.tpot_ms, concurrency=a.concurrency),
-                      max_replicas=a.max_replicas)
+                      max_replicas=a.max_replicas,
+                      kv_cache_dtypes=("auto", "fp8") if a.kv_cache_dtype == "allow-fp8" else (a.kv_cache_dtype,))
     try:
         t = plan_topology(req)
     except NoFeasibleTopology as e:
@@ -303,6 +304,8 @@ def parser() -> argparse.ArgumentParser:
                    help="SLA: concurrent requests the fleet must hold")
     t.add_argument("--max-replicas", type=int, default=64, help="most replicas the fleet may scale to")
     t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
+    t.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "allow-fp8"], default="auto",
+                   help="KV cache: the model's dtype, FP8 (lower quality), or let the planner choose FP8 when cheaper")
     t.add_argument("--json", action="store_true", help="print the topology as JSON instead of a summary")
     t.set_defaults(fn=cmd_topology)
     tb = sub.add_parser("table", help="the model-to-topology table over the catalog", formatter_class=f,

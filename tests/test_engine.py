@@ -152,13 +152,13 @@ def test_kv_cache_dtype_auto_is_the_default_and_any_is_allow_fp8_with_a_warning(
 
 
 def test_allow_fp8_shows_in_the_plan_when_the_planner_used_it():
-    # Llama-3.1-70B BF16 on one L40S node at full context: only an FP8 KV cache fits the cheapest shape
-    for mml in (131072, 65536, 32768):
-        cfg = parse({**BASE, "models": [{"name": "chat", "model": "llama-3.1-70b", "maxModelLen": mml,
-                                         "kvCacheDtype": "allow-fp8"}]}, {"hfToken"})
-        t = plan_topology(plan_request(cfg, cfg.models[0]))
-        if t.kv_cache_dtype == "fp8":
-            assert any("FP8 KV cache chosen by the planner" in n for n in t.engine_notes)
-            assert arg(list(t.vllm_args), "--kv-cache-dtype") == "fp8"
-            return
-    pytest.skip("no fp8 choice among these shapes")
+    # Llama-3.1-70B BF16 at 131,072 tokens on L40S: with FP8 allowed, 4 GPUs (g6e.12xlarge) hold it; without, 8
+    values = {**BASE, "models": [{"name": "chat", "model": "llama-3.1-70b", "accelerator": "l40s"}]}
+    allowed = parse({**values, "models": [{**values["models"][0], "kvCacheDtype": "allow-fp8"}]}, {"hfToken"})
+    t = plan_topology(plan_request(allowed, allowed.models[0]))
+    assert (t.kv_cache_dtype, t.instance_type) == ("fp8", "g6e.12xlarge")
+    assert "FP8 KV cache chosen by the planner (kvCacheDtype: allow-fp8)" in t.engine_notes[0]
+    assert arg(list(t.vllm_args), "--kv-cache-dtype") == "fp8"
+    auto = parse(values, {"hfToken"})
+    t = plan_topology(plan_request(auto, auto.models[0]))
+    assert (t.kv_cache_dtype, t.instance_type) == ("auto", "g6e.48xlarge") and not t.engine_notes
