@@ -103,7 +103,7 @@ class Platform(pulumi.ComponentResource):
         images: dict[str, list[str]] = {}
         for t in topologies.values():
             images.setdefault(t.instance_type, []).extend(serving_images(cfg, t))
-        pods_need = [*self.facts.depends_on, self.namespace, self.hf_secret]
+        pods_need = [*self.facts.depends_on, self.namespace, self.hf_secret, *self.chat_templates]
         self.cache = ModelCache(f"{name}-cache", cfg, topologies, self.facts, images, labels,
                                 depends_on=pods_need, opts=child)
         self.services = {
