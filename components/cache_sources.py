@@ -118,8 +118,15 @@ def adapter_repos(t) -> tuple[str, ...]:
 
 def check_sources(cfg, cache_kind: str) -> str | None:
     """A problem with the stack's sources for this cache kind (the CacheError text), or None."""
+    if cache_kind == "rwx":
+        return None
     odd = [f"models[{i}] ({d.name})" for i, d in enumerate(cfg.models) if d.source.kind != "hf"]
-    if odd and cache_kind != "rwx":
+    if odd:
         return (f"models[].source: {', '.join(odd)} copy their weights into a shared cache once; modelCache.kind "
                 f"{cache_kind} has one copy per node, which this release fills from the Hub only; use kind rwx")
+    lora = [f"models[{i}] ({d.name})" for i, d in enumerate(cfg.models)
+            if d.engine.lora and any(a.repo for a in d.engine.lora.adapters)]
+    if lora:
+        return (f"models[].engine.lora.adapters: {', '.join(lora)} name Hub adapters, which the shared cache's prefetch "
+                f"Job downloads; with modelCache.kind {cache_kind} use kind rwx or give each adapter a path")
     return None

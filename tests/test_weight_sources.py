@@ -86,3 +86,11 @@ def test_nvme_cache_refuses_other_sources_by_name():
     cfg = parse(model(source={"kind": "gcs", "uri": "gs://bkt/p", "serviceAccount": "r"}), {"hfToken"})
     assert check_sources(cfg, "rwx") is None
     assert check_sources(cfg, "nvme").startswith("models[].source: models[0] (chat) copy their weights")
+
+
+def test_nvme_cache_refuses_hub_adapters_it_cannot_prefetch():
+    from components.cache_sources import check_sources
+    cfg = parse(model(engine={"lora": {"adapters": [{"name": "a", "repo": "org/a"}]}}), {"hfToken"})
+    assert check_sources(cfg, "nvme").startswith("models[].engine.lora.adapters: models[0] (chat) name Hub adapters")
+    cfg = parse(model(engine={"lora": {"adapters": [{"name": "a", "path": "/models/a"}]}}), {"hfToken"})
+    assert check_sources(cfg, "nvme") is None
