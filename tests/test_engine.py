@@ -162,3 +162,10 @@ def test_allow_fp8_shows_in_the_plan_when_the_planner_used_it():
     auto = parse(values, {"hfToken"})
     t = plan_topology(plan_request(auto, auto.models[0]))
     assert (t.kv_cache_dtype, t.instance_type) == ("auto", "g6e.48xlarge") and not t.engine_notes
+
+
+def test_extra_args_that_change_the_sized_shape_are_refused():
+    from components.config.engine import OWNED_FLAGS
+    assert set(OWNED_FLAGS) <= VLLM_SERVE_FLAGS  # every refusal names a real flag
+    (line,) = [e for e in errors(model(extraArgs={"--data-parallel-size": 2})) if e.startswith("models[0].extraArgs")]
+    assert "--data-parallel-size: set by the platform; use (none: it changes the GPUs or the memory" in line
