@@ -188,7 +188,10 @@ def check_extra_args(args: dict[str, ExtraValue]) -> dict[str, ExtraValue]:
             problems.append(f"{flag}: not a vLLM 0.31 `vllm serve` flag"
                             + (f"; closest: {', '.join(close)}" if close else ""))
         elif flag in OWNED_FLAGS:
-            problems.append(f"{flag}: set by the platform; use {OWNED_FLAGS[flag]}")
+            owner = OWNED_FLAGS[flag]
+            problems.append(f"{flag}: refused: it changes the GPUs or the memory the planner sized"
+                            if owner.startswith("(none") else f"{flag}: set by the platform {owner}"
+                            if owner.startswith("(") else f"{flag}: set by the platform; use {owner}")
         elif value is False and f"--no-{flag[2:]}" not in VLLM_SERVE_FLAGS:
             problems.append(f"{flag}: false has no --no- form here; leave the flag out")
         elif value is None:
