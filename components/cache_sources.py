@@ -15,7 +15,7 @@ Serving pods then read the cache exactly as for a Hub model (ready marker, offli
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .serving.k8s import CACHE_MOUNT, READY_DIR, ready_marker, slug
 
@@ -32,6 +32,7 @@ class WeightsSource:
     claim_name: str | None = None
     path: str = ""
     service_account: str | None = None
+    region: str | None = None  # s3: AWS_REGION for the streamer's S3 client
 
     @property
     def key(self) -> str:
@@ -97,6 +98,8 @@ def apply_source(job_spec: dict, src: WeightsSource | None, adapters: tuple[str,
         container["volumeMounts"] = [*container["volumeMounts"], *mounts]
         if src.service_account:
             pod["serviceAccountName"] = src.service_account
+        if src.region:
+            container["env"] = [*container["env"], {"name": "AWS_REGION", "value": src.region}]
     if adapters:
         body = container["command"][2]
         container["command"] = ["/bin/sh", "-c", body.replace("set -eu\n", f"set -eu\n{adapters_script(adapters)}\n", 1)]
@@ -107,7 +110,13 @@ def source_for(cfg, model: str) -> WeightsSource | None:
     """The deployment `model`'s weights source (StackConfig -> WeightsSource), None for the Hub."""
     from .planning import weights_source
     dep = next((d for d in cfg.models if d.name == model), None)
-    return weights_source(dep) if dep is not None and dep.source.kind != "hf" else None
+    if dep is None or dep.source.kind == "hf":
+        return None
+    src = weights_source(dep)
+    if src.kind == "s3" and not src.region:
+        aws = getattr(cfg, "aws", None)
+        src = replace(src, region=aws.region if aws is not None else "us-east-1")
+    return src
 
 
 def adapter_repos(t) -> tuple[str, ...]:

@@ -45,7 +45,7 @@ def chat_template_config_map(model: str) -> str:
 
 def weights_source(dep: ModelDeployment) -> WeightsSource:
     s = dep.source
-    return WeightsSource(s.kind, s.uri, s.claim_name, s.path or "", s.service_account)
+    return WeightsSource(s.kind, s.uri, s.claim_name, s.path or "", s.service_account, s.region)
 
 
 def engine_options(dep: ModelDeployment) -> EngineOptions:

@@ -23,6 +23,7 @@ def test_engine_stack_plans_and_shows_its_options(tmp_path, capsys):
     pod = job["spec"]["template"]["spec"]
     script = pod["containers"][0]["command"][2]
     assert pod["serviceAccountName"] == "model-reader"
+    assert {"name": "AWS_REGION", "value": "us-east-1"} in pod["containers"][0]["env"]  # the stack's aws.region
     assert "hf download example-org/qwen3-32b-sql-lora" in script and "runai_model_streamer" in script
     dep = yaml.safe_load((tmp_path / "manifests" / "deployment_llm_qwen-tools.yaml").read_text())
     served = dep["spec"]["template"]["spec"]["containers"][0]["args"]

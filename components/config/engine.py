@@ -221,6 +221,8 @@ class Source(_Base):
     uri: str | None = Field(None, description="s3://bucket/prefix or gs://bucket/prefix (kind s3 / gcs)")
     claim_name: str | None = Field(None, pattern=DNS_LABEL, description="existing PVC with the weights (kind pvc)")
     path: str | None = Field(None, pattern=r"^[^/\s]\S*$", description="directory inside the claim, relative (kind pvc)")
+    region: str | None = Field(None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d$",
+                               description="kind s3: the bucket's region (default: aws.region, else us-east-1)")
     service_account: str | None = Field(
         None, pattern=DNS_LABEL, description="Kubernetes service account bound to the cloud role that may read the "
                                              "bucket (EKS Pod Identity / GKE Workload Identity); kind s3 / gcs")
@@ -248,6 +250,8 @@ class Source(_Base):
             raise field_error("claimName", "kind pvc needs the PersistentVolumeClaim that holds the weights")
         if self.kind != "pvc" and (self.claim_name or self.path):
             raise field_error("claimName", f"only for kind pvc (kind is {self.kind})")
+        if self.kind != "s3" and self.region:
+            raise field_error("region", f"only for kind s3 (kind is {self.kind})")
         if self.kind not in ("s3", "gcs") and self.service_account:
             raise field_error("serviceAccount", f"only for kind s3 / gcs (kind is {self.kind})")
         return self
