@@ -14,7 +14,7 @@ from .planner import NoFeasibleTopology, Sla, plan_topology
 
 # The stack schema's fields (a `models` entry) the topology options set, so that an error names the option.
 TOPOLOGY_FLAGS = {"model": "--model", "configFile": "--model-config", "revision": "--revision",
-                  "accelerator": "--gpu", "precision": "--precision",
+                  "accelerator": "--gpu", "precision": "--precision", "kvCacheDtype": "--kv-cache-dtype",
                   "maxModelLen": "--max-model-len", "sla.ttftMs": "--ttft-ms", "sla.tpotMs": "--tpot-ms",
                   "sla.concurrency": "--concurrency", "sla.promptTokens": "--prompt-tokens",
                   "sla.outputTokens": "--output-tokens", "sla": "--max-model-len", "replicas.max": "--max-replicas"}
@@ -49,7 +49,7 @@ def topology_deployment(a, spec):
     from .config.schema import ModelDeployment
 
     data = {"name": CLI_DEPLOYMENT, "model": a.model or spec.hf_repo, "accelerator": a.gpu.lower() if a.gpu else None,
-            "precision": a.precision, "maxModelLen": a.max_model_len,
+            "precision": a.precision, "maxModelLen": a.max_model_len, "kvCacheDtype": a.kv_cache_dtype,
             "sla": {"ttftMs": a.ttft_ms, "tpotMs": a.tpot_ms, "concurrency": a.concurrency,
                     "promptTokens": a.prompt_tokens, "outputTokens": a.output_tokens},
             "replicas": {"min": 1, "max": a.max_replicas}}
@@ -114,5 +114,7 @@ def add_topology_parser(sub, f) -> None:
                    help="SLA: average completion length, tokens")
     t.add_argument("--max-replicas", type=int, default=64, help="most replicas the fleet may scale to")
     t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
+    t.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "allow-fp8"], default="auto",
+                   help="KV cache: the model's dtype, FP8 (lower quality), or let the planner choose FP8 when cheaper")
     t.add_argument("--json", action="store_true", help="print the topology as JSON instead of a summary")
     t.set_defaults(fn=cmd_topology)

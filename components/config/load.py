@@ -218,11 +218,19 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     for key in sorted(plain):
         errors.append(f"{key}: set in plain text; it must be a secret: "
                       f"`pulumi config set --secret {key} ...` ({SECRET_KEYS[key]})")
-    for key in sorted(set(required) - secrets - plain):
-        errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} hf_...`")
+    for key in sorted(set(required) - secrets - plain - {"hfToken"}):
+        errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} ...`")
     values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
     cfg, problems = _validate(values, base_dir)
     errors += problems
+    if "hfToken" in required and "hfToken" not in secrets | plain:
+        # only gated Hub repositories need a token (config/engine.py GATED_REPO_PREFIXES)
+        from .engine import gated_downloads
+        gated = gated_downloads(cfg, values)
+        if gated:
+            errors.insert(0, f"hfToken: missing; set the Hugging Face token with `pulumi config set --secret hfToken "
+                             f"hf_...` (an account that accepted the licence): {'; '.join(gated)} "
+                             f"{'is a gated repository' if len(gated) == 1 else 'are gated repositories'}")
     if errors:
         raise ConfigError(errors)
     return cfg

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from pathlib import Path
 from typing import Literal
 
@@ -11,6 +12,11 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 from ..catalog import ACCELERATORS, INSTANCE_TYPES, ModelSpec, closest_models, find_model, names_fp8
 from . import bounds
 from .base import DNS_LABEL, _Base, field_error
+from .engine import Engine, ExtraValue, Source, check_extra_args
+
+
+class ConfigDeprecation(UserWarning):
+    """A stack key still accepted under an old spelling (printed once; see UPGRADING.md)."""
 
 
 class Sla(_Base):
@@ -61,8 +67,9 @@ class ModelDeployment(_Base):
                           "planner sizes the model from it (and from model.safetensors.index.json beside it)")
     revision: str | None = Field(
         None, pattern=r"^[0-9a-f]{40}$",
-        description="Hugging Face commit (40 hex digits) to serve: the prefetch downloads it and vLLM runs with "
-                    "--revision / --tokenizer-revision; unset: the repository's main branch at download time")
+        description="Hugging Face commit (40 hex digits) to serve: the prefetch downloads it, vLLM runs with "
+                    "--revision / --tokenizer-revision and a model outside the catalog is sized from its config.json "
+                    "at it; Hub sources only (source kind hf); unset: the repository's main branch at download time")
     precision: Literal["bf16", "fp8", "int8", "int4", "nvfp4", "mxfp4"] | None = None
     accelerator: str | None = Field(None, description="restrict to one GPU (catalog id)")
     instance_types: list[str] | None = Field(None, description="restrict to these instance / machine types")
@@ -70,8 +77,14 @@ class ModelDeployment(_Base):
     max_model_len: int | None = Field(None, ge=256, description="default: the model's maximum context")
     gpu_memory_utilization: float = Field(
         0.90, description="share of GPU memory vLLM may use; within config/bounds.py GPU_MEMORY_UTILIZATION_RANGE")
-    kv_cache_dtype: Literal["auto", "fp8", "any"] = Field(
-        "any", description="auto = the model dtype; fp8 halves KV memory; any = the planner picks")
+    kv_cache_dtype: Literal["auto", "fp8", "allow-fp8", "any"] = Field(
+        "auto", description="auto = the model dtype; fp8 halves KV memory (lower quality); allow-fp8 = the "
+                            "planner may pick fp8 where it makes the fleet cheaper (the plan says so); "
+                            "any: deprecated spelling of allow-fp8")
+    engine: Engine = Field(Engine(), description="typed vLLM options (docs/engine.md)")
+    extra_args: dict[str, ExtraValue] = Field(
+        default_factory=dict, description="other `vllm serve` flags of vLLM 0.31: {--flag: value}")
+    source: Source = Field(Source(), description="where the weights come from (default: the Hub repo)")
     sla: Sla = Sla()
     replicas: Replicas = Replicas()
     _base_dir: Path | None = PrivateAttr(None)  # the stack file's directory (configFile is relative to it)
@@ -118,6 +131,21 @@ class ModelDeployment(_Base):
             raise ValueError(f"unknown instance type(s) {', '.join(unknown)}; see components/catalog/instances.py")
         return v
 
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _kv_any_is_allow_fp8(cls, v):
+        if v == "any":
+            warnings.warn("kvCacheDtype: any is deprecated; it means allow-fp8 (the planner may choose an FP8 KV "
+                          "cache, which lowers quality). Write allow-fp8, or auto to keep the model's dtype "
+                          "(UPGRADING.md)", ConfigDeprecation, stacklevel=2)
+            return "allow-fp8"
+        return v
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args(cls, v):
+        return check_extra_args(v)
+
     @field_validator("precision")
     @classmethod
     def _offered_precision(cls, v, info: ValidationInfo):
@@ -154,6 +182,9 @@ class ModelDeployment(_Base):
             raise field_error("model", f"unknown model {self.model!r}: not in the catalog{hint}, and "
                                        f"{_hub_problem(self.model, self.revision)}; or use a catalog id "
                                        f"({', '.join(_catalog_ids())}), or describe it under `architecture`")
+        from .engine import engine_problems
+        for field, problem in engine_problems(self):
+            raise field_error(field, problem)
         tokens = self.sla.prompt_tokens + self.sla.output_tokens
         if tokens > self.effective_max_model_len:
             raise field_error("sla", f"promptTokens + outputTokens ({tokens}) exceed maxModelLen "

@@ -53,13 +53,15 @@ def non_torch_gib(tp: int, pp: int) -> float:
     return 0.5 + (0.75 if tp * pp > 1 else 0.0)
 
 
-def activation_gib(model: ModelSpec, acc: Accelerator, tp: int) -> float:
+def activation_gib(model: ModelSpec, acc: Accelerator, tp: int, batched_tokens: int | None = None,
+                   max_num_seqs: int | None = None) -> float:
     """Peak of vLLM's profile run: a max_num_batched_tokens forward pass plus the sampler
-    over max_num_seqs dummy requests (fp32 logits, gathered on one rank), plus allocator slack."""
-    t = default_max_num_batched_tokens(acc)
+    over max_num_seqs dummy requests (fp32 logits, gathered on one rank), plus allocator slack.
+    batched_tokens / max_num_seqs: the stack's engine overrides (default: vLLM's for the GPU)."""
+    t = batched_tokens or default_max_num_batched_tokens(acc)
     hidden_states = t * model.hidden * 2 * 16 / tp
     moe = t * model.experts_per_token * model.moe_intermediate * 2 * 2 / tp if model.is_moe else 0
-    sampler = default_max_num_seqs(acc) * model.vocab * 4 * 2
+    sampler = (max_num_seqs or default_max_num_seqs(acc)) * model.vocab * 4 * 2
     return (hidden_states + moe + sampler) / GiB + 0.25
 
 
