@@ -119,3 +119,18 @@ def test_topology_revision_must_be_a_commit(tmp_path, capsys):
     path = llama_8b(tmp_path)
     assert main(["topology", "--model-config", path, "--revision", "main", "--gpu", "h100"]) == 2
     assert capsys.readouterr().err.startswith("--revision: String should match pattern '^[0-9a-f]{40}$'")
+
+
+def test_mtp_speculation_follows_the_config_json(tmp_path):
+    """num_nextn_predict_layers in a config.json allows `mtp` as it does for the catalog's DeepSeek-V3."""
+    def values(fixture: str) -> dict:
+        d = tmp_path / fixture
+        d.mkdir()
+        shutil.copy(FIXTURES / fixture / "config.json", d / "config.json")
+        return {**EXISTING, "models": [{"name": "spec", "model": f"acme/{fixture.split('--')[1]}", "maxModelLen": 8192,
+                                        "configFile": str(d / "config.json"),
+                                        "engine": {"speculative": {"method": "mtp", "numSpeculativeTokens": 1}}}]}
+    assert parse(values("deepseek-ai--DeepSeek-V3"), {"hfToken"}).models[0].spec.mtp_layers == 1
+    assert errors(values("Qwen--Qwen3-32B")) == [
+        "models[0].engine.speculative.method: mtp: Qwen3-32B has no multi-token-prediction layers "
+        "(num_nextn_predict_layers); use ngram, eagle, eagle3 or draft_model"]

@@ -211,7 +211,9 @@ def quantization(text: dict, problems: list[str]) -> Quantization:
         problems.append(f"quantization_config.config_groups: weights of {bits} bits ({kind}) are not sized; "
                         f"8-bit and 4-bit are")
         return Quantization("bf16", "unsized")
-    problems.append(f"quantization_config.quant_method: {method!r} is not sized; supported: fp8, "
+    from ..config.vllm_registry import QUANTIZATION_METHODS
+    loads = "" if method in QUANTIZATION_METHODS else ", and vLLM 0.31 cannot load it (no such quantization method)"
+    problems.append(f"quantization_config.quant_method: {method!r} is not sized{loads}; supported: fp8, "
                     f"compressed-tensors, awq, gptq, mxfp4")
     return Quantization("bf16", "unsized")
 
@@ -305,7 +307,7 @@ def count(text: dict, vision: dict | None, problems: list[str]) -> tuple[Breakdo
     if mtp_n:  # a full MoE layer, its own embedding / head copies and the 2H x H projection (DeepSeek-V3)
         b = replace(b, mtp=mtp_n * (attn + E * per_expert + shared + router + 2 * V * H + 2 * H * H + 4 * H))
     shape.update(layers=L, hidden=H, heads=heads, vocab=V, experts=E, experts_per_token=k,
-                 moe_intermediate=moe_inter if E else 0, tied_embeddings=tied)
+                 moe_intermediate=moe_inter if E else 0, tied_embeddings=tied, mtp_layers=mtp_n)
     return b, shape
 
 
@@ -358,7 +360,8 @@ def parse(cfg: dict, *, name: str, repo: str, source: str) -> Described:
         id=name, name=name, hf_repo=repo, params_b=total_b, max_context=ctx, source=source,
         active_params_b=b.active / 1e9 if shape["experts"] else None, sliding_window=window if local else 0,
         sliding_layers=local if window else 0, precisions=precisions, weights_gb=weights,
-        fp8_block_quantized=q.block and q.precision == "fp8", notes=tuple(notes + [f"weights: {q.label}"]), **shape)
+        fp8_block_quantized=q.block and q.precision == "fp8", notes=tuple(notes + [f"weights: {q.label}"]),
+        architectures=tuple(a for a in cfg.get("architectures") or () if isinstance(a, str)), **shape)
     return Described(spec, b, q, list(spec.notes))
 
 

@@ -46,6 +46,8 @@ class ModelSpec:
     tied_embeddings: bool = False  # tie_word_embeddings: the LM head is the input embedding
     notes: tuple[str, ...] = ()  # what the description left out or estimated (config-derived specs)
     aliases: tuple[str, ...] = ()  # other Hub ids of the same weights
+    architectures: tuple[str, ...] = ()  # config.json `architectures` (config-derived specs; checked against vLLM's)
+    mtp_layers: int | None = None  # config.json num_nextn_predict_layers; None: planner/extras.py MTP_LAYERS
 
     @property
     def is_moe(self) -> bool:

@@ -14,8 +14,9 @@ from typing import Literal, Union
 from pydantic import Field, field_validator, model_validator
 
 from .base import DNS_LABEL, _Base, field_error
-from .vllm_registry import (LORA_RANKS, QUANTIZATION_METHODS, REASONING_PARSERS, SPECULATIVE_METHODS,
-                            TOOL_CALL_PARSERS, VLLM_SERVE_FLAGS)
+from .vllm_registry import (GENERATION_ARCHITECTURES, LORA_RANKS, POOLING_ARCHITECTURES, QUANTIZATION_METHODS,
+                            REASONING_PARSERS, REMOVED_ARCHITECTURES, SPECULATIVE_METHODS, TOOL_CALL_PARSERS,
+                            VLLM_SERVE_FLAGS)
 
 CONFIGMAP_KEY = r"^[-._a-zA-Z0-9]+$"
 
@@ -257,12 +258,32 @@ class Source(_Base):
         return self
 
 
+def architecture_problem(architectures: tuple[str, ...], extra_args: dict) -> str | None:
+    """Why vLLM 0.31 cannot serve a config.json's `architectures` (generation), or None. An architecture it has
+    no class for may still load through vLLM's Transformers backend: only with extraArgs --model-impl
+    transformers, the stack's explicit choice."""
+    for arch in architectures:
+        if arch in GENERATION_ARCHITECTURES:
+            continue
+        if arch in POOLING_ARCHITECTURES:
+            return (f"architectures {arch}: a pooling model (embeddings / classification) in vLLM 0.31, "
+                    f"not a text generator")
+        if extra_args.get("--model-impl") == "transformers":
+            continue
+        gone = f" (vLLM supported it until {REMOVED_ARCHITECTURES[arch]})" if arch in REMOVED_ARCHITECTURES else ""
+        return (f"architectures {arch}: vLLM 0.31 has no model class for it{gone}; serve a supported model, or try "
+                f"its Transformers implementation with extraArgs {{--model-impl: transformers}}")
+    return None
+
+
 def engine_problems(dep) -> list[tuple[str, str]]:
     """(field path under the deployment, problem) for the options that depend on the model (a ModelDeployment)."""
     from ..catalog import find_model
     from ..planner.extras import mtp_layers
 
     spec, eng, out = dep.spec, dep.engine, []
+    if (problem := architecture_problem(spec.architectures, dep.extra_args)):
+        out.append(("configFile" if dep.config_file else "model", problem))
     sp = eng.speculative
     if sp and sp.method == "mtp" and not mtp_layers(spec):
         out.append(("engine.speculative.method", f"mtp: {spec.name} has no multi-token-prediction layers "

@@ -155,3 +155,119 @@ VLLM_SERVE_FLAGS = frozenset("""
 # vllm/engine/arg_utils.py AsyncEngineArgs and vllm/entrypoints/launchers/cli_args.py FrontendArgs): Ray Serve LLM
 # sorts engine_kwargs into those two and refuses any other key ("Unknown engine argument").
 NOT_ENGINE_KWARGS = frozenset({"api_server_count", "config", "device_memory_utilization", "grpc", "headless", "help"})
+
+# vllm/model_executor/models/registry.py: the `architectures` of a config.json vLLM 0.31 has a model class for.
+# Generation (what `vllm serve` answers chat / completions with): _TEXT_GENERATION_MODELS, _MULTIMODAL_MODELS and
+# _TRANSFORMERS_SUPPORTED_MODELS (260 names).
+GENERATION_ARCHITECTURES = frozenset("""
+    AXK1ForCausalLM AfmoeForCausalLM ApertusForCausalLM ArceeForCausalLM AriaForConditionalGeneration
+    AudioFlamingo3ForConditionalGeneration BagelForConditionalGeneration BailingMoeForCausalLM
+    BailingMoeV2ForCausalLM BailingMoeV2_5ForCausalLM BailingMoeV3ForCausalLM
+    BailingMoeV3VLForConditionalGeneration BeeForConditionalGeneration Blip2ForConditionalGeneration
+    BloomForCausalLM ChatGLMForConditionalGeneration ChatGLMModel Cohere2ForCausalLM Cohere2MoeForCausalLM
+    Cohere2VisionForConditionalGeneration CohereAsrForConditionalGeneration
+    CohereCompassForConditionalGeneration CohereForCausalLM Cosmos3EdgeForConditionalGeneration
+    Cosmos3ForConditionalGeneration CwmForCausalLM DbrxForCausalLM DeciLMForCausalLM DeepseekForCausalLM
+    DeepseekOCR2ForCausalLM DeepseekOCRForCausalLM DeepseekV2ForCausalLM DeepseekV32ForCausalLM
+    DeepseekV3ForCausalLM DeepseekV41ForCausalLM DeepseekV4ForCausalLM DeepseekV4ForConditionalGeneration
+    DeepseekVLV2ForCausalLM DiffusionGemmaForBlockDiffusion Dots3NoteForCausalLM DotsOCRForCausalLM
+    Eagle2_5_VLForConditionalGeneration Emu3ForConditionalGeneration Ernie4_5ForCausalLM
+    Ernie4_5_MoeForCausalLM Ernie4_5_VLMoeForConditionalGeneration Exaone4ForCausalLM
+    Exaone4_5_ForConditionalGeneration ExaoneForCausalLM ExaoneMoeForCausalLM FalconForCausalLM
+    FalconH1ForCausalLM FalconMambaForCausalLM FireRedASR2ForConditionalGeneration FlexOlmoForCausalLM
+    FunASRForConditionalGeneration FunAudioChatForConditionalGeneration GLM4VForCausalLM GPT2LMHeadModel
+    GPTBigCodeForCausalLM GPTJForCausalLM GPTNeoXForCausalLM Gemma2ForCausalLM Gemma3ForCausalLM
+    Gemma3ForConditionalGeneration Gemma3nForCausalLM Gemma3nForConditionalGeneration Gemma4ForCausalLM
+    Gemma4ForConditionalGeneration Gemma4UnifiedForConditionalGeneration GemmaForCausalLM Glm4ForCausalLM
+    Glm4MoeForCausalLM Glm4MoeLiteForCausalLM Glm4vForConditionalGeneration Glm4vMoeForConditionalGeneration
+    Glm5NextForCausalLM Glm5NextForConditionalGeneration GlmAsrForConditionalGeneration GlmForCausalLM
+    GlmMoeDsaForCausalLM GlmOcrForConditionalGeneration GptOssForCausalLM
+    Granite4VisionForConditionalGeneration GraniteForCausalLM GraniteMoeForCausalLM
+    GraniteMoeHybridForCausalLM GraniteMoeSWAForCausalLM GraniteMoeSharedForCausalLM GraniteSWAForCausalLM
+    GraniteSpeechForConditionalGeneration GraniteSpeechPlusForConditionalGeneration H2OVLChatModel
+    HCXVisionV2ForCausalLM HYV3ForCausalLM HYV4ForCausalLM HfMoondream HrmTextForCausalLM
+    HunYuanDenseV1ForCausalLM HunYuanMoEV1ForCausalLM HunYuanVLForConditionalGeneration HyperCLOVAXForCausalLM
+    IQuestCoderForCausalLM IQuestLoopCoderForCausalLM Idefics3ForConditionalGeneration InklingForCausalLM
+    InklingForConditionalGeneration InternLM2ForCausalLM InternLM3ForCausalLM InternS1ForConditionalGeneration
+    InternS1ProForConditionalGeneration InternS2MobiusForConditionalGeneration
+    InternS2PreviewForConditionalGeneration InternVLChatModel InternVLForConditionalGeneration
+    IsaacForConditionalGeneration Jais2ForCausalLM JambaForCausalLM K2HorizonForCausalLM
+    KananaVForConditionalGeneration KeyeForConditionalGeneration KeyeVL1_5ForConditionalGeneration
+    KimiK25ForConditionalGeneration KimiK3ForConditionalGeneration KimiLinearForCausalLM
+    KimiVLForConditionalGeneration LLaMAForCausalLM LagunaForCausalLM Lfm2ForCausalLM Lfm2MoeForCausalLM
+    Lfm2VlForConditionalGeneration LightOnOCRForConditionalGeneration Llama4ForCausalLM
+    Llama4ForConditionalGeneration LlamaForCausalLM Llama_Nemotron_Nano_VL LlavaForConditionalGeneration
+    LlavaNextForConditionalGeneration LlavaNextVideoForConditionalGeneration
+    LlavaOnevision2ForConditionalGeneration LlavaOnevisionForConditionalGeneration LongcatFlashForCausalLM
+    LongcatFlashNgramForCausalLM Mamba2ForCausalLM MambaForCausalLM MellumForCausalLM MiDashengLMModel
+    MiMoForCausalLM MiMoV2FlashForCausalLM MiMoV2ForCausalLM MiMoV2OmniForCausalLM MiniCPM3ForCausalLM
+    MiniCPMForCausalLM MiniCPMO MiniCPMV MiniCPMV4_6ForConditionalGeneration MiniMaxM2ForCausalLM
+    MiniMaxM3SparseForCausalLM MiniMaxM3SparseForConditionalGeneration Ministral3ForCausalLM
+    Mistral3ForConditionalGeneration MistralForCausalLM MistralLarge3ForCausalLM MixtralForCausalLM
+    Molmo2ForConditionalGeneration MolmoForCausalLM Moondream3ForCausalLM MoonshotKimiaForCausalLM
+    MossAudioModel MossTranscribeDiarizeForConditionalGeneration MuseGlimmerForCausalLM
+    MuseGlimmerForConditionalGeneration NVLM_D NanbeigeForCausalLM NemotronForCausalLM NemotronHForCausalLM
+    NemotronHPuzzleForCausalLM NemotronH_Nano_Omni_Reasoning_V3 NemotronH_Nano_VL_V2
+    NemotronH_Omni_Reasoning_V3 NemotronH_Super_Omni_Reasoning_V3 NemotronParseForConditionalGeneration
+    OPTForCausalLM Olmo2ForCausalLM Olmo3ForCausalLM OlmoForCausalLM OlmoHybridForCausalLM OlmoeForCausalLM
+    OpenCUAForConditionalGeneration OpenPanguVLForConditionalGeneration OpenVLAForActionPrediction
+    OrionForCausalLM Ovis Ovis2_5 Ovis2_6ForCausalLM Ovis2_6_MoeForCausalLM
+    PaddleOCRVLForConditionalGeneration PaliGemmaForConditionalGeneration PanguEmbeddedForCausalLM
+    PanguProMoEV2ForCausalLM PanguUltraMoEForCausalLM Param2MoEForCausalLM Phi3ForCausalLM Phi3VForCausalLM
+    Phi4ForCausalLMV Phi4MMForCausalLM PhiForCausalLM PhiMoEForCausalLM PixtralForConditionalGeneration
+    Plamo3ForCausalLM QianfanOCRForConditionalGeneration Qwen2AudioForConditionalGeneration Qwen2ForCausalLM
+    Qwen2MoeForCausalLM Qwen2VLForConditionalGeneration Qwen2_5OmniForConditionalGeneration Qwen2_5OmniModel
+    Qwen2_5_VLForConditionalGeneration Qwen3ASRForConditionalGeneration Qwen3ASRRealtimeGeneration
+    Qwen3ForCausalLM Qwen3MoeForCausalLM Qwen3NextForCausalLM Qwen3OmniMoeForConditionalGeneration
+    Qwen3VLForConditionalGeneration Qwen3VLMoeForConditionalGeneration Qwen3_5ForCausalLM
+    Qwen3_5ForConditionalGeneration Qwen3_5MoeForCausalLM Qwen3_5MoeForConditionalGeneration
+    Qwen4ExpForCausalLM Qwen4ExpForConditionalGeneration RForConditionalGeneration Rnj1ForCausalLM
+    SarvamMLAForCausalLM SarvamMoEForCausalLM SeedOssForCausalLM SkyworkR1VChatModel SmolLM3ForCausalLM
+    SmolVLMForConditionalGeneration SolarForCausalLM StableLmForCausalLM Starcoder2ForCausalLM
+    Step1ForCausalLM Step3TextForCausalLM Step3VLForConditionalGeneration Step3p5ForCausalLM
+    Step3p7ForConditionalGeneration StepVLForConditionalGeneration TeleChat2ForCausalLM TeleChat3ForCausalLM
+    TeleFLMForCausalLM UltravoxModel UnlimitedOCRForCausalLM VaultGemmaForCausalLM
+    VibeVoiceAsrForConditionalGeneration VoxtralForConditionalGeneration VoxtralRealtimeGeneration
+    WhisperForConditionalGeneration Zamba2ForCausalLM
+""".split())
+
+# _EMBEDDING_MODELS, _LATE_INTERACTION_MODELS, _REWARD_MODELS, _TOKEN_/_SEQUENCE_CLASSIFICATION_MODELS less the
+# generation names: pooling models, no text generation (54 names).
+POOLING_ARCHITECTURES = frozenset("""
+    BertForMaskedLM BertForSequenceClassification BertForTokenClassification BertModel
+    BertSpladeSparseEmbeddingModel BgeM3EmbeddingModel CLIPModel ColBERTJinaRobertaModel ColBERTLfm2Model
+    ColBERTModernBertModel ColModernVBertForRetrieval ColPaliForRetrieval ColQwen3 ColQwen3_5
+    DeepseekV3BidirectionalModel GPT2ForSequenceClassification Gemma2Model Gemma3TextModel GteModel
+    GteNewForSequenceClassification GteNewModel HF_ColBERT InternLM2ForRewardModel
+    JambaForSequenceClassification JinaEmbeddingsV5Model JinaForRanking JinaVLForRanking
+    LlamaBidirectionalForSequenceClassification LlamaBidirectionalModel LlamaModel
+    LlamaNemotronVLForSequenceClassification LlamaNemotronVLModel MistralModel
+    ModernBertForSequenceClassification ModernBertForTokenClassification ModernBertModel NomicBertModel
+    OpenAIPrivacyFilterForTokenClassification OpsColQwen3Model Qwen2ForProcessRewardModel Qwen2ForRewardModel
+    Qwen2Model Qwen3ASRForcedAlignerForTokenClassification Qwen3VLNemotronEmbedModel RobertaForMaskedLM
+    RobertaForSequenceClassification RobertaForTokenClassification RobertaModel SiglipModel Terratorch
+    VoyageQwen3BidirectionalEmbedModel XLMRobertaForSequenceClassification XLMRobertaForTokenClassification
+    XLMRobertaModel
+""".split())
+
+# _PREVIOUSLY_SUPPORTED_MODELS: architecture -> the last vLLM release that had it.
+REMOVED_ARCHITECTURES = {
+    "AquilaForCausalLM": "0.24.0", "AquilaModel": "0.24.0", "ArcticForCausalLM": "0.28.0",
+    "AyaVisionForConditionalGeneration": "0.24.0", "BaiChuanForCausalLM": "0.23.0", "BaichuanForCausalLM":
+    "0.23.0", "BambaForCausalLM": "0.23.0", "ChameleonForConditionalGeneration": "0.28.0", "Cheers": "0.28.0",
+    "CheersForConditionalGeneration": "0.28.0", "DonutForConditionalGeneration": "0.10.2", "Dots1ForCausalLM":
+    "0.23.0", "ErnieForSequenceClassification": "0.23.0", "ErnieForTokenClassification": "0.23.0",
+    "ErnieModel": "0.23.0", "Fairseq2LlamaForCausalLM": "0.28.0", "FireRedLIDForConditionalGeneration":
+    "0.28.0", "FuyuForCausalLM": "0.25.0", "GritLM": "0.28.0", "Grok1ForCausalLM": "0.24.0",
+    "Grok1ModelForCausalLM": "0.24.0", "HCXVisionForCausalLM": "0.28.0", "InternLM2VEForCausalLM": "0.23.0",
+    "InternLMForCausalLM": "0.23.0", "JAISLMHeadModel": "0.22.0", "MPTForCausalLM": "0.28.0",
+    "MantisForConditionalGeneration": "0.24.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxM1ForCausalLM":
+    "0.23.0", "MiniMaxText01ForCausalLM": "0.23.0", "MiniMaxVL01ForConditionalGeneration": "0.23.0",
+    "MllamaForConditionalGeneration": "0.10.2", "MotifForCausalLM": "0.10.2", "MptForCausalLM": "0.28.0",
+    "MusicFlamingoForConditionalGeneration": "0.24.0", "OuroForCausalLM": "0.26.0", "PersimmonForCausalLM":
+    "0.25.0", "Phi3SmallForCausalLM": "0.9.2", "Phi4FlashForCausalLM": "0.10.2", "Phi4MultimodalForCausalLM":
+    "0.12.0", "Plamo2ForCausalLM": "0.26.0", "PrithviGeoSpatialMAE": "0.28.0", "QWenLMHeadModel": "0.23.0",
+    "QwenVLForConditionalGeneration": "0.23.0", "RWForCausalLM": "0.28.0", "StableLMEpochForCausalLM":
+    "0.28.0", "Tarsier2ForConditionalGeneration": "0.23.0", "TarsierForConditionalGeneration": "0.24.0",
+    "TeleChatForCausalLM": "0.25.0", "XverseForCausalLM": "0.23.0"
+}
