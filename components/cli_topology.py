@@ -17,7 +17,9 @@ TOPOLOGY_FLAGS = {"model": "--model", "configFile": "--model-config", "revision"
                   "accelerator": "--gpu", "precision": "--precision", "kvCacheDtype": "--kv-cache-dtype",
                   "maxModelLen": "--max-model-len", "sla.ttftMs": "--ttft-ms", "sla.tpotMs": "--tpot-ms",
                   "sla.concurrency": "--concurrency", "sla.promptTokens": "--prompt-tokens",
-                  "sla.outputTokens": "--output-tokens", "sla": "--max-model-len", "replicas.max": "--max-replicas"}
+                  "sla.outputTokens": "--output-tokens", "sla": "--max-model-len", "replicas.max": "--max-replicas",
+                  "engine": "--engine", "extraArgs": "--extra-args"}
+JSON_BLOCKS = (("engine", "--engine"), ("extraArgs", "--extra-args"))  # stack blocks given whole, as JSON
 CLI_DEPLOYMENT = "cli"  # the deployment's name; the CLI serves the model under its catalog id
 
 
@@ -57,15 +59,35 @@ def topology_deployment(a, spec):
         data["configFile"] = str(Path(a.model_config).resolve())
     if a.revision:
         data["revision"] = a.revision
-    dep, problems = validate_part(ModelDeployment, data)
     lines = []
+    for key, flag in JSON_BLOCKS:
+        if getattr(a, key_attr(key)) is not None:
+            try:
+                data[key] = json.loads(getattr(a, key_attr(key)))
+            except ValueError as e:
+                lines.append(f"{flag}: not JSON ({e}); give the stack file's models[].{key} block as JSON")
+    if lines:
+        return None, lines
+    dep, problems = validate_part(ModelDeployment, data)
     for path, message in problems:
         for key, flag in TOPOLOGY_FLAGS.items():  # camelCase keys in the text become the options that set them
             key = key.rsplit(".", 1)[-1]
             if key != key.lower():
                 message = re.sub(rf"\b{key}\b", flag, message)
-        lines.append(f"{TOPOLOGY_FLAGS.get(path, path)}: {message}")
+        lines.append(f"{option(path)}: {message}")
     return dep, lines
+
+
+def key_attr(key: str) -> str:
+    return {"extraArgs": "extra_args"}.get(key, key)
+
+
+def option(path: str) -> str:
+    """The option that sets a schema path: `--engine maxNumSeqs` for a key inside a JSON block."""
+    for key, flag in JSON_BLOCKS:
+        if path.startswith(key + "."):
+            return f"{flag} {path[len(key) + 1:]}"
+    return TOPOLOGY_FLAGS.get(path, path)
 
 
 def cmd_topology(a) -> int:
@@ -116,5 +138,8 @@ def add_topology_parser(sub, f) -> None:
     t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
     t.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "allow-fp8"], default="auto",
                    help="KV cache: the model's dtype, FP8 (lower quality), or let the planner choose FP8 when cheaper")
+    t.add_argument("--engine", metavar="JSON", help="models[].engine as JSON (docs/engine.md): its options change "
+                                                    "the memory and the flags as in a stack file")
+    t.add_argument("--extra-args", metavar="JSON", help="models[].extraArgs as JSON: other `vllm serve` flags")
     t.add_argument("--json", action="store_true", help="print the topology as JSON instead of a summary")
     t.set_defaults(fn=cmd_topology)

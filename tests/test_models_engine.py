@@ -134,3 +134,37 @@ def test_mtp_speculation_follows_the_config_json(tmp_path):
     assert errors(values("Qwen--Qwen3-32B")) == [
         "models[0].engine.speculative.method: mtp: Qwen3-32B has no multi-token-prediction layers "
         "(num_nextn_predict_layers); use ngram, eagle, eagle3 or draft_model"]
+
+
+ENGINE = {"maxNumSeqs": 32, "toolCallParser": "llama3_json",
+          "speculative": {"method": "ngram", "numSpeculativeTokens": 3},
+          "lora": {"maxLoras": 2, "maxLoraRank": 16}}
+
+
+def test_topology_takes_the_stacks_engine_options_and_sizes_them_alike(tmp_path, capsys):
+    path = llama_8b(tmp_path)
+    assert main(["topology", "--model", "acme/Llama-3.1-8B-Tuned", "--model-config", path, "--gpu", "l4",
+                 "--max-model-len", "8192", "--engine", json.dumps(ENGINE), "--extra-args", '{"--max-logprobs": 5}',
+                 "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    values = {"cloud": "aws", "aws": {"region": "us-east-1"},
+              "models": [{"name": "cli", "model": "acme/Llama-3.1-8B-Tuned", "configFile": path, "accelerator": "l4",
+                          "maxModelLen": 8192, "engine": ENGINE, "extraArgs": {"--max-logprobs": 5},
+                          "replicas": {"min": 1, "max": 64}}]}
+    stack = plan_stack(parse(values, {"hfToken"}))["cli"].to_dict()
+    assert (cli["kv_cache_tokens"], cli["engine_notes"]) == (stack["kv_cache_tokens"], stack["engine_notes"])
+    assert "memory: LoRA slots" in cli["engine_notes"][-1]  # the LoRA slots were sized, as in the stack
+    args = cli["vllm_args"]
+    assert args[args.index("--max-num-seqs") + 1] == "32" and args[args.index("--max-lora-rank") + 1] == "16"
+    assert args[-2:] == ["--max-logprobs", "5"]
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--engine", '{"maxNumSeqs": 0}'], "--engine maxNumSeqs: Input should be greater than or equal to 1 (got 0)"),
+    (["--extra-args", '{"--max-num-seqs": 3}'], "--extra-args: --max-num-seqs: set by the platform; use engine.maxNumSeqs"),
+    (["--engine", "{x"], "--engine: not JSON (Expecting property name enclosed in double quotes: line 1 column 2 "
+                         "(char 1)); give the stack file's models[].engine block as JSON"),
+])
+def test_topology_engine_errors_name_the_option(argv, line, capsys):
+    assert main(["topology", "--model", "llama-3.1-8b", "--gpu", "l4", *argv]) == 2
+    assert line in capsys.readouterr().err.splitlines()
