@@ -92,3 +92,13 @@ def test_topology_names_model_config_for_an_unknown_architecture(tmp_path, capsy
     assert main(["topology", "--model-config", path, "--gpu", "h100"]) == 2
     assert capsys.readouterr().err.startswith(
         "--model-config: architectures AcmeForCausalLM: vLLM 0.31 has no model class for it")
+
+
+def test_a_deprecated_quantization_needs_the_stacks_explicit_allowance(tmp_path):
+    """vLLM 0.31 refuses fbgemm_fp8 checkpoints (Meta's FP8 release format) without --allow-deprecated-quantization."""
+    path = config_file(tmp_path, quantization_config={"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0})
+    assert errors(stack(path)) == [
+        "models[0].configFile: quantization_config.quant_method fbgemm_fp8: deprecated in vLLM 0.31, which refuses "
+        "to load it unless extraArgs {--allow-deprecated-quantization: true}"]
+    dep = parse(stack(path, extraArgs={"--allow-deprecated-quantization": True}), {"hfToken"}).models[0]
+    assert dep.spec.quant_method == "fbgemm_fp8" and dep.effective_precision == "fp8"

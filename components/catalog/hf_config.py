@@ -361,7 +361,8 @@ def parse(cfg: dict, *, name: str, repo: str, source: str) -> Described:
         active_params_b=b.active / 1e9 if shape["experts"] else None, sliding_window=window if local else 0,
         sliding_layers=local if window else 0, precisions=precisions, weights_gb=weights,
         fp8_block_quantized=q.block and q.precision == "fp8", notes=tuple(notes + [f"weights: {q.label}"]),
-        architectures=tuple(a for a in cfg.get("architectures") or () if isinstance(a, str)), **shape)
+        architectures=tuple(a for a in cfg.get("architectures") or () if isinstance(a, str)),
+        quant_method=str((text.get("quantization_config") or {}).get("quant_method", "")).lower() or None, **shape)
     return Described(spec, b, q, list(spec.notes))
 
 

@@ -48,6 +48,7 @@ class ModelSpec:
     aliases: tuple[str, ...] = ()  # other Hub ids of the same weights
     architectures: tuple[str, ...] = ()  # config.json `architectures` (config-derived specs; checked against vLLM's)
     mtp_layers: int | None = None  # config.json num_nextn_predict_layers; None: planner/extras.py MTP_LAYERS
+    quant_method: str | None = None  # config.json quantization_config.quant_method (config-derived specs)
 
     @property
     def is_moe(self) -> bool:

@@ -14,9 +14,9 @@ from typing import Literal, Union
 from pydantic import Field, field_validator, model_validator
 
 from .base import DNS_LABEL, _Base, field_error
-from .vllm_registry import (GENERATION_ARCHITECTURES, LORA_RANKS, POOLING_ARCHITECTURES, QUANTIZATION_METHODS,
-                            REASONING_PARSERS, REMOVED_ARCHITECTURES, SPECULATIVE_METHODS, TOOL_CALL_PARSERS,
-                            VLLM_SERVE_FLAGS)
+from .vllm_registry import (DEPRECATED_QUANTIZATION_METHODS, GENERATION_ARCHITECTURES, LORA_RANKS,
+                            POOLING_ARCHITECTURES, QUANTIZATION_METHODS, REASONING_PARSERS, REMOVED_ARCHITECTURES,
+                            SPECULATIVE_METHODS, TOOL_CALL_PARSERS, VLLM_SERVE_FLAGS)
 
 CONFIGMAP_KEY = r"^[-._a-zA-Z0-9]+$"
 
@@ -282,8 +282,13 @@ def engine_problems(dep) -> list[tuple[str, str]]:
     from ..planner.extras import mtp_layers
 
     spec, eng, out = dep.spec, dep.engine, []
+    described_by = "configFile" if dep.config_file else "model"
     if (problem := architecture_problem(spec.architectures, dep.extra_args)):
-        out.append(("configFile" if dep.config_file else "model", problem))
+        out.append((described_by, problem))
+    if spec.quant_method in DEPRECATED_QUANTIZATION_METHODS and dep.extra_args.get("--allow-deprecated-quantization") \
+            is not True:
+        out.append((described_by, f"quantization_config.quant_method {spec.quant_method}: deprecated in vLLM 0.31, "
+                                   f"which refuses to load it unless extraArgs {{--allow-deprecated-quantization: true}}"))
     sp = eng.speculative
     if sp and sp.method == "mtp" and not mtp_layers(spec):
         out.append(("engine.speculative.method", f"mtp: {spec.name} has no multi-token-prediction layers "

@@ -35,6 +35,10 @@ QUANTIZATION_METHODS = frozenset("""
     int8_per_channel_weight_only nvfp4_per_token mxfp8
 """.split())
 
+# the same file, DEPRECATED_QUANTIZATION_METHODS: vLLM refuses to load them without --allow-deprecated-quantization
+# (vllm/config/model.py ModelConfig._verify_quantization)
+DEPRECATED_QUANTIZATION_METHODS = frozenset({"fbgemm_fp8", "fp_quant"})
+
 # vllm/config/lora.py, MaxLoRARanks (`--max-lora-rank`)
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
