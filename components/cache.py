@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .catalog.revisions import resolved_revision
 from .cluster.facts import ClusterFacts, GpuPool
+from .cache_sources import WeightsSource, adapter_repos, apply_source, sources_problem
 from .cluster.pools import model_cache_gib
 from .config import ConfigError
-from .config.schema import ModelCache as ModelCacheSettings, ModelDeployment
+from .config.schema import ModelCache as ModelCacheSettings
 from .planner import Topology
 from .serving.k8s import (CACHE_MOUNT, CACHE_VOLUME, COMPILE_CACHE, HF_HOME, READY_DIR, cache_mount,
                           container_security, offline_cache_env, pod_security, ready_marker, root_container_security,
@@ -229,33 +229,18 @@ class CacheFacts:
 @dataclass(frozen=True)
 class ModelCacheArgs:
     """What a ModelCache reads besides the plan and the cluster's facts: the stack's namespace, its
-    `modelCache` settings and the revisions it pins, by repository (pinned_revisions, checked once by
-    components/wiring.py before any resource exists)."""
+    `modelCache` settings, the revisions it pins, by repository (pinned_revisions), and the weights sources
+    other than the Hub, by deployment name (models[].source); both checked once by components/wiring.py
+    before any resource exists."""
     namespace: str = "vllm"
     model_cache: ModelCacheSettings = field(default_factory=ModelCacheSettings)
     revisions: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, WeightsSource] = field(default_factory=dict)
 
 
 def cache_size_gib(args: ModelCacheArgs, topologies: dict[str, Topology]) -> int:
     """The claim asks for exactly what the cloud's volume was sized to (pools.model_cache_gib)."""
     return model_cache_gib(args.model_cache.size_gib, topologies)
-
-
-def pinned_revisions(models: list[ModelDeployment], topologies: dict[str, Topology]) -> dict[str, str]:
-    """models[].revision by the repository the plan loads, else the commit the catalog knows for it
-    (catalog/revisions.py); two deployments of one repository must agree."""
-    out: dict[str, str] = {}
-    for i, dep in enumerate(models):
-        t = topologies.get(dep.name)
-        if t is None or not dep.revision:
-            continue
-        if out.setdefault(t.model_repo, dep.revision) != dep.revision:
-            raise CacheError(f"models[{i}].revision: {dep.revision} differs from another deployment of "
-                             f"{t.model_repo} ({out[t.model_repo]}); the cache holds one snapshot per repository")
-    for t in topologies.values():  # a stack's own pin wins over the catalog's
-        if t.model_repo not in out and (known := resolved_revision(t.model_repo)):
-            out[t.model_repo] = known
-    return out
 
 
 def check_loader(loader: str, topologies: dict[str, Topology]) -> None:
@@ -274,6 +259,8 @@ def nvme_missing(t: Topology) -> str:
 def cache_facts(args: ModelCacheArgs, topologies: dict[str, Topology], facts: ClusterFacts) -> CacheFacts:
     mc = args.model_cache
     read = mc.read_gbps or facts.cache_read_gbps
+    if mc.kind != "rwx" and args.sources:
+        raise CacheError(sources_problem(sorted(args.sources), mc.kind))
     check_loader(mc.loader, topologies)
     pins = {"loader": mc.loader, "revisions": dict(args.revisions)}
     if mc.kind == "rwx":
@@ -376,8 +363,9 @@ class ModelCache(pulumi.ComponentResource):
                     # (`kubectl -n NAMESPACE logs -f job/prefetch-MODEL`).
                     metadata={"name": f"prefetch-{model}", "namespace": ns, "labels": job_labels,
                               "annotations": {"pulumi.com/skipAwait": "true"}},
-                    spec=prefetch_job_spec(repo, facts.system_node_selector, job_labels,
-                                           self.facts.revision(repo), t.weights_gib), opts=job_opts))
+                    spec=apply_source(prefetch_job_spec(repo, facts.system_node_selector, job_labels,
+                                                        self.facts.revision(repo), t.weights_gib),
+                                      args.sources.get(model), adapter_repos(t)), opts=job_opts))
         self.prepull = []
         by_pool: dict[str, tuple[GpuPool, list[str]]] = {}
         for itype, imgs in sorted(images.items()):

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -25,58 +23,6 @@ TABLE_MAX_MODEL_LEN = 32_768
 def _fail(code: int, message: str) -> int:
     print(message, file=sys.stderr)
     return code
-
-
-# The stack schema's fields (a `models` entry) the topology options set, so that an error names the option.
-TOPOLOGY_FLAGS = {"model": "--model", "accelerator": "--gpu", "precision": "--precision",
-                  "maxModelLen": "--max-model-len", "sla.ttftMs": "--ttft-ms", "sla.tpotMs": "--tpot-ms",
-                  "sla.concurrency": "--concurrency", "sla.promptTokens": "--prompt-tokens",
-                  "sla.outputTokens": "--output-tokens", "sla": "--max-model-len", "replicas.max": "--max-replicas"}
-CLI_DEPLOYMENT = "cli"  # the deployment's name; the CLI serves the model under its catalog id
-
-
-def topology_deployment(a):
-    """The options as a stack file's `models` entry, validated by the same schema (ModelDeployment):
-    the deployment, or one `--option: problem` line per problem, in the stack file's words."""
-    from .config.load import validate_part
-    from .config.schema import ModelDeployment
-
-    data = {"name": CLI_DEPLOYMENT, "model": a.model, "accelerator": a.gpu.lower() if a.gpu else None,
-            "precision": a.precision, "maxModelLen": a.max_model_len,
-            "sla": {"ttftMs": a.ttft_ms, "tpotMs": a.tpot_ms, "concurrency": a.concurrency,
-                    "promptTokens": a.prompt_tokens, "outputTokens": a.output_tokens},
-            "replicas": {"min": 1, "max": a.max_replicas}}
-    dep, problems = validate_part(ModelDeployment, data)
-    lines = []
-    for path, message in problems:
-        for key, flag in TOPOLOGY_FLAGS.items():  # camelCase keys in the text become the options that set them
-            key = key.rsplit(".", 1)[-1]
-            if key != key.lower():
-                message = re.sub(rf"\b{key}\b", flag, message)
-        lines.append(f"{TOPOLOGY_FLAGS.get(path, path)}: {message}")
-    return dep, lines
-
-
-def cmd_topology(a) -> int:
-    import dataclasses
-
-    from .planning import deployment_request
-
-    dep, problems = topology_deployment(a)
-    if problems:
-        return _fail(EXIT_BAD_INPUT, "\n".join(problems))
-    pool = tuple(instance_types(a.cloud))
-    req = deployment_request(dep, pool)
-    if not req.candidates:
-        where = sorted({i.cloud for c in ("aws", "gcp") for i in instance_types(c, dep.accelerator)})
-        return _fail(EXIT_BAD_INPUT, f"--gpu: no {a.cloud} instance type carries {dep.accelerator}; "
-                                     f"try --cloud {'/'.join(where)}")
-    try:
-        t = plan_topology(dataclasses.replace(req, served_model_name=None))
-    except NoFeasibleTopology as e:
-        return _fail(EXIT_NO_FIT, f"no topology fits: {e.message}")
-    print(json.dumps(t.to_dict(), indent=2) if a.json else summary(t))
-    return 0
 
 
 def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[list[str]]:
@@ -282,24 +228,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=f)
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    t = sub.add_parser("topology", help="plan one model on one GPU type", formatter_class=f,
-                       description="Size one model: TP, PP, instance type, KV cache, replicas and the vllm flags.")
-    t.add_argument("--model", required=True, help="catalog id or Hugging Face repo id (see `table`)")
-    t.add_argument("--gpu", help="GPU type (e.g. h100, l4); default: the cheapest that fits")
-    t.add_argument("--precision", choices=["bf16", "fp8", "mxfp4"],
-                   help="weight precision; default: the model's native one (fp8 for an FP8 repo id)")
-    t.add_argument("--max-model-len", type=int, help="longest prompt + output in tokens; default: the model's limit")
-    t.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms, help="SLA: time per output token, ms")
-    t.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms, help="SLA: time to first token, ms")
-    t.add_argument("--concurrency", type=int, default=Sla.concurrency,
-                   help="SLA: concurrent requests the fleet must hold")
-    t.add_argument("--prompt-tokens", type=int, default=Sla.prompt_tokens, help="SLA: average prompt length, tokens")
-    t.add_argument("--output-tokens", type=int, default=Sla.output_tokens,
-                   help="SLA: average completion length, tokens")
-    t.add_argument("--max-replicas", type=int, default=64, help="most replicas the fleet may scale to")
-    t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
-    t.add_argument("--json", action="store_true", help="print the topology as JSON instead of a summary")
-    t.set_defaults(fn=cmd_topology)
+    from .cli_topology import add_topology_parser
+    add_topology_parser(sub, f)
     tb = sub.add_parser("table", help="the model-to-topology table over the catalog", formatter_class=f,
                         description="Every catalog model on every GPU type of one cloud.")
     tb.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to table")

@@ -16,6 +16,7 @@ def summary(t: Topology) -> str:
         f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
         f"  est. TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})",
         f"  vllm serve {' '.join(t.vllm_args)}",
+        *([f"  engine: {'; '.join(t.engine_notes)}"] if t.engine_notes else []),
         f"  why: {t.reason}",
     ])
 

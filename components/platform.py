@@ -16,7 +16,7 @@ from .config import LoadedConfig
 from .library import PlatformArgs, resolve
 from .outputs import cluster_outputs, grafana
 from .planner import Topology
-from .wiring import cache_args, cluster_args, gateway_args, model_routes, serving_args
+from .wiring import cache_args, cluster_args, gateway_args, inline_chat_templates, model_routes, serving_args
 
 PART_OF = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
 
@@ -108,10 +108,17 @@ class Platform(pulumi.ComponentResource):
             f"{name}-ns", metadata={"name": cfg.namespace, "labels": labels}, opts=k8s_opts)
         ns_opts = pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[self.namespace]))
         # The token only ever travels as a Pulumi secret into this Secret; pods read it by reference.
+        # hfToken is optional (only gated repositories need it, config/load.py): without one the Secret holds an
+        # empty HF_TOKEN, which huggingface_hub reads as no token (anonymous downloads)
         self.hf_secret = k8s.core.v1.Secret(
             f"{name}-hf-token",
             metadata={"name": "hf-token", "namespace": cfg.namespace, "labels": labels},
-            type="Opaque", string_data={"HF_TOKEN": loaded.hf_token}, opts=ns_opts)
+            type="Opaque", string_data={"HF_TOKEN": loaded.hf_token if loaded.hf_token is not None else ""},
+            opts=ns_opts)
+        # models[].engine.chatTemplate given inline: a ConfigMap the serving pods mount (planning.engine_options)
+        self.chat_templates = [k8s.core.v1.ConfigMap(
+            f"{name}-{model}-chat-template", metadata={"name": cm, "namespace": cfg.namespace, "labels": labels},
+            data=data, opts=ns_opts) for model, (cm, data) in inline_chat_templates(cfg).items()]
         # --- add-ons (issue 4): ClusterAddons -> self.addons: AddonsFacts ---
         from .addons import ClusterAddons
         self.addons: AddonsFacts = ClusterAddons(f"{name}-addons", self.facts, cfg.addons, opts=child).facts
@@ -122,7 +129,7 @@ class Platform(pulumi.ComponentResource):
         images: dict[str, list[str]] = {}
         for t in topologies.values():
             images.setdefault(t.instance_type, []).extend(serving_images(serving, t))
-        pods_need = [*self.facts.depends_on, self.namespace, self.hf_secret]
+        pods_need = [*self.facts.depends_on, self.namespace, self.hf_secret, *self.chat_templates]
         self.cache = ModelCache(f"{name}-cache", cache_args(cfg, topologies), topologies, self.facts, images,
                                 labels, depends_on=pods_need, opts=child)
         self.services = {

@@ -9,19 +9,24 @@ the only readers of StackConfig besides the planner's input (components/planning
 validated_plan() is the single validation pass: the schema has already run (config/load.py: every field,
 the cross-field rules and the bounds the policy pack enforces, config/bounds.py); here every model is
 planned (every refusal reported, not only the first) and the rules that need the plan run (the cloud's
-pure checks, the model cache's loader and pinned revisions, where a model may scale to zero), all before the first resource, all at once.
+pure checks, the model cache's weights sources, loader and pinned revisions, where a model may scale to zero),
+all before the first resource, all at once.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from .cache import CacheError, ModelCacheArgs, check_loader, nvme_missing, pinned_revisions
+from .cache import CacheError, ModelCacheArgs, check_loader, nvme_missing
+from .cache_sources import WeightsSource, check_sources
 from .catalog import INSTANCE_TYPES
+from .catalog.revisions import resolved_revision
 from .cluster.existing import ExistingClusterArgs
 from .cluster.pools import gpu_pool_specs, model_cache_gib
 from .config import ConfigError, StackConfig
+from .config.schema import ModelDeployment
 from .planner import NoFeasibleTopology, Topology
-from .planning import no_fit, plan_models
+from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
 from .providers import CloudProviderArgs
 from .serving.service import ServingArgs
 
@@ -55,10 +60,47 @@ def cluster_args(cfg: StackConfig, topologies: dict[str, Topology], kubeconfig: 
                           cluster=cfg.cluster, model_cache=cfg.model_cache, environment=cfg.environment)
 
 
+def pinned_revisions(models: list[ModelDeployment], topologies: dict[str, Topology]) -> dict[str, str]:
+    """models[].revision by the repository the plan loads, else the commit the catalog knows for it
+    (catalog/revisions.py); two deployments of one repository must agree."""
+    out: dict[str, str] = {}
+    for i, dep in enumerate(models):
+        t = topologies.get(dep.name)
+        if t is None or not dep.revision:
+            continue
+        if out.setdefault(t.model_repo, dep.revision) != dep.revision:
+            raise CacheError(f"models[{i}].revision: {dep.revision} differs from another deployment of "
+                             f"{t.model_repo} ({out[t.model_repo]}); the cache holds one snapshot per repository")
+    for t in topologies.values():  # a stack's own pin wins over the catalog's
+        if t.model_repo not in out and (known := resolved_revision(t.model_repo)):
+            out[t.model_repo] = known
+    return out
+
+
+def model_sources(cfg: StackConfig) -> dict[str, WeightsSource]:
+    """models[].source other than the Hub, by deployment name; an S3 source without a region reads the bucket in
+    the stack's aws.region (else us-east-1)."""
+    out = {}
+    for dep in cfg.models:
+        if dep.source.kind == "hf":
+            continue
+        src = weights_source(dep)
+        if src.kind == "s3" and not src.region:
+            src = replace(src, region=cfg.aws.region if cfg.aws is not None else "us-east-1")
+        out[dep.name] = src
+    return out
+
+
 def cache_args(cfg: StackConfig, topologies: dict[str, Topology]) -> ModelCacheArgs:
     """The model cache's arguments; a CacheError when two deployments of one repository pin different revisions."""
     return ModelCacheArgs(namespace=cfg.namespace, model_cache=cfg.model_cache,
-                          revisions=pinned_revisions(cfg.models, topologies))
+                          revisions=pinned_revisions(cfg.models, topologies), sources=model_sources(cfg))
+
+
+def inline_chat_templates(cfg: StackConfig) -> dict[str, tuple[str, dict[str, str]]]:
+    """models[].engine.chatTemplate.inline by deployment name: (the ConfigMap's name, its data)."""
+    return {dep.name: (chat_template_config_map(dep.name), {INLINE_TEMPLATE_KEY: dep.engine.chat_template.inline})
+            for dep in cfg.models if dep.engine.chat_template and dep.engine.chat_template.inline}
 
 
 def serving_args(cfg: StackConfig) -> ServingArgs:
@@ -144,13 +186,15 @@ def scale_to_zero_problems(cfg: StackConfig, topologies: dict[str, Topology]) ->
 
 def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
                   provider_config: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """Every rule that needs the plan, as `field: problem` lines: the cloud's checks, the cache's loader and
-    pinned revisions, scale to zero."""
+    """Every rule that needs the plan, as `field: problem` lines: the cloud's checks, the cache's weights sources,
+    loader and pinned revisions, scale to zero."""
     problems = cluster_problems(cluster_args(cfg, topologies, provider_config=(provider_config or {}).get("aws")))
     if cfg.model_cache.kind == "nvme" and cfg.cloud != "gcp":  # GCP's check names machine types without local SSDs
         # an existing cluster's nodes are no catalog type: the stack describes no local NVMe on them
         problems += [nvme_missing(t) for t in topologies.values()
                      if t.instance_type not in INSTANCE_TYPES or not INSTANCE_TYPES[t.instance_type].nvme_gb]
+    if (problem := check_sources(cfg.models, cfg.model_cache.kind)):
+        problems.append(problem)
     for check in (lambda: check_loader(cfg.model_cache.loader, topologies),
                   lambda: pinned_revisions(cfg.models, topologies)):
         try:

@@ -49,6 +49,9 @@ def _stays_in_repo(event: str, args: tuple) -> None:
 
 _ROOT = str(ROOT)
 _TEMP = os.path.realpath(tempfile.gettempdir())
+# No test reaches the Hugging Face Hub, nor a developer's cache of it (components/catalog/hub.py).
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["VLLM_PLATFORM_CACHE"] = tempfile.mkdtemp()  # tmp*: not "beside" a clone in the temp dir
 sys.addaudithook(_stays_in_repo)
 
 from components.offline.render import manifests, sanitize  # noqa: E402

@@ -66,3 +66,48 @@ def test_big_gpus_budget_from_what_torch_reports_not_the_nominal_size(gpu, torch
     acc = ACCELERATORS[gpu]
     assert acc.visible_gib == torch_gib < acc.reported_mib / 1024 - 0.2
     assert "torch total" in acc.source
+
+
+@pytest.mark.parametrize("ref,model_id", [
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b"), ("QWEN/QWEN3-235B-A22B-INSTRUCT-2507-FP8", "qwen3-235b-a22b"),
+    ("Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b"), ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+    ("Qwen/Qwen2.5-72B-Instruct-FP8", "qwen2.5-72b"), ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
+])
+def test_find_model_accepts_every_hub_id_of_a_known_model(ref, model_id):
+    assert find_model(ref).id == model_id
+
+
+def test_an_organisation_given_must_be_the_models_own():
+    assert find_model("acme/Qwen3-235B-A22B-Instruct-2507") is None  # a fine-tune under another name is not ours
+
+
+def test_closest_names_for_an_unknown_model():
+    from components.catalog import closest_models
+    assert closest_models("Qwen/Qwen3-235B-A22B-Instruct")[0] == "Qwen/Qwen3-235B-A22B-Instruct-2507"
+    assert closest_models("llama-3.1-7b")[:2] == ["llama-3.1-70b", "llama-3.1-8b"]
+    assert closest_models("zzz/zzz") == []
+
+
+# catalog id -> its model's real config.json among the test fixtures (tests/fixtures/hf/*/SOURCE)
+CURATED_VS_CONFIG = {"llama-3.1-8b": "meta-llama--Meta-Llama-3.1-8B", "llama-3.1-405b": "meta-llama--Meta-Llama-3.1-405B",
+                     "qwen3-32b": "Qwen--Qwen3-32B", "qwen3-235b-a22b": "Qwen--Qwen3-235B-A22B-FP8",
+                     "mixtral-8x7b": "mistralai--Mixtral-8x7B-v0.1", "deepseek-v3": "deepseek-ai--DeepSeek-V3",
+                     "gpt-oss-120b": "openai--gpt-oss-120b"}
+
+
+@pytest.mark.parametrize("model_id", sorted(CURATED_VS_CONFIG))
+def test_curated_rows_agree_with_the_models_config_json(model_id):
+    import json
+    from pathlib import Path
+
+    from components.catalog.hf_config import parse
+    path = Path(__file__).resolve().parent / "fixtures" / "hf" / CURATED_VS_CONFIG[model_id] / "config.json"
+    got = parse(json.loads(path.read_text()), name=model_id, repo="x", source="test").spec
+    row = MODELS[model_id]
+    fields = ("layers", "hidden", "heads", "kv_heads", "vocab", "experts", "experts_per_token", "moe_intermediate",
+              "mla_dim", "sliding_window", "sliding_layers")
+    assert {f: getattr(got, f) for f in fields} == {f: getattr(row, f) for f in fields}
+    assert got.head_dim == row.head_dim or row.is_mla  # the catalog's MLA row keeps the latent width there
+    assert got.params_b == pytest.approx(row.params_b, rel=0.01)
+    if row.is_moe:
+        assert got.active_params_b == pytest.approx(row.active_params_b, rel=0.13)  # gpt-oss: 5.1B without embedding

@@ -36,7 +36,8 @@ def test_topology_refusal_exits_3_with_the_reason(capsys):
 
 @pytest.mark.parametrize("argv,field", [
     # The options go through the stack schema (a `models` entry): its words, with the option for the field.
-    (["--model", "nope", "--gpu", "h100"], "--model: unknown model 'nope': use a catalog id (llama-3.1-8b, "),
+    (["--model", "nope", "--gpu", "h100"],
+         "--model: unknown model 'nope': not in the catalog, and 'nope' is not a Hugging Face repo id (ORG/NAME)"),
     (["--model", "llama-3.1-8b", "--gpu", "h900"], "--gpu: unknown accelerator 'h900'; allowed: a10g, l4, "),
     (["--model", "qwen2.5-7b", "--max-model-len", "65536"],
      "--max-model-len: 65536 is above Qwen2.5-7B-Instruct's limit of 32768; set --max-model-len <= 32768"),

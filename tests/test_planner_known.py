@@ -199,3 +199,24 @@ def test_pods_leave_the_node_room_for_kubelet_and_daemonsets(gpu, cloud):
     vcpu = INSTANCE_TYPES[t.instance_type].vcpu
     left = vcpu - t.pod_cpu * t.replicas_per_node
     assert left >= max(2, vcpu * 0.03), (t.instance_type, t.pod_cpu, t.replicas_per_node)
+
+
+def test_an_int4_checkpoint_is_sized_at_its_own_bytes():
+    """An AWQ int4 Llama-3.1-8B (its config.json with quantization_config bits 4, group 128) on one L4:
+    linear weights at 4 + 20/128 bits, embedding and LM head (2 x 128256 x 4096) in bf16."""
+    import json
+    from pathlib import Path
+
+    from components.catalog.hf_config import parse
+    from components.planner import PlanRequest, Sla
+    cfg = json.loads((Path(__file__).resolve().parent / "fixtures" / "hf" / "meta-llama--Meta-Llama-3.1-8B"
+                      / "config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128}
+    m = parse(cfg, name="llama-8b-awq", repo="acme/Llama-3.1-8B-AWQ", source="test").spec
+    embed = 2 * 128256 * 4096
+    linear = 8_030_261_248 - embed - 65 * 4096  # the 8B's parameters less embeddings and norms
+    expected = linear * (4 + 20 / 128) / 8 + embed * 2 + 65 * 4096 * 2  # 5.73 GB = 5.3 GiB
+    assert mem.weight_bytes_per_gpu(m, "int4", 1, 1) == pytest.approx(expected, rel=1e-6)
+    t = plan_topology(PlanRequest(model=m, precision="int4", candidates=tuple(instance_types("aws", "l4")),
+                                  max_model_len=32768, sla=Sla()))
+    assert t.tensor_parallel_size == 1 and t.weights_gib == 5.3 and "--quantization" not in t.vllm_args

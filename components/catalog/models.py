@@ -12,6 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 GB = 1e9
+# Bits per parameter of a quantized linear layer, scales included (docs/models.md): fp8/int8 one byte;
+# int4 (AWQ/GPTQ, group 128) 4 + (16-bit scale + 4-bit zero) / 128; NVFP4 4 + FP8 scale / 16; MXFP4 4 + 8 / 32.
+LINEAR_BITS = {"fp8": 8.0, "int8": 8.0, "int4": 4 + 20 / 128, "nvfp4": 4.5, "mxfp4": 4.25}
+PRECISIONS = ("bf16", *LINEAR_BITS)
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,12 @@ class ModelSpec:
     fp8_repo: str | None = None  # pre-quantized FP8 checkpoint; None = vLLM quantizes online
     fp8_block_quantized: bool = False  # block-wise FP8 (128x128): TP must divide moe_intermediate/128
     weights_gb: dict[str, float] = field(default_factory=dict)  # checkpoint size override by precision
+    tied_embeddings: bool = False  # tie_word_embeddings: the LM head is the input embedding
+    notes: tuple[str, ...] = ()  # what the description left out or estimated (config-derived specs)
+    aliases: tuple[str, ...] = ()  # other Hub ids of the same weights
+    architectures: tuple[str, ...] = ()  # config.json `architectures` (config-derived specs; checked against vLLM's)
+    mtp_layers: int | None = None  # config.json num_nextn_predict_layers; None: planner/extras.py MTP_LAYERS
+    quant_method: str | None = None  # config.json quantization_config.quant_method (config-derived specs)
 
     @property
     def is_moe(self) -> bool:
@@ -50,8 +60,8 @@ class ModelSpec:
 
     @property
     def embedding_params(self) -> float:
-        """Input embedding plus untied LM head (both stay 16-bit in FP8 checkpoints)."""
-        return 2 * self.vocab * self.hidden
+        """Input embedding plus the LM head unless tied (both stay 16-bit in quantized checkpoints)."""
+        return (1 if self.tied_embeddings else 2) * self.vocab * self.hidden
 
     def repo_for(self, precision: str) -> str:
         if precision == "fp8" and self.fp8_repo:
@@ -68,8 +78,8 @@ class ModelSpec:
         params = self.params_b * GB
         if precision == "bf16":
             return params * 2
-        if precision == "fp8":  # linear layers in 1 byte, embeddings and LM head in 2
-            return (params - self.embedding_params) * 1 + self.embedding_params * 2
+        if precision in LINEAR_BITS:  # quantized linear layers, embeddings and LM head in 2 bytes
+            return (params - self.embedding_params) * LINEAR_BITS[precision] / 8 + self.embedding_params * 2
         raise ValueError(f"no weight size for {self.id} at {precision}")
 
     def expert_split(self) -> tuple[float, float]:
@@ -90,12 +100,16 @@ MODELS: dict[str, ModelSpec] = {
     m.id: m
     for m in [
         ModelSpec("llama-3.1-8b", "Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", 8.03, 32, 4096, 32, 8,
-                  source="a", fp8_repo="RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", **_LLAMA),
+                  source="a", fp8_repo="RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8",
+                  aliases=("meta-llama/Meta-Llama-3.1-8B-Instruct",), **_LLAMA),
         ModelSpec("llama-3.1-70b", "Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct", 70.6, 80, 8192, 64, 8,
-                  source="a", fp8_repo="RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8", **_LLAMA),
+                  source="a", fp8_repo="RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8",
+                  aliases=("meta-llama/Meta-Llama-3.1-70B-Instruct",), **_LLAMA),
         # 8 KV heads: some old mirrors say 16 (SIZING-FACTS pitfall 7).
         ModelSpec("llama-3.1-405b", "Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct", 405, 126, 16384, 128, 8,
-                  source="a", fp8_repo="meta-llama/Llama-3.1-405B-Instruct-FP8", **_LLAMA),
+                  source="a", fp8_repo="meta-llama/Llama-3.1-405B-Instruct-FP8",
+                  aliases=("meta-llama/Meta-Llama-3.1-405B-Instruct", "meta-llama/Meta-Llama-3.1-405B-Instruct-FP8"),
+                  **_LLAMA),
         ModelSpec("llama-3.3-70b", "Llama-3.3-70B", "meta-llama/Llama-3.3-70B-Instruct", 70.6, 80, 8192, 64, 8,
                   source="b, e", fp8_repo="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", **_LLAMA),
         ModelSpec("qwen2.5-7b", "Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", 7.6, 28, 3584, 28, 4,
@@ -113,7 +127,8 @@ MODELS: dict[str, ModelSpec] = {
                   fp8_repo="Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", fp8_block_quantized=True),
         ModelSpec("mixtral-8x7b", "Mixtral-8x7B-Instruct", "mistralai/Mixtral-8x7B-Instruct-v0.1",
                   46.7, 32, 4096, 32, 8, 128, 32_000, 32_768, source="b, d (active ⚠)",
-                  active_params_b=12.9, experts=8, experts_per_token=2, moe_intermediate=14_336),
+                  active_params_b=12.9, experts=8, experts_per_token=2, moe_intermediate=14_336,
+                  aliases=("mistralai/Mixtral-8x7B-v0.1",)),
         # MLA: one latent head of 512 + 64 that is NOT divided by TP (pitfall 4). FP8 checkpoint only.
         ModelSpec("deepseek-v3", "DeepSeek-V3", "deepseek-ai/DeepSeek-V3", 671, 61, 7168, 128, 1, 576,
                   129_280, 163_840, source="b, e, f, i",
@@ -127,14 +142,58 @@ MODELS: dict[str, ModelSpec] = {
     ]
 }
 
-_BY_REPO = {}
+FP8_SUFFIXES = ("-fp8-dynamic", "-fp8")
+
+
+def _names(m: ModelSpec) -> list[str]:
+    """Every name the catalog knows a model by: its id, and each of its Hub repo ids with and without the
+    organisation and with and without an -FP8 suffix."""
+    names = [m.id]
+    for repo in (m.hf_repo, m.fp8_repo, *m.aliases):
+        if repo:
+            names += [repo, repo.split("/", 1)[-1]]
+    return names
+
+
+_BY_NAME: dict[str, ModelSpec] = {}
+_SHOWN: dict[str, str] = {}  # lower-case key -> the name as written, for suggestions
 for _m in MODELS.values():
-    _BY_REPO[_m.hf_repo.lower()] = _m
-    if _m.fp8_repo:
-        _BY_REPO[_m.fp8_repo.lower()] = _m
+    for _n in _names(_m):
+        _BY_NAME.setdefault(_n.lower(), _m)
+        _SHOWN.setdefault(_n.lower(), _n)
+
+
+def _strip_fp8(key: str) -> str:
+    for suffix in FP8_SUFFIXES:
+        if key.endswith(suffix):
+            return key[: -len(suffix)]
+    return key
 
 
 def find_model(ref: str) -> ModelSpec | None:
-    """A catalog model by id or by any of its Hugging Face repo ids (case-insensitive)."""
+    """A catalog model by id or by any Hub id of it (case-insensitive; -FP8 / -FP8-dynamic suffix or not;
+    without the organisation too, but an organisation given must be the model's own)."""
     key = ref.strip().lower()
-    return MODELS.get(key) or _BY_REPO.get(key)
+    return _BY_NAME.get(key) or _BY_NAME.get(_strip_fp8(key))
+
+
+def names_fp8(ref: str, spec: ModelSpec) -> bool:
+    """Whether `ref` names the FP8 checkpoint of `spec` (its FP8 repo, or its name with an -FP8 suffix)."""
+    key = ref.strip().lower()
+    return bool(spec.fp8_repo and key in (spec.fp8_repo.lower(), spec.fp8_repo.split("/")[-1].lower())) \
+        or _strip_fp8(key) != key
+
+
+def closest_models(ref: str, n: int = 3) -> list[str]:
+    """The catalog names closest to `ref` (difflib), for "did you mean"."""
+    import difflib
+
+    key = ref.strip().lower()
+    found = difflib.get_close_matches(key, list(_BY_NAME), n=n * 3, cutoff=0.5)
+    found += difflib.get_close_matches(key.split("/")[-1], list(_BY_NAME), n=n * 3, cutoff=0.5)
+    out: list[str] = []
+    for k in found:
+        shown = _BY_NAME[k].hf_repo if "/" in key else _BY_NAME[k].id
+        if shown not in out:
+            out.append(shown)
+    return out[:n]

@@ -11,6 +11,7 @@ import re
 import typing
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -133,7 +134,18 @@ def _drop(data: Any, loc: tuple) -> bool:
     return False
 
 
-def _validate(values: dict[str, Any]) -> tuple[StackConfig | None, list[str]]:
+# An error at a key that only exists because another key beside it was taken out (the removed configFile
+# described the model: without it the model is "unknown") is one of the loader's own making.
+DEPENDS_ON = {"model": ("configFile", "architecture")}
+
+
+def _caused_by_removal(loc: tuple, dropped: list[tuple]) -> bool:
+    if not loc or loc[-1] not in DEPENDS_ON:
+        return False
+    return any(loc[:-1] + (other,) in dropped for other in DEPENDS_ON[loc[-1]])
+
+
+def _validate(values: dict[str, Any], base_dir: Path | None = None) -> tuple[StackConfig | None, list[str]]:
     """StackConfig, or every error in it. pydantic runs a block's cross-field rules (unknown model,
     prompt longer than maxModelLen, the cloud's settings block) only once every field under the block
     is valid, so one typo would hide them; after each failed round the invalid values are taken out
@@ -145,13 +157,13 @@ def _validate(values: dict[str, Any]) -> tuple[StackConfig | None, list[str]]:
     dropped: list[tuple] = []
     for _ in range(MAX_ROUNDS):
         try:
-            cfg = StackConfig.model_validate(data)
+            cfg = StackConfig.model_validate(data, context={"base_dir": base_dir})
             return (cfg if not lines else None), lines
         except ValidationError as err:
             found = [_error(e) for e in err.errors(include_url=False)]
         progress = False
         for loc, line in found:
-            if any(_under(loc, d) for d in dropped) or line in lines:
+            if any(_under(loc, d) for d in dropped) or line in lines or _caused_by_removal(loc, dropped):
                 continue
             lines.append(line)
             if _drop(data, loc):  # the field a rule names, not its whole block
@@ -194,22 +206,33 @@ def provider_defaults(raw: dict[str, Any], provider: dict[str, Any]) -> tuple[di
 
 
 def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] = frozenset(),
-          provider: dict[str, Any] | None = None, required: set[str] = REQUIRED_SECRETS) -> StackConfig:
+          provider: dict[str, Any] | None = None, required: set[str] = REQUIRED_SECRETS,
+          base_dir: Path | None = None) -> StackConfig:
     """Validate the stack's `vllm-platform:` keys (without the prefix).
 
     `secrets` are the secret keys that are set as secrets, `plain` secret keys set in plain text;
     `provider` holds the cloud providers' own keys (`aws:region`, `gcp:project`, ...) the cloud block
-    defaults from; `required` the secrets the stack must set (a cluster-only stack needs no hfToken).
+    defaults from; `required` the secrets the stack must set (a cluster-only stack needs no hfToken);
+    `base_dir` the stack file's directory, which `models[].configFile` paths are relative to (default: the
+    project's stacks/).
     """
     raw, errors = provider_defaults(raw, provider or {})
     for key in sorted(plain):
         errors.append(f"{key}: set in plain text; it must be a secret: "
                       f"`pulumi config set --secret {key} ...` ({SECRET_KEYS[key]})")
-    for key in sorted(set(required) - secrets - plain):
-        errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} hf_...`")
+    for key in sorted(set(required) - secrets - plain - {"hfToken"}):
+        errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} ...`")
     values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
-    cfg, problems = _validate(values)
+    cfg, problems = _validate(values, base_dir)
     errors += problems
+    if "hfToken" in required and "hfToken" not in secrets | plain:
+        # only gated Hub repositories need a token (config/engine.py GATED_REPO_PREFIXES)
+        from .engine import gated_downloads
+        gated = gated_downloads(cfg, values)
+        if gated:
+            errors.insert(0, f"hfToken: missing; set the Hugging Face token with `pulumi config set --secret hfToken "
+                             f"hf_...` (an account that accepted the licence): {'; '.join(gated)} "
+                             f"{'is a gated repository' if len(gated) == 1 else 'are gated repositories'}")
     if errors:
         raise ConfigError(errors)
     return cfg
@@ -236,6 +259,9 @@ class LoadedConfig:
 
 
 PROVIDER_PACKAGES = ("aws", "gcp")
+# The directory of the stack file being run, when it is not the project's stacks/ (stackConfigDir): the
+# offline runner sets it for `plan path/to/Pulumi.x.yaml`; None = project's stacks/.
+STACK_DIR: Path | None = None
 
 
 def provider_settings(all_keys: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -264,7 +290,7 @@ def load_stack_config(required: set[str] = REQUIRED_SECRETS) -> LoadedConfig:
     plain = {k for k in SECRET_KEYS if k in raw} - secret
     defaults = {key: all_keys[key] for keys in PROVIDER_DEFAULTS.values() for key in keys.values()
                 if key in all_keys}
-    cfg = parse(raw, secret, plain, provider=defaults, required=required)
+    cfg = parse(raw, secret, plain, provider=defaults, required=required, base_dir=STACK_DIR)
     conf = pulumi.Config(PROJECT)
     return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"), provider_settings(all_keys),
                         conf.get_secret_object("gatewayApiKeys"))

@@ -1,13 +1,22 @@
 """Model deployments: what to serve, at what SLA, and the model cache."""
 from __future__ import annotations
 
+import functools
+import os
+import warnings
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from ..catalog import ACCELERATORS, INSTANCE_TYPES, ModelSpec, find_model
+from ..catalog import ACCELERATORS, INSTANCE_TYPES, ModelSpec, closest_models, find_model, names_fp8
 from . import bounds
 from .base import DNS_LABEL, _Base, field_error
+from .engine import Engine, ExtraValue, Source, check_extra_args
+
+
+class ConfigDeprecation(UserWarning):
+    """A stack key still accepted under an old spelling (printed once; see UPGRADING.md)."""
 
 
 class Sla(_Base):
@@ -52,26 +61,55 @@ class Architecture(_Base):
 
 class ModelDeployment(_Base):
     name: str = Field(pattern=DNS_LABEL, description="Kubernetes name of the deployment")
-    model: str = Field(description="catalog id (python -m components table) or Hugging Face repo id")
+    model: str = Field(description="catalog id (python -m components table) or Hugging Face repo id; a repo "
+                                   "outside the catalog is sized from its config.json (configFile, or the Hub)")
     architecture: Architecture | None = Field(None, description="for a model outside the catalog")
-    precision: Literal["bf16", "fp8", "mxfp4"] | None = None
+    config_file: str | None = Field(
+        None, description="the model's Hugging Face config.json, relative to the stack file's directory: the "
+                          "planner sizes the model from it (and from model.safetensors.index.json beside it)")
+    revision: str | None = Field(
+        None, pattern=r"^[0-9a-f]{40}$",
+        description="Hugging Face commit (40 hex digits) to serve: the prefetch downloads it, vLLM runs with "
+                    "--revision / --tokenizer-revision and a model outside the catalog is sized from its config.json "
+                    "at it; Hub sources only (source kind hf); unset: the repository's main branch at download time")
+    precision: Literal["bf16", "fp8", "int8", "int4", "nvfp4", "mxfp4"] | None = None
     accelerator: str | None = Field(None, description="restrict to one GPU (catalog id)")
     instance_types: list[str] | None = Field(None, description="restrict to these instance / machine types")
     tensor_parallel_size: int | None = Field(None, ge=1, description="pin TP instead of searching")
     max_model_len: int | None = Field(None, ge=256, description="default: the model's maximum context")
     gpu_memory_utilization: float = Field(
         0.90, description="share of GPU memory vLLM may use; within config/bounds.py GPU_MEMORY_UTILIZATION_RANGE")
-    kv_cache_dtype: Literal["auto", "fp8", "any"] = Field(
-        "any", description="auto = the model dtype; fp8 halves KV memory; any = the planner picks")
+    kv_cache_dtype: Literal["auto", "fp8", "allow-fp8", "any"] = Field(
+        "auto", description="auto = the model dtype; fp8 halves KV memory (lower quality); allow-fp8 = the "
+                            "planner may pick fp8 where it makes the fleet cheaper (the plan says so); "
+                            "any: deprecated spelling of allow-fp8")
+    engine: Engine = Field(Engine(), description="typed vLLM options (docs/engine.md)")
+    extra_args: dict[str, ExtraValue] = Field(
+        default_factory=dict, description="other `vllm serve` flags of vLLM 0.31: {--flag: value}")
+    source: Source = Field(Source(), description="where the weights come from (default: the Hub repo)")
     sla: Sla = Sla()
     replicas: Replicas = Replicas()
-    revision: str | None = Field(
-        None, pattern=r"^[0-9a-f]{40}$",
-        description="Hugging Face commit (40 hex digits) to serve: the prefetch downloads it and vLLM runs with "
-                    "--revision / --tokenizer-revision; unset: the repository's main branch at download time")
+    _base_dir: Path | None = PrivateAttr(None)  # the stack file's directory (configFile is relative to it)
 
     # Field validators see the fields declared above them (info.data), so that one bad value
     # does not hide the others: every problem is reported at once.
+    @field_validator("config_file")
+    @classmethod
+    def _readable_config(cls, v, info: ValidationInfo):
+        if v is None:
+            return v
+        if info.data.get("architecture") is not None:
+            raise ValueError("give the model's config.json or an inline architecture, not both")
+        path = config_path(v, info.context)
+        try:
+            _file_spec(str(path), info.data.get("model"))
+        except OSError as e:
+            raise ValueError(f"cannot read {path} ({e.strerror or e}); a relative path is relative to the stack "
+                             f"file's directory ({stack_dir(info.context)})") from None
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+        return v
+
     @field_validator("accelerator")
     @classmethod
     def _known_accelerator(cls, v):
@@ -95,10 +133,25 @@ class ModelDeployment(_Base):
             raise ValueError(f"unknown instance type(s) {', '.join(unknown)}; see components/catalog/instances.py")
         return v
 
+    @field_validator("kv_cache_dtype")
+    @classmethod
+    def _kv_any_is_allow_fp8(cls, v):
+        if v == "any":
+            warnings.warn("kvCacheDtype: any is deprecated; it means allow-fp8 (the planner may choose an FP8 KV "
+                          "cache, which lowers quality). Write allow-fp8, or auto to keep the model's dtype "
+                          "(UPGRADING.md)", ConfigDeprecation, stacklevel=2)
+            return "allow-fp8"
+        return v
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args(cls, v):
+        return check_extra_args(v)
+
     @field_validator("precision")
     @classmethod
     def _offered_precision(cls, v, info: ValidationInfo):
-        spec = _spec(info.data)
+        spec = _spec(info.data, info.context)
         if v and spec and v not in spec.precisions:
             raise ValueError(f"{v!r} is not offered for {spec.name}; allowed: {', '.join(spec.precisions)}")
         return v
@@ -106,7 +159,7 @@ class ModelDeployment(_Base):
     @field_validator("tensor_parallel_size")
     @classmethod
     def _tp_divides_heads(cls, tp, info: ValidationInfo):
-        spec = _spec(info.data)
+        spec = _spec(info.data, info.context)
         if tp and spec and spec.heads % tp:
             ok = [d for d in range(1, min(spec.heads, 16) + 1) if spec.heads % d == 0]
             raise ValueError(f"{tp} does not divide {spec.name}'s {spec.heads} attention heads; "
@@ -116,17 +169,24 @@ class ModelDeployment(_Base):
     @field_validator("max_model_len")
     @classmethod
     def _within_context(cls, v, info: ValidationInfo):
-        spec = _spec(info.data)
+        spec = _spec(info.data, info.context)
         if v and spec and v > spec.max_context:
             raise ValueError(f"{v} is above {spec.name}'s limit of {spec.max_context}; "
                              f"set maxModelLen <= {spec.max_context}")
         return v
 
     @model_validator(mode="after")
-    def _fits_model(self):
+    def _fits_model(self, info: ValidationInfo):
+        self._base_dir = stack_dir(info.context)
         if self.spec is None:
-            raise field_error("model", f"unknown model {self.model!r}: use a catalog id ({', '.join(_catalog_ids())}) "
-                                       f"or describe it under `architecture`")
+            near = closest_models(self.model)
+            hint = f" (closest catalog names: {', '.join(near)})" if near else ""
+            raise field_error("model", f"unknown model {self.model!r}: not in the catalog{hint}, and "
+                                       f"{_hub_problem(self.model, self.revision)}; or use a catalog id "
+                                       f"({', '.join(_catalog_ids())}), or describe it under `architecture`")
+        from .engine import engine_problems
+        for field, problem in engine_problems(self):
+            raise field_error(field, problem)
         tokens = self.sla.prompt_tokens + self.sla.output_tokens
         if tokens > self.effective_max_model_len:
             raise field_error("sla", f"promptTokens + outputTokens ({tokens}) exceed maxModelLen "
@@ -135,14 +195,15 @@ class ModelDeployment(_Base):
 
     @property
     def spec(self) -> ModelSpec | None:
-        return _spec({"model": self.model, "architecture": self.architecture, "name": self.name})
+        return _spec({"model": self.model, "architecture": self.architecture, "name": self.name,
+                      "config_file": self.config_file, "revision": self.revision}, {"base_dir": self._base_dir})
 
     @property
     def effective_precision(self) -> str:
         spec = self.spec
         if self.precision:
             return self.precision
-        if spec.fp8_repo and self.model.lower() == spec.fp8_repo.lower():
+        if "fp8" in spec.precisions and find_model(self.model) is spec and names_fp8(self.model, spec):
             return "fp8"  # asked for the FP8 checkpoint by its repo id
         return spec.precisions[0]
 
@@ -151,17 +212,72 @@ class ModelDeployment(_Base):
         return self.max_model_len or self.spec.max_context
 
 
-def _spec(data: dict) -> ModelSpec | None:
-    """The catalog entry for `model`, or one built from the inline `architecture`."""
+def stack_dir(context: dict | None) -> Path:
+    """The directory a stack file's relative paths start from: the loader's, else the project's stacks/."""
+    base = (context or {}).get("base_dir")
+    if base is not None:
+        return Path(base)
+    from ..project import project_root
+    return project_root() / "stacks"
+
+
+def config_path(value: str, context: dict | None) -> Path:
+    path = Path(os.path.expanduser(value))
+    return path if path.is_absolute() else stack_dir(context) / path
+
+
+@functools.lru_cache(maxsize=64)
+def _file_spec_cached(path: str, mtime: float, model: str | None) -> ModelSpec:
+    from ..catalog.hub import spec_from_file
+    repo = model if model and "/" in model else None
+    return spec_from_file(Path(path), repo=repo)
+
+
+def _file_spec(path: str, model: str | None) -> ModelSpec:
+    return _file_spec_cached(path, os.stat(path).st_mtime, model)
+
+
+@functools.lru_cache(maxsize=64)
+def _hub_lookup(repo: str, revision: str | None, cache: str, offline: bool) -> ModelSpec | str:
+    """The spec from the Hub (or its cache), or why not: looked up once per process."""
+    from ..catalog.hf_config import HfConfigError
+    from ..catalog.hub import HubUnavailable, spec_from_hub
+    try:
+        return spec_from_hub(repo, revision)
+    except HubUnavailable as e:
+        return str(e)
+    except HfConfigError as e:
+        return f"its config.json cannot be sized: {e}"
+
+
+def _hub(repo: str, revision: str | None) -> ModelSpec | str:
+    from ..catalog import hub
+    return _hub_lookup(repo, revision, str(hub.cache_root()), hub.offline())
+
+
+def _hub_problem(repo: str, revision: str | None) -> str:
+    found = _hub(repo, revision)
+    return found if isinstance(found, str) else "its config.json was found"
+
+
+def _spec(data: dict, context: dict | None = None) -> ModelSpec | None:
+    """The model's description: its configFile, else the catalog entry, else the inline `architecture`,
+    else its config.json from the Hugging Face Hub (cached on disk; None when none can be had)."""
     model = data.get("model")
     if model is None:
         return None
+    if data.get("config_file"):
+        try:
+            return _file_spec(str(config_path(data["config_file"], context)), model)
+        except (ValueError, OSError):
+            return None  # reported on configFile
     found = find_model(model)
     if found is not None:
         return found
     a = data.get("architecture")
     if a is None:
-        return None
+        hub = _hub(model, data.get("revision"))
+        return None if isinstance(hub, str) else hub
     return ModelSpec(
         id=data.get("name") or "custom", name=model, hf_repo=model, params_b=a.params_b, layers=a.layers,
         hidden=a.hidden, heads=a.heads, kv_heads=a.kv_heads, head_dim=a.head_dim or a.hidden // a.heads,

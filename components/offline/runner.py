@@ -21,6 +21,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from ..config import load
 from ..config.load import ConfigError
 from ..config.schema import PROJECT
 from ..project import project_root
@@ -132,5 +133,9 @@ def plan_stack_offline(stack: str = DEFAULT_STACK, preview: bool = False) -> Pla
         raise FileNotFoundError(f"no stack file {path}; stacks: {', '.join(stack_names())}")
     notes: list[str] = []
     config, secret_keys = pulumi_config(load_stack_yaml(path), notes)
-    resources, exports = run_program(config, secret_keys, stack, preview)
+    load.STACK_DIR = path.parent  # models[].configFile is relative to the stack file
+    try:
+        resources, exports = run_program(config, secret_keys, stack, preview)
+    finally:
+        load.STACK_DIR = None
     return PlanResult(stack, resources, exports, notes)

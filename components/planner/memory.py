@@ -37,12 +37,15 @@ def stage_layers(model: ModelSpec, pp: int) -> int:
 
 def weight_bytes_per_gpu(model: ModelSpec, precision: str, tp: int, pp: int) -> float:
     """Weights on the busiest rank: transformer layers split over TP x PP; with PP the first
-    stage also holds the embedding and the last the LM head (each split over TP)."""
+    stage also holds the embedding and the last the LM head (each split over TP; a tied LM head is a
+    copy of the embedding on the last stage). The precision's bytes per parameter come from the
+    model (ModelSpec.weight_bytes: bf16, fp8, int8, int4, nvfp4, mxfp4)."""
     total = model.weight_bytes(precision)
     if pp == 1:
         return total / tp
     embed_bytes = model.embedding_params * 2  # 16-bit in every checkpoint we serve
-    return (total - embed_bytes) / (tp * pp) + embed_bytes / 2 / tp
+    one_matrix = model.vocab * model.hidden * 2
+    return (total - embed_bytes) / (tp * pp) + one_matrix / tp
 
 
 def non_torch_gib(tp: int, pp: int) -> float:
@@ -50,13 +53,15 @@ def non_torch_gib(tp: int, pp: int) -> float:
     return 0.5 + (0.75 if tp * pp > 1 else 0.0)
 
 
-def activation_gib(model: ModelSpec, acc: Accelerator, tp: int) -> float:
+def activation_gib(model: ModelSpec, acc: Accelerator, tp: int, batched_tokens: int | None = None,
+                   max_num_seqs: int | None = None) -> float:
     """Peak of vLLM's profile run: a max_num_batched_tokens forward pass plus the sampler
-    over max_num_seqs dummy requests (fp32 logits, gathered on one rank), plus allocator slack."""
-    t = default_max_num_batched_tokens(acc)
+    over max_num_seqs dummy requests (fp32 logits, gathered on one rank), plus allocator slack.
+    batched_tokens / max_num_seqs: the stack's engine overrides (default: vLLM's for the GPU)."""
+    t = batched_tokens or default_max_num_batched_tokens(acc)
     hidden_states = t * model.hidden * 2 * 16 / tp
     moe = t * model.experts_per_token * model.moe_intermediate * 2 * 2 / tp if model.is_moe else 0
-    sampler = default_max_num_seqs(acc) * model.vocab * 4 * 2
+    sampler = (max_num_seqs or default_max_num_seqs(acc)) * model.vocab * 4 * 2
     return (hidden_states + moe + sampler) / GiB + 0.25
 
 

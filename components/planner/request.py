@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..catalog import InstanceType, ModelSpec
+from .engine_args import EngineOptions
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
 
@@ -43,3 +44,5 @@ class PlanRequest:
     # Replicas spread over at least this many nodes, so that losing one node leaves capacity
     # (production: 2). A single-node replica packs several to a node otherwise.
     spread_nodes: int = 1
+    engine: EngineOptions = field(default_factory=EngineOptions)  # typed vLLM options (models[].engine)
+    model_source: str | None = None  # what vLLM loads when not the Hub repo: s3:// / gs:// URI or a path

@@ -6,11 +6,12 @@ import math
 from dataclasses import dataclass
 
 from ..catalog import ACCELERATORS, Accelerator, InstanceType
+from . import extras
 from . import memory as mem
 from .performance import tpot_s, ttft_s
 from .request import PlanRequest
 from .topology import NoFeasibleTopology, Refusal, Topology
-from .vllm_args import vllm_args
+from .vllm_args import engine_args
 
 _SHAPE_RULES = {"tp-heads", "tp-kv-heads", "tp-fp8-block"}
 def host_reserved_cpu(vcpu: int) -> int:
@@ -104,8 +105,11 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         return refuse("pp-layers", f"PP {pp} > {m.layers} layers")
 
     budget = acc.visible_gib * req.gpu_memory_utilization
-    weights = mem.weight_bytes_per_gpu(m, req.precision, tp, pp) / mem.GiB
-    overhead = mem.activation_gib(m, acc, tp) + mem.non_torch_gib(tp, pp)
+    opts = req.engine  # a speculative draft and LoRA slots add weights (extras.py)
+    weights = mem.weight_bytes_per_gpu(m, req.precision, tp, pp) / mem.GiB + \
+        extras.extra_weight_gib(m, req.precision, tp, pp, opts)
+    overhead = mem.activation_gib(m, acc, tp, opts.max_num_batched_tokens, opts.max_num_seqs) + \
+        mem.non_torch_gib(tp, pp)
     kv_gib = budget - weights - overhead
     if kv_gib <= 0:
         return refuse("memory", f"{weights:.1f} GiB of weights + {overhead:.1f} GiB activations per GPU "
@@ -115,8 +119,8 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     if graphs > headroom:
         return refuse("cuda-graph", f"CUDA graphs need ~{graphs:.1f} GiB but only {headroom:.1f} GiB is left "
                                     f"outside gpu_memory_utilization {req.gpu_memory_utilization:.2f}")
-    kv_tokens = mem.kv_cache_tokens(kv_gib * mem.GiB, m, tp, pp, kv, req.max_model_len,
-                                    mem.default_max_num_batched_tokens(acc))
+    kv_tokens = mem.kv_cache_tokens(kv_gib * mem.GiB * extras.kv_share(m, tp, pp, kv, opts), m, tp, pp, kv,
+                                    req.max_model_len, batched_tokens(req, acc))
     if kv_tokens < req.max_model_len:
         return refuse("kv-cache", f"KV cache holds {kv_tokens:,} tokens ({kv_gib:.1f} GiB per GPU), "
                                   f"less than one max_model_len {req.max_model_len:,} request")
@@ -137,7 +141,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         return refuse("ttft", f"prefill of {sla.prompt_tokens} tokens needs ~{f1:.0f} ms > SLA {sla.ttft_ms:g} ms")
 
     per_request = min(sla.tokens_per_request, req.max_model_len)
-    caps = {"kv-cache": kv_tokens // per_request, "max-num-seqs": mem.default_max_num_seqs(acc)}
+    caps = {"kv-cache": kv_tokens // per_request, "max-num-seqs": opts.max_num_seqs or mem.default_max_num_seqs(acc)}
     cap = min(caps.values())
     lo, hi = 1, cap  # largest batch within the SLA (latency grows with the batch)
     while lo < hi:
@@ -162,6 +166,11 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         return refuse("host-memory", f"{memory} GiB of host memory per pod < {MIN_POD_MEMORY_GIB} GiB")
     return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, tpot_ms, ttft_ms,
                 replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm)
+
+
+def batched_tokens(req: PlanRequest, acc: Accelerator) -> int:
+    """--max-num-batched-tokens: the stack's engine.maxNumBatchedTokens, else vLLM's default for the GPU."""
+    return req.engine.max_num_batched_tokens or mem.default_max_num_batched_tokens(acc)
 
 
 def fleet_nodes(replicas: int, replicas_per_node: int, pp: int, spread_nodes: int = 1) -> int:
@@ -212,7 +221,8 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
     smaller = _smaller_refused(best, refusals)
     bound_text = {
         "tpot": f"TPOT SLA {req.sla.tpot_ms:g} ms", "ttft": f"TTFT SLA {req.sla.ttft_ms:g} ms",
-        "kv-cache": "KV-cache capacity", "max-num-seqs": "vLLM's max_num_seqs default",
+        "kv-cache": "KV-cache capacity",
+        "max-num-seqs": "engine.maxNumSeqs" if req.engine.max_num_seqs else "vLLM's max_num_seqs default",
     }[best.bound]
     why = [f"{best.shape()}"]
     if smaller:
@@ -224,8 +234,17 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
     if req.spread_nodes > 1 and best.pp == 1 and best.replicas > 1:
         why.insert(1, f"spread over at least {min(best.replicas, req.spread_nodes)} nodes")
     served = req.served_model_name or m.id
+    seqs = req.engine.max_num_seqs or best.concurrency  # an override is what the engine runs with
+    args = engine_args(req, best.tp, best.pp, best.kv_dtype, seqs, served, batched_tokens(req, best.acc))
+    notes = list(req.engine.summary())
+    if best.kv_dtype != "auto" and "auto" in req.kv_cache_dtypes:
+        notes.append("FP8 KV cache chosen by the planner (kvCacheDtype: allow-fp8): lower quality, "
+                     "set kvCacheDtype: auto to refuse it")
+    memory = extras.describe(m, req.precision, best.tp, best.pp, best.kv_dtype, req.engine)
+    if memory:
+        notes.append(f"memory: {memory}")
     return Topology(
-        model=m.id, model_name=m.name, model_repo=m.repo_for(req.precision), served_model_name=served,
+        model=m.id, model_name=m.name, model_repo=req.model_source or m.repo_for(req.precision), served_model_name=served,
         precision=req.precision, cloud=inst.cloud, accelerator=best.acc.id, instance_type=inst.name,
         fabric=inst.fabric, gpus_per_node=inst.gpus, tensor_parallel_size=best.tp,
         pipeline_parallel_size=best.pp, gpus_per_replica=best.gpus_per_replica, nodes_per_replica=best.pp,
@@ -245,8 +264,7 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         est_ttft_ms=best.ttft_ms, sla_tpot_ms=req.sla.tpot_ms, sla_ttft_ms=req.sla.ttft_ms,
         price_per_node_hour=inst.price_hour, cost_per_hour=round(best.cost, 2), pod_cpu=best.pod_cpu,
         pod_memory_gib=best.pod_memory_gib, shm_gib=best.shm_gib,
-        vllm_args=tuple(vllm_args(req, best.tp, best.pp, best.kv_dtype, best.concurrency, served,
-                                  mem.default_max_num_batched_tokens(best.acc))),
+        vllm_args=tuple(args.to_cli()), engine=args, engine_notes=tuple(notes),
         reason="; ".join(why), alternative=alt.shape() if alt else None,
         refused_smaller=tuple(str(r) for r in smaller),
     )

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ class Topology:
     reason: str
     alternative: str | None = None
     refused_smaller: tuple[str, ...] = field(default_factory=tuple)
+    # the same arguments, typed (planner/engine_args.EngineArgs): Ray Serve LLM renders its engine_kwargs
+    engine: Any = field(default=None, compare=False, repr=False)
+    engine_notes: tuple[str, ...] = field(default_factory=tuple)  # engine options and their memory, for the plan
 
     @property
     def multi_node(self) -> bool:
@@ -90,6 +94,8 @@ class Topology:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        d.pop("engine", None)
+        d["engine_notes"] = list(self.engine_notes)
         d["vllm_args"] = list(self.vllm_args)
         d["refused_smaller"] = list(self.refused_smaller)
         d["multi_node"] = self.multi_node

@@ -38,6 +38,27 @@ def vllm_args(t: Topology, cache: CacheFacts) -> list[str]:
     return [*t.vllm_args, *cache.engine_args(t), "--shutdown-timeout", str(drain_s(t))]
 
 
+TEMPLATE_VOLUME = "chat-template"
+
+
+def _template(t: Topology):
+    o = t.engine.options if t.engine is not None else None
+    return o if o is not None and o.chat_template_path else None
+
+
+def template_volumes(t: Topology) -> list[dict]:
+    """models[].engine.chatTemplate: its ConfigMap, read-only, where --chat-template points."""
+    o = _template(t)
+    return [{"name": TEMPLATE_VOLUME, "configMap": {"name": o.chat_template_config_map}}] if o else []
+
+
+def template_mounts(t: Topology) -> list[dict]:
+    o = _template(t)
+    if not o:
+        return []
+    return [{"name": TEMPLATE_VOLUME, "mountPath": o.chat_template_path.rsplit("/", 1)[0], "readOnly": True}]
+
+
 def vllm_container(t: Topology, cache: CacheFacts, budget_s: int) -> dict:
     return {
         "name": "vllm",
@@ -50,7 +71,7 @@ def vllm_container(t: Topology, cache: CacheFacts, budget_s: int) -> dict:
         "env": [*offline_cache_env(), engine_ready_env(budget_s), *scratch_env(), *single_node_env(t),
                 {"name": "VLLM_NO_USAGE_STATS", "value": "1"}, {"name": "DO_NOT_TRACK", "value": "1"}],
         "resources": gpu_resources(t.gpus_per_replica, t.pod_cpu, t.pod_memory_gib),
-        "volumeMounts": [SHM_MOUNT, cache.mount, *scratch_mounts()],
+        "volumeMounts": [SHM_MOUNT, cache.mount, *scratch_mounts(), *template_mounts(t)],
         "securityContext": container_security(capabilities(t)),
         "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", f"sleep {PRESTOP_S}"]}}},
         **probes(budget_s),
@@ -73,7 +94,7 @@ def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int) -> di
         "terminationGracePeriodSeconds": grace_s(t),
         "initContainers": [init],
         "containers": [main],
-        "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type), *scratch_volumes()],
+        "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type), *scratch_volumes(), *template_volumes(t)],
         **gpu_placement(pool),
         **spread(t, selector(t.served_model_name, ROLE)),
     }

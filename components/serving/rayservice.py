@@ -198,7 +198,11 @@ def llm_config(t: Topology, serving: Serving | None = None, budget_s: int | None
     """budget_s: the start-up budget (probes.budget); extra_args: engine flags the model cache decides
     (loader, pinned revision; CacheFacts.engine_args)."""
     serving = serving or Serving()
-    source, model_id, kwargs = engine_kwargs([*t.vllm_args, *extra_args])
+    if t.engine is not None:  # the planner's typed EngineArgs: no CLI string parsed back into numbers
+        e = t.engine.with_cache_flags(list(extra_args))
+        source, model_id, kwargs = e.model, e.served_model_name, e.to_engine_kwargs()
+    else:
+        source, model_id, kwargs = engine_kwargs([*t.vllm_args, *extra_args])
     target, ceiling = target_ongoing_requests(t, serving), max_ongoing_requests(t, serving)
     cfg = {
         "model_loading_config": {"model_id": model_id, "model_source": source},

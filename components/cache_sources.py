@@ -1,0 +1,135 @@
+"""Where a model's weights come from, and how the prefetch copies them into the model cache (models[].source).
+
+- hf (default): `hf download REPO` into the Hugging Face cache layout (cache.prefetch_script); vLLM loads the
+  repo id offline from there.
+- s3 / gcs: the prefetch pulls every object under the URI with the Run:ai model streamer's `pull_files` (the
+  `runai-model-streamer[s3,gcs]` package the vLLM image carries for `--load-format runai_streamer`; vLLM 0.31
+  reads s3:// and gs:// through the same package, vllm/transformers_utils/runai_utils.py SUPPORTED_SCHEMES)
+  into CACHE_MOUNT/sources/<slug of the URI>; vLLM loads that directory. Credentials: the pod runs as the
+  stack's service account, which EKS Pod Identity or GKE Workload Identity bind to a cloud role that may read
+  the bucket (the AWS SDK and Google ADC chains find them); no keys anywhere in the stack.
+- pvc: the prefetch mounts the existing claim read-only and copies `path` into the cache directory the same way.
+
+Serving pods then read the cache exactly as for a Hub model (ready marker, offline), whatever the source.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from .serving.k8s import CACHE_MOUNT, READY_DIR, ready_marker, slug
+
+SOURCES_DIR = f"{CACHE_MOUNT}/sources"
+SOURCE_VOLUME = "weights-source"
+SOURCE_MOUNT = "/weights-source"
+
+
+@dataclass(frozen=True)
+class WeightsSource:
+    """A deployment's weights, as the planner and the cache see them (config/engine.py Source)."""
+    kind: str = "hf"  # hf | s3 | gcs | pvc
+    uri: str | None = None  # s3://bucket/prefix, gs://bucket/prefix
+    claim_name: str | None = None
+    path: str = ""
+    service_account: str | None = None
+    region: str | None = None  # s3: AWS_REGION for the streamer's S3 client
+
+    @property
+    def key(self) -> str:
+        """What identifies the weights in the cache (its ready marker and directory)."""
+        if self.kind in ("s3", "gcs"):
+            return self.uri
+        return f"pvc://{self.claim_name}/{self.path}".rstrip("/")
+
+    @property
+    def local_dir(self) -> str:
+        """Where the copy lives in the cache: what vLLM loads."""
+        return f"{SOURCES_DIR}/{slug(self.key)}"
+
+
+def pull_script(src: WeightsSource, expected_gib: float | None = None) -> str:
+    """The prefetch for a non-Hub source: idempotent (the ready marker), resumable (a partial copy is replaced
+    file by file), and world-readable for the uid-1000 serving pods."""
+    marker, dst = ready_marker(src.local_dir), src.local_dir
+    of = f" of ~{int(expected_gib * 1024)} MiB" if expected_gib else ""
+    if src.kind in ("s3", "gcs"):
+        py = ("from runai_model_streamer import pull_files; "
+              f"pull_files({src.uri!r}, {dst!r}, None, None)")  # (path, dst, allow, ignore) as vLLM calls it
+        copy = f"python3 -c {shlex.quote(py)}"
+    else:
+        copy = f"cp -a {shlex.quote(SOURCE_MOUNT + ('/' + src.path if src.path else ''))}/. {dst}/"
+    return "\n".join([
+        "set -eu",
+        f'if [ -f {marker} ]; then echo "{src.key} is cached"; exit 0; fi',
+        f"mkdir -p {dst}",
+        f"(while sleep 60 </dev/null >/dev/null 2>&1; do echo \"progress: $(du -sm {dst} 2>/dev/null | cut -f1)"
+        f" MiB{of} of {src.key}\"; done) &",
+        "PROGRESS=$!; trap 'kill $PROGRESS 2>/dev/null || true' EXIT",
+        copy,
+        f"chmod -R a+rX {dst}",
+        f'mkdir -p {READY_DIR} && touch {marker} && echo "{src.key} cached: {dst}"',
+    ])
+
+
+def job_volumes(src: WeightsSource) -> tuple[list[dict], list[dict]]:
+    """(volumes, mounts) the prefetch needs besides the cache: the source claim, read-only."""
+    if src.kind != "pvc":
+        return [], []
+    return ([{"name": SOURCE_VOLUME, "persistentVolumeClaim": {"claimName": src.claim_name, "readOnly": True}}],
+            [{"name": SOURCE_VOLUME, "mountPath": SOURCE_MOUNT, "readOnly": True}])
+
+
+def adapters_script(repos: tuple[str, ...]) -> str:
+    """LoRA adapters from the Hub, downloaded before the base model's marker is written (serving pods start
+    with HF_HUB_OFFLINE=1 and vLLM resolves `--lora-modules name=REPO` from the cache)."""
+    return "\n".join(f"hf download {shlex.quote(r)} --max-workers 8" for r in repos)
+
+
+def apply_source(job_spec: dict, src: WeightsSource | None, adapters: tuple[str, ...] = ()) -> dict:
+    """The prefetch Job (cache.prefetch_job_spec) for `src`: its script, the source claim and the service
+    account the cloud identity is bound to; LoRA adapters from the Hub are fetched first on every run
+    (`hf download` skips what is complete), so adding one to a cached model still downloads it."""
+    pod = job_spec["template"]["spec"]
+    container = pod["containers"][0]
+    if src is not None and src.kind != "hf":
+        container["command"] = ["/bin/sh", "-c", pull_script(src)]
+        volumes, mounts = job_volumes(src)
+        pod["volumes"] = [*pod["volumes"], *volumes]
+        container["volumeMounts"] = [*container["volumeMounts"], *mounts]
+        if src.service_account:
+            pod["serviceAccountName"] = src.service_account
+        if src.region:
+            container["env"] = [*container["env"], {"name": "AWS_REGION", "value": src.region}]
+    if adapters:
+        body = container["command"][2]
+        container["command"] = ["/bin/sh", "-c", body.replace("set -eu\n", f"set -eu\n{adapters_script(adapters)}\n", 1)]
+    return job_spec
+
+
+def adapter_repos(t) -> tuple[str, ...]:
+    """The Hub repositories of a topology's LoRA adapters (a path starts with /: already in the pod)."""
+    lora = t.engine.options.lora if t.engine is not None else None
+    return tuple(p for _, p in lora.adapters if not p.startswith("/")) if lora else ()
+
+
+def sources_problem(models: list[str], cache_kind: str) -> str:
+    """The refusal of weights sources other than the Hub (`models`: the deployments that have one) on a node-local
+    cache."""
+    return (f"models[].source: {', '.join(models)} copy their weights into a shared cache once; modelCache.kind "
+            f"{cache_kind} has one copy per node, which this release fills from the Hub only; use kind rwx")
+
+
+def check_sources(models: list, cache_kind: str) -> str | None:
+    """A problem with the deployments' (ModelDeployment) sources and Hub LoRA adapters for this cache kind (the
+    CacheError text), or None."""
+    if cache_kind == "rwx":
+        return None
+    odd = [f"models[{i}] ({d.name})" for i, d in enumerate(models) if d.source.kind != "hf"]
+    if odd:
+        return sources_problem(odd, cache_kind)
+    lora = [f"models[{i}] ({d.name})" for i, d in enumerate(models)
+            if d.engine.lora and any(a.repo for a in d.engine.lora.adapters)]
+    if lora:
+        return (f"models[].engine.lora.adapters: {', '.join(lora)} name Hub adapters, which the shared cache's prefetch "
+                f"Job downloads; with modelCache.kind {cache_kind} use kind rwx or give each adapter a path")
+    return None

@@ -1,0 +1,121 @@
+"""GPU memory of the engine options that add weights or KV cache: a speculative draft and LoRA slots.
+
+Called from the planner's memory budget (search.py): extra_weight_gib adds to the weights on the busiest
+rank, kv_share scales the KV pool down to the target model's share (the draft's layers take blocks too).
+"""
+from __future__ import annotations
+
+from ..catalog import ModelSpec, find_model
+from .engine_args import EngineOptions
+from .memory import GiB, kv_bytes_per_token_layer, stage_layers
+
+# Multi-token-prediction layers shipped in the checkpoint, by catalog id: (layers, parameters in billions).
+# deepseek-v3: config.json num_nextn_predict_layers = 1; the model card: "685B = 671B main model + 14B MTP
+# module" (huggingface.co/deepseek-ai/DeepSeek-V3, read 2026-12-02).
+MTP_LAYERS = {"deepseek-v3": (1, 14.0)}
+LORA_DTYPE_BYTES = 2  # lora_dtype "auto": the model's 16-bit dtype
+EAGLE3_DRAFT_VOCAB = 32_000  # EAGLE-3 heads' own LM head (draft_vocab_size of the published heads) ⚠
+
+
+def mtp_layers(model: ModelSpec) -> int:
+    own = getattr(model, "mtp_layers", None)
+    return own if own is not None else MTP_LAYERS.get(model.id, (0, 0.0))[0]
+
+
+def _layer_params(model: ModelSpec) -> float:
+    """Parameters of one decoder layer (MoE: all experts), from the total less embeddings."""
+    return (model.params_b * 1e9 - model.embedding_params) / model.layers
+
+
+def _intermediate(model: ModelSpec) -> float:
+    """Dense MLP width: the catalog's when it has one, else what the layer's parameters leave after attention
+    (gate, up, down = 3 x hidden x intermediate) ⚠ for models without it."""
+    own = getattr(model, "intermediate", None)
+    if own:
+        return own
+    attn = model.hidden * model.heads * model.head_dim * 2 + model.hidden * model.kv_heads * model.head_dim * 2
+    return max(model.hidden, (_layer_params(model) - attn) / (3 * model.hidden))
+
+
+def draft_weight_bytes(model: ModelSpec, precision: str, opts: EngineOptions) -> float:
+    """Weights the draft adds (whole model, before TP). ngram: none; eagle: one decoder layer of the target's
+    width (it shares the target's embedding and LM head); eagle3: that plus its fc (3 x hidden -> hidden) and own
+    LM head; mtp: the checkpoint's MTP module; draft_model: the draft checkpoint."""
+    sp = opts.speculative
+    if sp is None or sp.method == "ngram":
+        return 0.0
+    per_param = model.weight_bytes(precision) / (model.params_b * 1e9)
+    if sp.method == "mtp":
+        return MTP_LAYERS.get(model.id, (0, _layer_params(model) / 1e9))[1] * 1e9 * per_param
+    if sp.method in ("eagle", "eagle3"):
+        dense_layer = (model.hidden * model.head_dim * (model.heads * 2 + model.kv_heads * 2)
+                       + 3 * model.hidden * (_intermediate(model) if not model.is_moe else model.moe_intermediate))
+        extra = 3 * model.hidden * model.hidden + EAGLE3_DRAFT_VOCAB * model.hidden if sp.method == "eagle3" else 0
+        return (dense_layer + extra) * 2  # published heads are 16-bit
+    draft = find_model(sp.model or "")
+    if draft is not None:
+        return draft.weight_bytes(draft.precisions[0])
+    return (sp.draft_params_b or 0) * 1e9 * 2
+
+
+def draft_kv_per_token(model: ModelSpec, tp: int, pp: int, kv_dtype: str, opts: EngineOptions) -> float:
+    """KV bytes per token the draft keeps on the busiest rank (vLLM gives its layers blocks from the same pool)."""
+    sp = opts.speculative
+    if sp is None or sp.method == "ngram":
+        return 0.0
+    if sp.method in ("eagle", "eagle3", "mtp"):
+        layers = mtp_layers(model) if sp.method == "mtp" else 1
+        return kv_bytes_per_token_layer(model, tp, kv_dtype) * layers
+    draft = find_model(sp.model or "")
+    if draft is not None:
+        return kv_bytes_per_token_layer(draft, tp, kv_dtype) * draft.layers
+    # outside the catalog: the target's KV per parameter ⚠
+    ratio = (sp.draft_params_b or 0) / model.params_b
+    return kv_bytes_per_token_layer(model, tp, kv_dtype) * stage_layers(model, pp) * ratio
+
+
+def kv_share(model: ModelSpec, tp: int, pp: int, kv_dtype: str, opts: EngineOptions) -> float:
+    """Share of the KV pool the target model gets: target / (target + draft) bytes per token."""
+    draft = draft_kv_per_token(model, tp, pp, kv_dtype, opts)
+    if not draft:
+        return 1.0
+    target = kv_bytes_per_token_layer(model, tp, kv_dtype) * stage_layers(model, pp)
+    return target / (target + draft)
+
+
+def lora_bytes_per_gpu(model: ModelSpec, tp: int, pp: int, opts: EngineOptions) -> float:
+    """vLLM preallocates LoRA A and B stacks for every slot (vllm/lora/layers/base_linear.py and fused_moe.py,
+    create_lora_weights, vLLM 0.31.0): per wrapped linear layer max_loras x rank x (input + output) elements, the
+    column-parallel outputs and row-parallel inputs split over TP. Per decoder layer, in elements / (slots x rank):
+      qkv_proj  3 x hidden + (heads + 2 x kv_heads) x head_dim / TP    (three slices, each its own A)
+      o_proj    heads x head_dim / TP + hidden
+      MLP       2 x hidden + 2 x I / TP + I / TP + hidden               (gate_up: two slices; down)
+      MoE       the MLP term for every expert, I = moe_intermediate
+    times the layers on the busiest stage and lora_dtype's 2 bytes."""
+    lo = opts.lora
+    if lo is None:
+        return 0.0
+    h, hd = model.hidden, model.head_dim
+    attn = 3 * h + (model.heads + 2 * model.kv_heads) * hd / tp + model.heads * hd / tp + h
+    if model.is_moe:
+        mlp = model.experts * (3 * h + 3 * model.moe_intermediate / tp)
+    else:
+        mlp = 3 * h + 3 * _intermediate(model) / tp
+    return lo.max_loras * lo.max_lora_rank * (attn + mlp) * stage_layers(model, pp) * LORA_DTYPE_BYTES
+
+
+def extra_weight_gib(model: ModelSpec, precision: str, tp: int, pp: int, opts: EngineOptions) -> float:
+    """GiB per GPU the draft (split over TP like the target; it runs on the last stage) and LoRA slots add."""
+    return (draft_weight_bytes(model, precision, opts) / tp + lora_bytes_per_gpu(model, tp, pp, opts)) / GiB
+
+
+def describe(model: ModelSpec, precision: str, tp: int, pp: int, kv_dtype: str, opts: EngineOptions) -> str:
+    """The extra memory, as the plan shows it."""
+    parts = []
+    d = draft_weight_bytes(model, precision, opts) / tp / GiB
+    if opts.speculative and opts.speculative.method != "ngram":
+        parts.append(f"draft {d:.2f} GiB/GPU + {100 * (1 - kv_share(model, tp, pp, kv_dtype, opts)):.0f}% of the KV pool")
+    lora = lora_bytes_per_gpu(model, tp, pp, opts) / GiB
+    if lora:
+        parts.append(f"LoRA slots {lora:.2f} GiB/GPU")
+    return "; ".join(parts)
