@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .catalog import ACCELERATORS, MODELS, find_model, instance_types
+from .cost import cost_lines, total_line
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
@@ -36,6 +37,7 @@ def summary(t: Topology) -> str:
         f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
         f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
         f"  est. TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})",
+        *cost_lines(t),
         f"  vllm serve {' '.join(t.vllm_args)}",
         f"  why: {t.reason}",
     ])
@@ -222,8 +224,10 @@ def cmd_plan(a) -> int:
         print(f"note: {note}")
     serving = result.exports.get("serving", {})
     for name, t in topology.items():
-        print(summary(Topology(**{k: v for k, v in t.items() if k != "multi_node"})))
+        print(summary(Topology.from_dict(t)))
         print(serving_lines(serving.get(name, {})))
+    if len(topology) > 1:
+        print(total_line({name: Topology.from_dict(t) for name, t in topology.items()}))
     components = sum(1 for r in result.resources if not r.custom)
     print(f"\nResources ({len(rows)}, of which {components} components):")
     for line in review.tree_lines(rows):

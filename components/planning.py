@@ -1,7 +1,10 @@
 """config -> plan: turn each model deployment of a StackConfig into a Topology. Pure (no Pulumi)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .catalog import InstanceType, instance_types
+from .catalog.prices import UnpricedRegion, node_price
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import PlanRequest, Sla, Topology, plan_topology
 
@@ -17,14 +20,34 @@ def existing_instance_type(nodes: GpuNodes) -> InstanceType:
         accelerator=nodes.accelerator, gpus=nodes.gpus_per_node, vcpu=nodes.vcpu, ram_gib=nodes.ram_gib,
         nvme_gb=0, network_gbps=nodes.network_gbps if nodes.fabric != "none" else 0,
         fabric=EXISTING_FABRIC[nodes.fabric], price_hour=nodes.price_per_node_hour,
-        source="stack file (existing.gpuNodes)")
+        source="stack file (existing.gpuNodes)", price_basis="existing.gpuNodes.pricePerNodeHour")
+
+
+def buying(cfg: StackConfig) -> tuple[str, str] | None:
+    """(region, capacity type) the stack's GPU nodes are paid at; None for an existing cluster."""
+    if cfg.cloud == "aws":
+        return cfg.aws.region, cfg.aws.capacity_type
+    if cfg.cloud == "gcp":
+        return cfg.gcp.region, "spot" if cfg.gcp.spot else "reservation" if cfg.gcp.reservation else "onDemand"
+    return None
+
+
+def priced_pool(cfg: StackConfig) -> list[InstanceType]:
+    """Every instance type the stack may use, at the price its region and capacity type really pay."""
+    if cfg.cloud == "existing":
+        return [existing_instance_type(cfg.existing.gpu_nodes)]
+    region, capacity = buying(cfg)
+    try:
+        prices = {i.name: node_price(i, region, capacity) for i in instance_types(cfg.cloud)}
+    except UnpricedRegion as e:
+        from .config.load import ConfigError
+        raise ConfigError([f"{cfg.cloud}.region: {e}"]) from None
+    return [replace(i, price_hour=prices[i.name].hour, price_basis=prices[i.name].label)
+            for i in instance_types(cfg.cloud)]
 
 
 def candidates(cfg: StackConfig, dep: ModelDeployment) -> tuple[InstanceType, ...]:
-    if cfg.cloud == "existing":
-        pool = [existing_instance_type(cfg.existing.gpu_nodes)]
-    else:
-        pool = instance_types(cfg.cloud)
+    pool = priced_pool(cfg)
     if dep.accelerator:
         pool = [i for i in pool if i.accelerator == dep.accelerator]
     if dep.instance_types:
@@ -49,12 +72,13 @@ def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
 
 def plan_stack(cfg: StackConfig) -> dict[str, Topology]:
     """One Topology per deployment name; raises NoFeasibleTopology (with the deployment named)."""
+    from .cost import cost_notes
     from .planner import NoFeasibleTopology
 
     out = {}
     for i, dep in enumerate(cfg.models):
         try:
-            out[dep.name] = plan_topology(plan_request(cfg, dep))
+            out[dep.name] = cost_notes(cfg, dep, plan_topology(plan_request(cfg, dep)))
         except NoFeasibleTopology as e:
             raise NoFeasibleTopology(f"models[{i}] ({dep.name}): {e.message}", e.refusals) from None
     return out
