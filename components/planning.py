@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .catalog import InstanceType, instance_types
-from .catalog.prices import UnpricedRegion, node_price
+from .catalog.prices import node_price
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import PlanRequest, Sla, Topology, plan_topology
 
@@ -36,12 +36,7 @@ def priced_pool(cfg: StackConfig) -> list[InstanceType]:
     """Every instance type the stack may use, at the price its region and capacity type really pay."""
     if cfg.cloud == "existing":
         return [existing_instance_type(cfg.existing.gpu_nodes)]
-    region, capacity = buying(cfg)
-    try:
-        prices = {i.name: node_price(i, region, capacity) for i in instance_types(cfg.cloud)}
-    except UnpricedRegion as e:
-        from .config.load import ConfigError
-        raise ConfigError([f"{cfg.cloud}.region: {e}"]) from None
+    prices = {i.name: node_price(i, *buying(cfg)) for i in instance_types(cfg.cloud)}
     return [replace(i, price_hour=prices[i.name].hour, price_basis=prices[i.name].label)
             for i in instance_types(cfg.cloud)]
 

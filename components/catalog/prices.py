@@ -4,13 +4,14 @@ Capacity Block), dated, with sources; ⚠ marks an estimate. docs/cost.md explai
 The base figures are the on-demand prices of components/catalog/instances.py (AWS us-east-1, GCP
 us-central1, read 2025-10). A region is priced as a factor over that base region, stated with its
 source; spot as a fraction of the region's on-demand price per instance family; Capacity Blocks as
-the per-region instance-hour rates AWS publishes. A region without a row has no price: the planner
-refuses it with a config error naming the field and the priced regions (docs/cost.md says why),
-rather than rank instance types on a figure nobody checked.
+the per-region instance-hour rates AWS publishes. A region without a row is priced at the base
+region's rates, marked ⚠ with the priced regions named in the plan's price basis: a region is chosen
+for data residency and latency, and a missing price row must not block a valid deployment
+(docs/cost.md says why).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .instances import PRICES_AS_OF, InstanceType
 
@@ -88,16 +89,6 @@ CAPACITY_BLOCKS: dict[tuple[str, str], float] = {
 CAPACITY_TYPES = ("onDemand", "spot", "reservation", "capacityBlock")
 
 
-class UnpricedRegion(ValueError):
-    """A region this table has no price for."""
-
-    def __init__(self, cloud: str, region: str):
-        self.cloud, self.region = cloud, region
-        super().__init__(f"{region} has no GPU prices in components/catalog/prices.py; priced "
-                         f"{cloud} regions: {', '.join(priced_regions(cloud))} (add a row with its source, "
-                         f"or plan in one of those)")
-
-
 @dataclass(frozen=True)
 class Price:
     hour: float
@@ -118,16 +109,25 @@ def spot_fraction(inst: InstanceType) -> SpotFraction:
     return SPOT.get((inst.cloud, inst.accelerator)) or SPOT[(inst.cloud, "*")]
 
 
+BASE_REGIONS = {"aws": "us-east-1", "gcp": "us-central1"}
+
+
 def node_price(inst: InstanceType, region: str, capacity_type: str = "onDemand") -> Price:
-    """$/hour for one node of `inst` in `region`, bought as `capacity_type`. Raises UnpricedRegion."""
+    """$/hour for one node of `inst` in `region`, bought as `capacity_type`."""
     if capacity_type not in CAPACITY_TYPES:
         raise ValueError(f"capacity type {capacity_type!r}; one of {', '.join(CAPACITY_TYPES)}")
     reg = REGIONS.get((inst.cloud, region))
-    if reg is None:
-        raise UnpricedRegion(inst.cloud, region)
+    unpriced = reg is None
+    if unpriced:
+        base = BASE_REGIONS[inst.cloud]
+        reg = replace(REGIONS[(inst.cloud, base)], estimated=True,
+                      source=f"{W} no {region} prices in components/catalog/prices.py (priced: "
+                             f"{', '.join(priced_regions(inst.cloud))}); {base} rates shown")
     on_demand = round(inst.price_hour * reg.factor, 4)
     od_estimated = reg.estimated or W in inst.source
     od_source = f"{inst.source}; region: {reg.source}"
+    if unpriced:
+        region = f"{region} at {BASE_REGIONS[inst.cloud]} rates (no {region} prices)"
     if capacity_type == "spot":
         s = spot_fraction(inst)
         return Price(round(on_demand * s.fraction, 4), f"spot {region}", True, f"{od_source}; spot: {s.source}")
