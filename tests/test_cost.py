@@ -146,3 +146,14 @@ def test_the_shipped_llama70b_stack_pays_for_idle_gpus_and_is_told_of_a_cheaper_
     assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 4, 2, 2)
     assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (8, 110.08, 220.16)
     assert t.idle_alternative == "2 x TP 8 on 2 x p4d.24xlarge at $43.92/h"
+
+
+def test_an_existing_cluster_keeps_its_configured_node_price():
+    cfg = parse({"cloud": "existing", "environment": "dev", "modelCache": {"kind": "rwx", "storageClass": "nfs"},
+                 "existing": {"gpuNodes": {"accelerator": "l4", "gpusPerNode": 1, "vcpu": 16, "ramGib": 64,
+                                           "pricePerNodeHour": 2.5}, "blockStorageClass": "fast-block"},
+                 "models": [{**SMALL, "instanceTypes": None}]}, {"hfToken"})
+    t = plan_stack(cfg)["small"]
+    assert (t.price_per_node_hour, t.price_basis) == (2.5, "existing.gpuNodes.pricePerNodeHour")
+    assert (t.cost_min_per_hour, t.cost_max_per_hour) == (2.5, 7.5)
+    assert (t.idle_alternative, t.pinned_best) == (None, None)
