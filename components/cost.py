@@ -37,8 +37,7 @@ def cost_notes(cfg: StackConfig, dep: ModelDeployment, topo: Topology) -> Topolo
         free = [f for f in _fits(req, pool)
                 if idle_gpus(f.nodes, f.inst.gpus, f.replicas, f.gpus_per_replica) == 0
                 and f.cost < topo.cost_per_hour - MIN_SAVING]
-        if free:
-            notes["idle_alternative"] = min(free, key=lambda f: f.rank()).shape()
+        notes["idle_alternative"] = min(free, key=lambda f: f.rank()).shape() if free else ""
     if dep.instance_types:
         unpinned = [i for i in pool if not dep.accelerator or i.accelerator == dep.accelerator]
         fits = _fits(req, unpinned)
@@ -60,8 +59,8 @@ def cost_lines(t: Topology) -> list[str]:
              f"${t.cost_max_per_hour:,.2f}/h at max {t.max_replicas} ({t.max_nodes} node(s)); "
              f"${t.price_per_node_hour:,.2f}/node-hour {t.price_basis}; {tokens}"]
     if t.idle_gpus or t.idle_gpus_min or t.idle_gpus_max:
-        alt = f"; cheaper without idle GPUs: {t.idle_alternative}" if t.idle_alternative else \
-            "; no cheaper shape avoids them"
+        alt = {None: "", "": "; no cheaper shape avoids them"}.get(
+            t.idle_alternative, f"; cheaper without idle GPUs: {t.idle_alternative}")
         lines.append(f"  idle paid GPUs: {t.idle_gpus} of {t.nodes * t.gpus_per_node} at {t.replicas} replica(s) "
                      f"(min {t.idle_gpus_min}, max {t.idle_gpus_max}){alt}")
     else:

@@ -157,3 +157,14 @@ def test_an_existing_cluster_keeps_its_configured_node_price():
     assert (t.price_per_node_hour, t.price_basis) == (2.5, "existing.gpuNodes.pricePerNodeHour")
     assert (t.cost_min_per_hour, t.cost_max_per_hour) == (2.5, 7.5)
     assert (t.idle_alternative, t.pinned_best) == (None, None)
+
+
+def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_asked():
+    # the fp8 405B stack: TP 4 on an 8-GPU p5en leaves 4 idle; unpinned, p4de TP 8 is cheaper
+    plans = dict((s, p) for s, _, p in _stack_plans())
+    t = plans["prod-llama405b-fp8-h200-aws"]["llama-405b-fp8"]
+    assert (t.idle_gpus, t.idle_alternative) == (4, "1 x TP 8 on 1 x p4de.24xlarge at $27.45/h")
+    from dataclasses import replace
+    assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
+    assert cost_lines(replace(t, idle_alternative=None))[1] == \
+        "  idle paid GPUs: 4 of 8 at 1 replica(s) (min 4, max 8)"  # `topology` command: not asked

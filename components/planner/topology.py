@@ -86,7 +86,8 @@ class Topology:
     # --- cost (issue 14): what the price is, and the stack-level findings components/cost.py adds;
     # the figures that follow from the plan alone are the properties below (COST_PROPERTIES) ---
     price_basis: str = "on-demand, base region"  # e.g. "spot us-east-1 ⚠" (components/catalog/prices.py)
-    idle_alternative: str | None = None  # the planner's cheaper shape that leaves no GPU idle
+    # the planner's cheaper shape that leaves no GPU idle ("": none does; None: not asked)
+    idle_alternative: str | None = None
     pinned_best: str | None = None  # the planner's best shape without models[].instanceTypes, when cheaper
     pinned_extra_per_hour: float = 0.0  # what the pin costs over pinned_best, $/hour at planned replicas
 
