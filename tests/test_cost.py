@@ -7,6 +7,7 @@ Figures are pinned as a user reads them in `python -m components plan`.
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from components.cli import summary
 from components.config import parse
@@ -168,3 +169,20 @@ def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_aske
     assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
     assert cost_lines(replace(t, idle_alternative=None))[1] == \
         "  idle paid GPUs: 4 of 8 at 1 replica(s) (min 4, max 8)"  # `topology` command: not asked
+
+
+def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path, capsys):
+    from components.cli import main
+    stack = tmp_path / "Pulumi.two-spot.yaml"
+    stack.write_text(yaml.safe_dump({"config": {
+        "vllm-platform:cloud": "aws", "vllm-platform:environment": "dev",
+        "vllm-platform:aws": {"region": "us-east-1", "capacityType": "spot",
+                              "endpointPublicAccessCidrs": ["203.0.113.7/32"]},
+        "vllm-platform:models": [SMALL, IDLE], "vllm-platform:hfToken": {"secure": "v1:placeholder"},
+    }}))
+    code = main(["plan", str(stack), "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert ("  cost: $0.48/h at min 1 replica(s) (1 node(s)), $1.45/h at max 3 (3 node(s)); "
+            "$0.48/node-hour spot us-east-1 ⚠;") in out
+    assert "total for 2 models: $3.24/h at min replicas, $3.24/h as planned, $4.21/h at max" in out
