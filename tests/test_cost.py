@@ -35,8 +35,10 @@ def aws(models, **settings):
 
 def test_a_spot_stack_pays_the_spot_price_of_its_region():
     t = plan_stack(aws([SMALL], capacityType="spot"))["small"]
-    assert (t.instance_type, t.price_per_node_hour, t.price_basis) == ("g6.xlarge", 0.4829, "spot us-east-1 ⚠")
-    assert (t.cost_per_hour, t.cost_min_per_hour, t.cost_max_per_hour) == (0.48, 0.48, 1.45)
+    assert (t.instance_type, t.price_per_node_hour, t.price_basis) == ("g6.xlarge", 0.4077, "spot us-east-1 ⚠")
+    assert (t.cost_per_hour, t.cost_min_per_hour, t.cost_max_per_hour) == (0.41, 0.41, 1.22)
+    east2 = plan_stack(aws([SMALL], capacityType="spot", region="us-east-2"))["small"]
+    assert (east2.price_per_node_hour, east2.price_basis) == (0.3112, "spot us-east-2 ⚠")  # the region counts
     on_demand = plan_stack(aws([SMALL]))["small"]
     assert (on_demand.price_per_node_hour, on_demand.price_basis) == (0.8048, "on-demand us-east-1")
 
@@ -183,6 +185,6 @@ def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path
     code = main(["plan", str(stack), "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out
     assert code == 0
-    assert ("  cost: $0.48/h at min 1 replica(s) (1 node(s)), $1.45/h at max 3 (3 node(s)); "
-            "$0.48/node-hour spot us-east-1 ⚠;") in out
-    assert "total for 2 models: $3.24/h at min replicas, $3.24/h as planned, $4.21/h at max" in out
+    assert ("  cost: $0.41/h at min 1 replica(s) (1 node(s)), $1.22/h at max 3 (3 node(s)); "
+            "$0.41/node-hour spot us-east-1 ⚠;") in out
+    assert "total for 2 models: $2.74/h at min replicas, $2.74/h as planned, $3.55/h at max" in out

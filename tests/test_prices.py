@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from components.catalog import INSTANCE_TYPES
-from components.catalog.prices import CAPACITY_BLOCKS, REGIONS, SPOT, node_price, priced_regions
+from components.catalog.prices import CAPACITY_BLOCKS, REGIONS, SPOT, SPOT_OBSERVED, node_price, priced_regions
 from tests.conftest import ROOT
 
 I = INSTANCE_TYPES
@@ -20,8 +20,14 @@ I = INSTANCE_TYPES
 @pytest.mark.parametrize("itype, region, capacity, hour", [
     ("g6.xlarge", "us-east-1", "onDemand", 0.8048),
     ("g6.xlarge", "us-east-1", "reservation", 0.8048),  # an ODCR bills the on-demand rate
-    ("g6.xlarge", "us-east-1", "spot", 0.4829),  # 0.60 x 0.8048 (⚠ estimate)
-    ("p5.48xlarge", "us-east-1", "spot", 33.024),
+    ("g6.xlarge", "us-east-1", "spot", 0.4077),  # skypilot-catalog snapshot: mean of 4 zones
+    ("g6.xlarge", "us-east-2", "spot", 0.3112),  # mean of 3 zones
+    ("g6.xlarge", "us-west-2", "spot", 0.4486),
+    ("g6.12xlarge", "us-east-2", "spot", 1.7793),  # the g6 family's us-east-2 ratio (0.3112 / 0.8048)
+    ("g5.xlarge", "us-west-2", "spot", 0.3651),
+    ("g6e.12xlarge", "us-east-2", "spot", 4.1603),
+    ("p5.48xlarge", "us-east-1", "spot", 33.024),  # 0.60 x 55.04 (⚠ estimate: no current P-family snapshot)
+    ("p5.48xlarge", "us-west-2", "spot", 33.024),
     ("p5.48xlarge", "us-east-1", "capacityBlock", 39.33),  # Capacity Blocks pricing page, until 2025-01-01
     ("p5e.48xlarge", "us-east-2", "capacityBlock", 43.26),
     ("p4d.24xlarge", "us-west-2", "capacityBlock", 14.75),
@@ -52,7 +58,7 @@ def test_a_region_change_changes_a_capacity_block_price():
 
 def test_an_unpriced_region_shows_the_base_rates_marked_and_names_the_priced_regions():
     p = node_price(I["g6.xlarge"], "eu-west-1", "spot")
-    assert p.hour == pytest.approx(0.4829, abs=1e-4) and p.estimated
+    assert p.hour == pytest.approx(0.4077, abs=1e-4) and p.estimated
     assert p.label == "spot eu-west-1 at us-east-1 rates (no eu-west-1 prices) ⚠"
     assert "priced: us-east-1, us-east-2, us-west-2" in p.source
     g = node_price(I["g2-standard-4"], "europe-west4")
@@ -66,6 +72,10 @@ def test_every_row_names_its_source_and_estimates_carry_the_mark():
         assert ("⚠" in r.source) == r.estimated, r
     for s in SPOT.values():
         assert s.source.startswith("⚠ estimate") and re.search(r"20\d\d-\d\d|edition", s.source)
+    for o in SPOT_OBSERVED.values():
+        assert 0 < o.spot_mean < o.on_demand and o.itype.startswith(o.family + ".")
+        assert INSTANCE_TYPES[o.itype].price_hour == pytest.approx(o.on_demand, abs=1e-3)  # G rates unchanged
+    assert "skypilot-catalog" in node_price(I["g6.xlarge"], "us-east-2", "spot").source
     assert all(rate > 0 for rate in CAPACITY_BLOCKS.values())
 
 

@@ -57,7 +57,7 @@ class SpotFraction:
 SPOT: dict[tuple[str, str], SpotFraction] = {
     # deploybase.ai/articles/spot-gpu-pricing (2026-03): AWS H100 $6.88 -> $3.44 spot, A100 $3.06 -> $1.53 (0.50);
     # costnimbus.com gpu-cost-management-ml-teams (2026-03): P5 spot ~$2.00-2.50 vs ~$3.90 on-demand /GPU-h
-    # (0.51-0.64). No figure found for the G families; the P-family band is applied to them.
+    # (0.51-0.64). The G families use SPOT_OBSERVED below where it has the region.
     ("aws", "*"): SpotFraction(0.60, f"{W} estimate: 0.60 x on-demand, the dear end of the 0.50-0.64 spot/"
                                      f"on-demand band observed for AWS P-family GPUs (deploybase.ai, costnimbus.com, "
                                      f"2026-03); not read from spot price history"),
@@ -71,6 +71,42 @@ SPOT: dict[tuple[str, str], SpotFraction] = {
     ("gcp", "h100"): SpotFraction(0.75, f"{W} estimate: 0.75 x on-demand, A3-High spot ~$2.25 vs ~$3.00 "
                                         f"on-demand per GPU-hour (costnimbus.com, 2026-03)"),
 }
+
+SKYPILOT = ("github.com/skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @ 001367d2 (a snapshot of EC2 "
+            "on-demand and per-zone spot prices; commit date not recorded; after 2024-08 (it lists g6e) and before 2025-06: its "
+            "p5.48xlarge on-demand is the pre-2025-06 $98.32)")
+
+
+@dataclass(frozen=True)
+class SpotObserved:
+    """A family's spot price in a region, observed on one size: the mean over the zones listed."""
+    region: str
+    family: str  # instance family, e.g. "g6" (the part before the dot)
+    itype: str
+    spot_mean: float  # $/hour, mean over `zones` zones
+    on_demand: float  # $/hour in the same snapshot
+    zones: int
+
+    @property
+    def fraction(self) -> float:
+        return self.spot_mean / self.on_demand
+
+
+# G-family on-demand rates did not change after the snapshot (they match instances.py), so its
+# spot/on-demand ratios still apply; the P family's were taken before the 2025-06 price cut and are
+# not used (the estimate above stands: the snapshot's p5.48xlarge spot mean in us-east-1, $26.59 over
+# 6 zones, is 0.48 of today's $55.04, inside the band it is taken from).
+SPOT_OBSERVED: dict[tuple[str, str], SpotObserved] = {(o.region, o.family): o for o in [
+    SpotObserved("us-east-1", "g5", "g5.xlarge", 0.4062, 1.006, 5),
+    SpotObserved("us-east-2", "g5", "g5.xlarge", 0.3654, 1.006, 3),
+    SpotObserved("us-west-2", "g5", "g5.xlarge", 0.3651, 1.006, 3),
+    SpotObserved("us-east-1", "g6", "g6.xlarge", 0.4077, 0.8048, 4),
+    SpotObserved("us-east-2", "g6", "g6.xlarge", 0.3112, 0.8048, 3),
+    SpotObserved("us-west-2", "g6", "g6.xlarge", 0.4486, 0.8048, 3),
+    SpotObserved("us-east-1", "g6e", "g6e.12xlarge", 5.1078, 10.49264, 4),
+    SpotObserved("us-east-2", "g6e", "g6e.12xlarge", 4.1602, 10.49264, 3),
+    SpotObserved("us-west-2", "g6e", "g6e.12xlarge", 4.9584, 10.49264, 4),
+]}
 
 CAPACITY_BLOCK_SOURCE = (f"{W} aws.amazon.com/ec2/capacityblocks/pricing, effective instance hourly rate of the "
                          f"table valid until 2025-01-01 (read 2024-12; AWS updates it regularly, a block pays "
@@ -105,7 +141,12 @@ def priced_regions(cloud: str) -> list[str]:
     return sorted(r for c, r in REGIONS if c == cloud)
 
 
-def spot_fraction(inst: InstanceType) -> SpotFraction:
+def spot_fraction(inst: InstanceType, region: str) -> SpotFraction:
+    seen = SPOT_OBSERVED.get((region, inst.name.split(".")[0])) if inst.cloud == "aws" else None
+    if seen:
+        return SpotFraction(seen.fraction, f"{W} {seen.fraction:.4f} x on-demand: {seen.itype} spot ${seen.spot_mean} "
+                                           f"(mean of {seen.zones} {region} zones) / on-demand ${seen.on_demand}, "
+                                           f"{SKYPILOT}")
     return SPOT.get((inst.cloud, inst.accelerator)) or SPOT[(inst.cloud, "*")]
 
 
@@ -129,7 +170,7 @@ def node_price(inst: InstanceType, region: str, capacity_type: str = "onDemand")
     if unpriced:
         region = f"{region} at {BASE_REGIONS[inst.cloud]} rates (no {region} prices)"
     if capacity_type == "spot":
-        s = spot_fraction(inst)
+        s = spot_fraction(inst, reg.name)
         return Price(round(on_demand * s.fraction, 4), f"spot {region}", True, f"{od_source}; spot: {s.source}")
     if capacity_type == "capacityBlock":
         rate = CAPACITY_BLOCKS.get((region, inst.name))
