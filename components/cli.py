@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 from .catalog import ACCELERATORS, MODELS, instance_types
+from .cost import total_line
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
+from .summary import serving_lines, summary
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
 TABLE_MAX_MODEL_LEN = 32_768
@@ -24,36 +26,6 @@ TABLE_MAX_MODEL_LEN = 32_768
 def _fail(code: int, message: str) -> int:
     print(message, file=sys.stderr)
     return code
-
-
-def summary(t: Topology) -> str:
-    par = f"TP {t.tensor_parallel_size}" + (f" x PP {t.pipeline_parallel_size}" if t.pipeline_parallel_size > 1 else "")
-    return "\n".join([
-        f"{t.served_model_name}: {t.model_name} {t.precision} on {t.instance_type} ({t.gpus_per_node} x {t.accelerator})",
-        f"  {par} = {t.gpus_per_replica} GPU(s)/replica, {t.nodes_per_replica} node(s)/replica, "
-        f"{t.replicas_per_node} replica(s)/node; {t.replicas} replica(s) on {t.nodes} node(s), ${t.cost_per_hour:,.2f}/h",
-        f"  KV cache {t.kv_cache_tokens:,} tokens/replica ({t.kv_cache_dtype}), "
-        f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
-        f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
-        f"  est. TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})",
-        f"  vllm serve {' '.join(t.vllm_args)}",
-        f"  why: {t.reason}",
-    ])
-
-
-def serving_lines(s: dict) -> str:
-    """The serving summary of one model (serving.service.serving_summary): start-up terms, rollout, warnings."""
-    lines = []
-    if s.get("startup"):
-        lines.append(f"  {s['startup']['text']}")
-    if s.get("firstDeployS"):
-        lines.append(f"  first deploy within {s['firstDeployS']} s (GPU nodes, cache fill, image pull, start-up budget)")
-    if s.get("rollout"):
-        r = s["rollout"]
-        lines.append(f"  rollout: maxSurge {r['maxSurge']} / maxUnavailable {r['maxUnavailable']}; "
-                     f"drain {s['drainS']} s after a 15 s preStop")
-    lines += [f"  WARNING: {w}" for w in s.get("warnings", [])]
-    return "\n".join(lines)
 
 
 # The stack schema's fields (a `models` entry) the topology options set, so that an error names the option.
@@ -241,8 +213,10 @@ def cmd_plan(a) -> int:
         print(f"note: {note}")
     serving = result.exports.get("serving", {})
     for name, t in topology.items():
-        print(summary(Topology(**{k: v for k, v in t.items() if k != "multi_node"})))
+        print(summary(Topology.from_dict(t)))
         print(serving_lines(serving.get(name, {})))
+    if len(topology) > 1:
+        print(total_line({name: Topology.from_dict(t) for name, t in topology.items()}))
     components = sum(1 for r in result.resources if not r.custom)
     print(f"\nResources ({len(rows)}, of which {components} components):")
     for line in review.tree_lines(rows):

@@ -8,7 +8,8 @@ Prices are on-demand Linux $/hour, AWS us-east-1 (aws.amazon.com/ec2/pricing/on-
 GCP us-central1 (cloud.google.com/compute/gpus-pricing, accelerator-optimized machine types
 with the GPUs included), as read 2025-10. ⚠ marks a figure to re-check before relying on it
 (P-family prices changed in the 2025-06 EC2 GPU price reduction). Committed-use, spot and
-capacity-block prices differ; the planner compares like with like.
+capacity-block prices and other regions are in prices.py; the planner prices every candidate at
+the stack's own region and capacity type (components/planning.py).
 """
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ class InstanceType:
     source: str
     efa_interfaces: int = 0  # AWS: EFA devices (one per network card)
     gke_accelerator: str | None = None  # GCP: cloud.google.com/gke-accelerator
+    # what price_hour is: the base region's on-demand rate here; components/catalog/prices.py gives
+    # the planner a copy at the stack's region and capacity type (planning.candidates)
+    price_basis: str = "on-demand, base region"
 
     @property
     def fast_fabric(self) -> bool:

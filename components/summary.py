@@ -1,0 +1,37 @@
+"""The text summaries `python -m components topology` and `plan` print: one model's plan (shape, KV cache,
+latency, cost) and its serving terms (start-up budget, first deploy, rollout, warnings)."""
+from __future__ import annotations
+
+from .cost import cost_lines
+from .planner import Topology
+
+
+def summary(t: Topology) -> str:
+    par = f"TP {t.tensor_parallel_size}" + (f" x PP {t.pipeline_parallel_size}" if t.pipeline_parallel_size > 1 else "")
+    return "\n".join([
+        f"{t.served_model_name}: {t.model_name} {t.precision} on {t.instance_type} ({t.gpus_per_node} x {t.accelerator})",
+        f"  {par} = {t.gpus_per_replica} GPU(s)/replica, {t.nodes_per_replica} node(s)/replica, "
+        f"{t.replicas_per_node} replica(s)/node; {t.replicas} replica(s) on {t.nodes} node(s), ${t.cost_per_hour:,.2f}/h",
+        f"  KV cache {t.kv_cache_tokens:,} tokens/replica ({t.kv_cache_dtype}), "
+        f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
+        f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
+        f"  est. TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})",
+        *cost_lines(t),
+        f"  vllm serve {' '.join(t.vllm_args)}",
+        f"  why: {t.reason}",
+    ])
+
+
+def serving_lines(s: dict) -> str:
+    """The serving summary of one model (serving.service.serving_summary): start-up terms, rollout, warnings."""
+    lines = []
+    if s.get("startup"):
+        lines.append(f"  {s['startup']['text']}")
+    if s.get("firstDeployS"):
+        lines.append(f"  first deploy within {s['firstDeployS']} s (GPU nodes, cache fill, image pull, start-up budget)")
+    if s.get("rollout"):
+        r = s["rollout"]
+        lines.append(f"  rollout: maxSurge {r['maxSurge']} / maxUnavailable {r['maxUnavailable']}; "
+                     f"drain {s['drainS']} s after a 15 s preStop")
+    lines += [f"  WARNING: {w}" for w in s.get("warnings", [])]
+    return "\n".join(lines)
