@@ -83,6 +83,26 @@ class Topology:
     reason: str
     alternative: str | None = None
     refused_smaller: tuple[str, ...] = field(default_factory=tuple)
+    # Capacity at the knee (planner/capacity.py): per replica at concurrency_per_replica, for the SLA's
+    # prompt/output lengths, and what the fleet carries at min and max replicas.
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    target_requests_per_second: float | None = None  # the load as a rate (else target_concurrency users)
+    kv_limit_concurrency: int = 0  # concurrent requests the KV cache / max_num_seqs hold at that length
+    knee_requests_per_second: float = 0.0
+    knee_output_tokens_per_s: float = 0.0
+    knee_total_tokens_per_s: float = 0.0
+    knee_tpot_tail_ms: float = 0.0  # p99 model (capacity.py), not calibrated
+    knee_ttft_tail_ms: float = 0.0
+
+    @property
+    def fleet_load(self) -> dict:
+        """Concurrent users, requests/s and output tokens/s the fleet carries within the SLA."""
+        def at(n: int) -> dict:
+            return {"replicas": n, "concurrency": n * self.concurrency_per_replica,
+                    "requests_per_second": round(n * self.knee_requests_per_second, 3),
+                    "output_tokens_per_s": round(n * self.knee_output_tokens_per_s, 1)}
+        return {"min": at(self.min_replicas), "max": at(self.max_replicas)}
 
     @property
     def multi_node(self) -> bool:
@@ -93,4 +113,5 @@ class Topology:
         d["vllm_args"] = list(self.vllm_args)
         d["refused_smaller"] = list(self.refused_smaller)
         d["multi_node"] = self.multi_node
+        d["fleet_load"] = self.fleet_load
         return d
