@@ -15,9 +15,9 @@ class Sla(_Base):
     concurrent users. The planner sizes replicas as load / one replica's capacity at its knee."""
     ttft_ms: float = Field(2000, gt=0, description="time to first token for an average prompt (ms)")
     tpot_ms: float = Field(100, gt=0, description="time per output token (ms)")
+    concurrency: int | None = Field(None, ge=1, description="the same as concurrentUsers (the earlier name)")
     concurrent_users: int | None = Field(None, ge=1, description="requests in flight the fleet holds within the "
                                                                  "SLA (default 16)")
-    concurrency: int | None = Field(None, ge=1, description="the same as concurrentUsers (the earlier name)")
     requests_per_second: float | None = Field(None, gt=0, description="arrival rate the fleet carries within "
                                                                       "the SLA, instead of concurrentUsers")
     prompt_tokens: int = Field(1024, ge=1, description="average prompt length (tokens)")

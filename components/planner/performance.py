@@ -126,10 +126,10 @@ class StepCost:
         pp = self.pp
         if pp == 1:
             return self.stage_s(decode, prefill) + self.overhead_s
-        micro = max(1, min(pp, math.floor(decode + (1 if prefill else 0))))
-        d, p = decode / micro, prefill / micro
-        hops = (pp - 1) * (self.hop_latency_s + (d + p) * self.hop_s_per_token)
-        return pp * self.stage_s(d, p) + hops + self.overhead_s
+        micro = max(1.0, min(pp, decode))  # continuous, so that the step time never falls as load grows
+        d = decode / micro  # a prompt's chunk stays in one micro-batch (its request's virtual engine)
+        hops = (pp - 1) * (self.hop_latency_s + (d + prefill) * self.hop_s_per_token)
+        return pp * self.stage_s(d, prefill) + hops + self.overhead_s
 
 
 def step_cost(model: ModelSpec, precision: str, acc: Accelerator, inst: InstanceType, tp: int, pp: int,

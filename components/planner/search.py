@@ -135,7 +135,8 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         p = k.point
         if p is None:
             return refuse("kv-cache", f"KV cache holds {kv_tokens:,} tokens, less than one request of "
-                                      f"{sla.tokens_per_request:,}")
+                                      f"{min(sla.tokens_per_request, req.max_model_len):,} (max_model_len "
+                                      f"{req.max_model_len:,})")
         if pp > 1 and not inst.fast_fabric:
             hops = (pp - 1) * hop_s(m, inst, 1) * 1e3
             if p.tpot_ms - hops <= sla.tpot_ms:
