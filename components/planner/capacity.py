@@ -7,8 +7,8 @@ state at request rate lambda (requests/s) with prompts of P and outputs of O tok
 * D = lambda x (O - 1) x t   (Little's law on the decode phase; t = mean step time = mean TPOT)
 * a prompt is prefilled in chunks of c = min(P, max_num_batched_tokens - D) tokens, so a share
   f = lambda x P x t / c of the steps carries a chunk beside the decodes; those steps are slower
-  (t_chunk, often compute-bound) than pure decode steps (t_decode, memory-bound):
-  t = (1 - f) x t_decode + f x t_chunk
+  (t_chunk, often compute-bound) than pure decode steps (t_decode, memory-bound). A decoding request sees
+  the chunks of the other requests, g = f x D / (D + 1) of its steps: t = (1 - g) t_decode + g t_chunk
 * TTFT = half a step (the arrival waits for the running step) + the wait for the prefill "server"
   (M/D/1, utilisation f: f / (2 (1 - f)) x service) + the service, ceil(P / c) chunk steps.
 * Closed loop (a fixed number of concurrent users C, as `vllm bench serve --max-concurrency C`):
@@ -126,13 +126,16 @@ def _at_decode(r: ReplicaShape, w: Workload, decode: float, eff: Efficiency) -> 
     f = decode * P / (n * chunk)
     if f >= 1 or not math.isfinite(t_chk):
         return _saturated(math.inf)
-    t = (1 - f) * t_dec + f * t_chk
+    # a request's own prompt is not prefilled beside its decode: of the chunk steps, a decoding request sees
+    # those of the others, D / (D + 1) of them (a smooth finite-population share: 1/2 at D = 1, -> 1 for many)
+    g = f * decode / (decode + 1)
+    t = (1 - g) * t_dec + g * t_chk
     rate = decode / (n * t)
     service = math.ceil(P / chunk) * t_chk
     ttft = t / 2 + f / (2 * (1 - f)) * service + service
     wait99 = service * math.log(100 * f) / (1 - f) if f > 0.01 else 0.0
     ttft_tail = max(ttft, t / 2 + wait99 + service)
-    k99 = min(n, n * f + Z99 * math.sqrt(n * f * (1 - f)))
+    k99 = min(n, n * g + Z99 * math.sqrt(n * g * (1 - g)))
     tpot_tail = t_dec + k99 / n * (t_chk - t_dec)
     concurrency = rate * (ttft + n * t)
     return LoadPoint(concurrency, rate, decode, f, t * 1e3, max(tpot_tail, t) * 1e3, ttft * 1e3,
@@ -171,6 +174,15 @@ def at_load(r: ReplicaShape, w: Workload, eff: Efficiency = EFFICIENCY) -> LoadP
         return p
     users = w.concurrency if w.concurrency is not None else 1
     return replace(_solve(r, w, eff, lambda p: not p.saturated and p.concurrency <= users), concurrency=users)
+
+
+def at_capacity(r: ReplicaShape, w: Workload, limit: int | None = None, eff: Efficiency = EFFICIENCY) -> LoadPoint:
+    """The replica flat out, with a queue that never empties (`vllm bench serve --request-rate inf` with
+    more prompts than it admits): it runs as many requests as it holds (`limit`, default the KV limit) or
+    as many as its prefill keeps fed, whichever is fewer. TTFT here excludes the time queued outside."""
+    cap = r.kv_limit(w) if limit is None else limit
+    decode = min(max(cap, 1) * (w.output_tokens - 1) / (w.output_tokens - 1 + 1e-9), 0.999 * _saturation(r, w))
+    return _at_decode(r, w, decode, eff)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ parameter per token plus the attention FLOPs; the stage takes the larger of the 
 TP > 1 (NVLink or PCIe latency and bandwidth). Pipeline stages run micro-batches (PP "virtual
 engines"): a token passes every stage in turn and crosses PP - 1 node hand-offs that move only
 activations (tokens x hidden x 2 bytes) over the instance's network; with fewer micro-batches than
-stages the idle stages are the pipeline bubble. Every step pays `STEP_OVERHEAD_S` of CPU work
-(scheduling, sampling, detokenisation). The three efficiencies are fitted to published vLLM
+stages the idle stages are the pipeline bubble. Every step pays `STEP_OVERHEAD_S` of CPU work plus
+`SEQ_OVERHEAD_S` per running request (scheduling, sampling, detokenisation). The efficiencies are fitted to published vLLM
 measurements by bench/calibrate.py (components/planner/calibrated.py names the date and the split).
 """
 from __future__ import annotations
@@ -28,10 +28,13 @@ class Efficiency:
     hbm: float  # share of peak HBM bandwidth decode kernels reach
     mfu: float  # share of dense peak FLOPS a prefill reaches
     step_overhead_s: float  # CPU work per engine step
+    seq_overhead_s: float = 0.0  # CPU work per running request per step (scheduling, sampling, detokenising)
 
 
-EFFICIENCY = Efficiency(calibrated.HBM_EFFICIENCY, calibrated.MFU, calibrated.STEP_OVERHEAD_S)
+EFFICIENCY = Efficiency(calibrated.HBM_EFFICIENCY, calibrated.MFU, calibrated.STEP_OVERHEAD_S,
+                        calibrated.SEQ_OVERHEAD_S)
 HBM_EFFICIENCY, MFU, STEP_OVERHEAD_S = EFFICIENCY.hbm, EFFICIENCY.mfu, EFFICIENCY.step_overhead_s
+SEQ_OVERHEAD_S = EFFICIENCY.seq_overhead_s
 
 ALLREDUCE_LATENCY_S = {"nvlink": 6e-6, "pcie": 25e-6}  # per all-reduce, small messages (⚠ estimate)
 # One pipeline hand-off between nodes: an RDMA fabric (EFA, GPUDirect, InfiniBand/RoCE) vs NCCL's TCP
@@ -69,8 +72,9 @@ def weight_bytes_read_per_step(model: ModelSpec, precision: str, batch: float) -
 
 
 def peak_flops(precision: str, acc: Accelerator) -> float:
-    """Dense peak for the weights' math: FP8 tensor cores for FP8/MXFP4 weights where the GPU has them."""
-    fp8_math = precision != "bf16" and acc.supports_fp8
+    """Dense peak for the weights' math: FP8 tensor cores for FP8 weights where the GPU has them; MXFP4 (and FP8
+    on GPUs without FP8) run as weight-only kernels with BF16 math."""
+    fp8_math = precision == "fp8" and acc.supports_fp8
     return (acc.fp8_tflops if fp8_math else acc.bf16_tflops) * 1e12
 
 
@@ -106,6 +110,7 @@ class StepCost:
     hop_latency_s: float  # per pipeline hand-off (inf: no network)
     hop_s_per_token: float
     overhead_s: float
+    seq_overhead_s: float
 
     def stage_s(self, decode: float, prefill: float) -> float:
         """One pipeline stage's forward pass over `decode` decoding requests and `prefill` prompt tokens."""
@@ -124,12 +129,13 @@ class StepCost:
         leave stages idle (the bubble): TPOT stays PP stage-times while the work per token does not shrink.
         """
         pp = self.pp
+        overhead = self.overhead_s + self.seq_overhead_s * (decode + (1 if prefill else 0))
         if pp == 1:
-            return self.stage_s(decode, prefill) + self.overhead_s
+            return self.stage_s(decode, prefill) + overhead
         micro = max(1.0, min(pp, decode))  # continuous, so that the step time never falls as load grows
         d = decode / micro  # a prompt's chunk stays in one micro-batch (its request's virtual engine)
         hops = (pp - 1) * (self.hop_latency_s + (d + prefill) * self.hop_s_per_token)
-        return pp * self.stage_s(d, prefill) + hops + self.overhead_s
+        return pp * self.stage_s(d, prefill) + hops + overhead
 
 
 def step_cost(model: ModelSpec, precision: str, acc: Accelerator, inst: InstanceType, tp: int, pp: int,
@@ -161,7 +167,7 @@ def step_cost(model: ModelSpec, precision: str, acc: Accelerator, inst: Instance
                     kv / pp / hbm, pf / pp / hbm,
                     (2 * active + width * context) / flop, (2 * active + width * prefill_context) / flop,
                     alpha, per_token, latency, one - latency if math.isfinite(one) else math.inf,
-                    eff.step_overhead_s)
+                    eff.step_overhead_s, eff.seq_overhead_s)
 
 
 def step_s(model: ModelSpec, precision: str, acc: Accelerator, inst: InstanceType, tp: int, pp: int,
