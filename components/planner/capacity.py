@@ -107,8 +107,8 @@ _COSTS: dict = {}
 
 
 def _cost(r: ReplicaShape, w: Workload, eff: Efficiency) -> StepCost:
-    key = (id(r.model), r.model.id, r.precision, r.acc.id, r.inst.name, r.inst.network_gbps, r.tp, r.pp,
-           r.kv_cache_dtype, w.prompt_tokens, w.output_tokens, eff)
+    key = (id(r.model), r.model.id, r.precision, r.acc, r.inst, r.tp, r.pp, r.kv_cache_dtype, w.prompt_tokens,
+           w.output_tokens, eff)
     cost = _COSTS.get(key)
     if cost is None:
         if len(_COSTS) > 4096:
@@ -214,6 +214,8 @@ def knee(r: ReplicaShape, w: Workload, tpot_ms: float, ttft_ms: float, max_model
         if not first.meets(tpot_ms, ttft_ms):
             return Knee(0, first, "tpot" if first.tpot_ms > tpot_ms else "ttft", cap)
         c = 1
+    if c < cap and over.meets(tpot_ms, ttft_ms):  # only the cap stopped the bisection (rounding below it)
+        c = cap
     if c >= cap:
         bound = "max-num-seqs" if cap == r.max_num_seqs else "kv-cache"
     else:

@@ -137,11 +137,13 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
             return refuse("kv-cache", f"KV cache holds {kv_tokens:,} tokens, less than one request of "
                                       f"{min(sla.tokens_per_request, req.max_model_len):,} (max_model_len "
                                       f"{req.max_model_len:,})")
-        if pp > 1 and not inst.fast_fabric:
-            hops = (pp - 1) * hop_s(m, inst, 1) * 1e3
-            if p.tpot_ms - hops <= sla.tpot_ms:
+        if pp > 1 and not inst.fast_fabric:  # would the replica meet the SLA but for the hand-offs?
+            hops = {"tpot": (pp - 1) * hop_s(m, inst, 1) * 1e3,
+                    "ttft": (pp - 1) * hop_s(m, inst, min(sla.prompt_tokens, shape.max_num_batched_tokens)) * 1e3}
+            what, got, limit = ("TPOT", p.tpot_ms, sla.tpot_ms) if k.bound == "tpot" else ("TTFT", p.ttft_ms, sla.ttft_ms)
+            if got - hops[k.bound] <= limit:
                 return refuse("fabric", f"PP {pp} over {_fabric_text(inst)}: the activation hand-offs add "
-                                        f"{hops:.2f} ms/token, TPOT {p.tpot_ms:.1f} ms > SLA {sla.tpot_ms:g} ms")
+                                        f"{hops[k.bound]:.1f} ms to the {what}, {got:.1f} ms > SLA {limit:g} ms")
         if k.bound == "tpot":
             return refuse("tpot", f"decode needs ~{p.tpot_ms:.1f} ms/token even for one request > SLA "
                                   f"{sla.tpot_ms:g} ms")
