@@ -49,6 +49,39 @@ def _best_fit(req: PlanRequest):
     raise NoFeasibleTopology("", refusals)
 
 
+def knee_lines(t) -> list[str]:
+    """The replica's knee and the load the fleet carries at min and max replicas (capacity model)."""
+    if not t.knee_requests_per_second:
+        return []
+    load = t.fleet_load
+    target = (f"{t.target_requests_per_second:g} requests/s" if t.target_requests_per_second is not None
+              else f"{t.target_concurrency} concurrent users")
+
+    def fleet(k: str) -> str:
+        f = load[k]
+        return (f"{k} {f['replicas']} replica(s): {f['concurrency']} users, {f['requests_per_second']:g} requests/s, "
+                f"{f['output_tokens_per_s']:,.0f} output tok/s")
+    return [f"  knee: {t.concurrency_per_replica} concurrent/replica at {t.prompt_tokens}+{t.output_tokens} tokens "
+            f"= {t.knee_requests_per_second:.2f} requests/s, {t.knee_output_tokens_per_s:,.0f} output tok/s "
+            f"(p99 TPOT {t.knee_tpot_tail_ms:.1f} ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}",
+            f"  fleet carries {fleet('min')}; {fleet('max')}"]
+
+
+def capacity_arguments(cp) -> None:
+    """The `capacity` command's options (the parser entry is in cli.py)."""
+    cp.add_argument("--model", required=True, help="catalog id or Hugging Face repo id (see `table`)")
+    cp.add_argument("--gpu", required=True, help="GPU type (e.g. h100, l4)")
+    cp.add_argument("--precision", choices=["bf16", "fp8", "mxfp4"], help="default: the model's native one")
+    cp.add_argument("--tp", type=int, help="pin tensor parallelism; default: what the planner picks")
+    cp.add_argument("--prompt-tokens", type=int, default=Sla.prompt_tokens, help="average prompt length")
+    cp.add_argument("--output-tokens", type=int, default=Sla.output_tokens, help="average output length")
+    cp.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms, help="SLA: time per output token, ms")
+    cp.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms, help="SLA: time to first token, ms")
+    cp.add_argument("--max-model-len", type=int, help="default: min(32768, the model's limit)")
+    cp.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
+    cp.add_argument("--json", action="store_true", help="print the table as JSON")
+
+
 def capacity_report(a) -> int:
     model = find_model(a.model)
     if model is None:

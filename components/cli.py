@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from .catalog import ACCELERATORS, MODELS, find_model, instance_types
+from .capacity_table import capacity_arguments, knee_lines
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
@@ -36,28 +37,10 @@ def summary(t: Topology) -> str:
         f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
         f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
         f"  est. TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})",
-        *knee_lines(t),
+        *knee_lines(t),  # capacity_table.py
         f"  vllm serve {' '.join(t.vllm_args)}",
         f"  why: {t.reason}",
     ])
-
-
-def knee_lines(t: Topology) -> list[str]:
-    """The replica's knee and the load the fleet carries at min and max replicas (capacity model)."""
-    if not t.knee_requests_per_second:
-        return []
-    load = t.fleet_load
-    target = (f"{t.target_requests_per_second:g} requests/s" if t.target_requests_per_second is not None
-              else f"{t.target_concurrency} concurrent users")
-
-    def fleet(k: str) -> str:
-        f = load[k]
-        return (f"{k} {f['replicas']} replica(s): {f['concurrency']} users, {f['requests_per_second']:g} requests/s, "
-                f"{f['output_tokens_per_s']:,.0f} output tok/s")
-    return [f"  knee: {t.concurrency_per_replica} concurrent/replica at {t.prompt_tokens}+{t.output_tokens} tokens "
-            f"= {t.knee_requests_per_second:.2f} requests/s, {t.knee_output_tokens_per_s:,.0f} output tok/s "
-            f"(p99 TPOT {t.knee_tpot_tail_ms:.1f} ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}",
-            f"  fleet carries {fleet('min')}; {fleet('max')}"]
 
 
 def serving_lines(s: dict) -> str:
@@ -246,7 +229,7 @@ def cmd_plan(a) -> int:
         print(f"note: {note}")
     serving = result.exports.get("serving", {})
     for name, t in topology.items():
-        print(summary(Topology(**{k: v for k, v in t.items() if k not in ("multi_node", "fleet_load")})))
+        print(summary(Topology(**{k: v for k, v in t.items() if k != "multi_node"})))
         print(serving_lines(serving.get(name, {})))
     components = sum(1 for r in result.resources if not r.custom)
     print(f"\nResources ({len(rows)}, of which {components} components):")
@@ -341,17 +324,7 @@ def parser() -> argparse.ArgumentParser:
                                     "at concurrency 1, 2, 4, ... up to what its KV cache holds, whether the SLA "
                                     "holds, and the knee (the highest concurrency that meets it). The replica is "
                                     "the shape the planner picks for the model on that GPU (or --tp).")
-    cp.add_argument("--model", required=True, help="catalog id or Hugging Face repo id (see `table`)")
-    cp.add_argument("--gpu", required=True, help="GPU type (e.g. h100, l4)")
-    cp.add_argument("--precision", choices=["bf16", "fp8", "mxfp4"], help="default: the model's native one")
-    cp.add_argument("--tp", type=int, help="pin tensor parallelism; default: what the planner picks")
-    cp.add_argument("--prompt-tokens", type=int, default=Sla.prompt_tokens, help="average prompt length")
-    cp.add_argument("--output-tokens", type=int, default=Sla.output_tokens, help="average output length")
-    cp.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms, help="SLA: time per output token, ms")
-    cp.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms, help="SLA: time to first token, ms")
-    cp.add_argument("--max-model-len", type=int, help="default: min(32768, the model's limit)")
-    cp.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
-    cp.add_argument("--json", action="store_true", help="print the table as JSON")
+    capacity_arguments(cp)
     cp.set_defaults(fn=cmd_capacity)
     pl = sub.add_parser("plan", help="evaluate __main__.py offline for stacks/Pulumi.STACK.yaml", formatter_class=f,
                         description="Run the Pulumi program in-process under mocks (no cloud, no Pulumi CLI): "

@@ -113,5 +113,4 @@ class Topology:
         d["vllm_args"] = list(self.vllm_args)
         d["refused_smaller"] = list(self.refused_smaller)
         d["multi_node"] = self.multi_node
-        d["fleet_load"] = self.fleet_load
         return d
