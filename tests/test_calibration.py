@@ -9,8 +9,8 @@ from components.planner.calibration import split, summary
 
 TARGET_MEDIAN_TPOT_ERROR = 0.15  # issue 14
 # What the model reaches today (docs/capacity.md); a change that makes it worse fails here.
-ACHIEVED_MEDIAN_TPOT_ERROR = 0.42
-ACHIEVED_MEDIAN_THROUGHPUT_ERROR = 0.31
+ACHIEVED_MEDIAN_TPOT_ERROR = 0.39
+ACHIEVED_MEDIAN_THROUGHPUT_ERROR = 0.36
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +41,12 @@ def test_held_out_error_is_reported(held_out, capsys):
         print(f"\nheld-out ({held_out['points']} points): TPOT median {held_out['tpot_median']:.1%}, "
               f"worst {held_out['tpot_worst']:.1%}; throughput median {held_out['throughput_median']:.1%}, "
               f"worst {held_out['throughput_worst']:.1%}")
-    assert held_out["points"] >= 12 and held_out["skipped"] == 0
+    assert held_out["points"] >= 14 and held_out["skipped"] == 0
     assert held_out["tpot_median"] <= ACHIEVED_MEDIAN_TPOT_ERROR
     assert held_out["throughput_median"] <= ACHIEVED_MEDIAN_THROUGHPUT_ERROR
 
 
-@pytest.mark.xfail(strict=True, reason="the held-out median TPOT error is ~41 %, above the 15 % target of issue 14 "
+@pytest.mark.xfail(strict=True, reason="the held-out median TPOT error is 38 %, above the 15 % target of issue 14 "
                                        "(docs/capacity.md): the published points are burst runs the steady-state "
                                        "model fits poorly; this turns into a failure once the target is met")
 def test_median_tpot_error_meets_the_target(held_out):

@@ -53,6 +53,8 @@ _OSS_A100 = _GS.format(commit="1f37f1b8bd79c6b424a0cb55c7abd08a5c2132dc", path="
 _Q32_H100 = _GS.format(commit="10e9444a07c73556f2ef0d10d2b2766bbf54c9c0", path="qwen3-32b/h100.md")
 _Q32_A100 = _GS.format(commit="10e9444a07c73556f2ef0d10d2b2766bbf54c9c0", path="qwen3-32b/a100.md")
 _Q235_H100 = _GS.format(commit="10e9444a07c73556f2ef0d10d2b2766bbf54c9c0", path="qwen3-235b-a22b/h100.md")
+_DSR1_H200 = _GS.format(commit="a5c9fafc3022e81779c2c5ade32c5b703ce2248c", path="deepseek-r1/h200.md")
+_R1 = "⚠ model: DeepSeek-R1-0528, the catalog's DeepSeek-V3 architecture (same config, other weights)"
 _SUMMARY = "⚠ from the page's summary table (total tok/s and mean TPOT only); output length the nominal setting"
 _A100 = "⚠ A100 variant: the page says 'NVIDIA A100 GPUs'; 64 GB of BF16 weights on one GPU needs the 80 GB part"
 _SG = "ShareGPT, 1000 prompts"
@@ -135,6 +137,19 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("gs-qwen235b-h100-tp8-2k", "h100", "qwen3-235b-a22b", "bf16", "0.11.0", 8, 1, 2000, 100,
                 "burst", 500, 101.08, None, None, 23858.69, 262144, _Q235_H100, _GS_DATE.format(v="0.11.0"),
                 "random 2000/100, 500 prompts; " + _SUMMARY),
+    # DeepSeek-R1-0528 (FP8, the DeepSeek-V3 architecture) on 8 x H200, vLLM v0.11.0, `vllm serve ... -tp 8`
+    Measurement("gs-dsr1-h200-tp8-sharegpt", "h200", "deepseek-v3", "fp8", "0.11.0", 8, 1, 219.2, 200.8,
+                "burst", 1000, 227.45, 17743.08, 2621.05, 5482.59, 163840, _DSR1_H200, _GS_DATE.format(v="0.11.0"),
+                _SG + "; " + _R1),
+    Measurement("gs-dsr1-h200-tp8-32k", "h200", "deepseek-v3", "fp8", "0.11.0", 8, 1, 31999, 100,
+                "burst", 100, 365.79, 101351.99, 48.33, 15514.57, 163840, _DSR1_H200, _GS_DATE.format(v="0.11.0"),
+                "random 32000/100, 100 prompts; " + _R1),
+    Measurement("gs-dsr1-h200-tp8-4k", "h200", "deepseek-v3", "fp8", "0.11.0", 8, 1, 3995.1, 200,
+                "burst", 500, 164.23, 63058.71, 753.67, 15808.55, 163840, _DSR1_H200, _GS_DATE.format(v="0.11.0"),
+                "random 4000/200, 500 prompts; " + _R1),
+    Measurement("gs-dsr1-h200-tp8-2k", "h200", "deepseek-v3", "fp8", "0.11.0", 8, 1, 2000, 100,
+                "burst", 500, 237.02, None, None, 17690.89, 163840, _DSR1_H200, _GS_DATE.format(v="0.11.0"),
+                "random 2000/100, 500 prompts; " + _SUMMARY + "; " + _R1),
     # Llama-3.1-8B-Instruct BF16 on one A100 40GB, vLLM 0.23.0, random 1024/128 --ignore-eos
     Measurement("jm-llama8b-a100-40-c1", "a100-40gb", "llama-3.1-8b", "bf16", "0.23.0", 1, 1, 1024, 128,
                 "closed", 1, 13.3, None, None, None, 131072, "https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on",
