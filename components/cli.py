@@ -1,4 +1,4 @@
-"""python -m components: topology | table | stacks | plan.
+"""python -m components: topology | table | stacks | plan | capacity.
 
 Exit codes: 0 ok; 2 bad input (arguments, a stack file's YAML or its config); 3 no topology fits;
 4 a mandatory policy failed.
@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from .capacity_table import capacity_arguments
 from .catalog import ACCELERATORS, MODELS, instance_types
 from .cost import total_line
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
@@ -78,6 +79,11 @@ def cmd_topology(a) -> int:
         return _fail(EXIT_NO_FIT, f"no topology fits: {e.message}")
     print(json.dumps(t.to_dict(), indent=2) if a.json else summary(t))
     return 0
+
+
+def cmd_capacity(a) -> int:
+    from .capacity_table import capacity_report
+    return capacity_report(a)
 
 
 def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[list[str]]:
@@ -307,6 +313,14 @@ def parser() -> argparse.ArgumentParser:
     tb.set_defaults(fn=cmd_table)
     st = sub.add_parser("stacks", help="the shipped stacks and their plans, as a Markdown table", formatter_class=f)
     st.set_defaults(fn=cmd_stacks)
+    cp = sub.add_parser("capacity", help="one replica's latency and throughput over concurrency, and its knee",
+                        formatter_class=f,
+                        description="TPOT and TTFT (mean and p99 model), output and total tokens/s of one replica "
+                                    "at concurrency 1, 2, 4, ... up to what its KV cache holds, whether the SLA "
+                                    "holds, and the knee (the highest concurrency that meets it). The replica is "
+                                    "the shape the planner picks for the model on that GPU (or --tp).")
+    capacity_arguments(cp)
+    cp.set_defaults(fn=cmd_capacity)
     pl = sub.add_parser("plan", help="evaluate __main__.py offline for stacks/Pulumi.STACK.yaml", formatter_class=f,
                         description="Run the Pulumi program in-process under mocks (no cloud, no Pulumi CLI): "
                                     "print the topology and the resource tree, write the plan (resources.json, "

@@ -58,7 +58,7 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
     return PlanRequest(
         model=dep.spec, precision=dep.effective_precision, candidates=candidates(pool, dep),
         max_model_len=dep.effective_max_model_len,
-        sla=Sla(ttft_ms=s.ttft_ms, tpot_ms=s.tpot_ms, concurrency=s.concurrency,
+        sla=Sla(ttft_ms=s.ttft_ms, tpot_ms=s.tpot_ms, concurrency=s.users, requests_per_second=s.requests_per_second,
                 prompt_tokens=s.prompt_tokens, output_tokens=s.output_tokens),
         min_replicas=dep.replicas.min, max_replicas=dep.replicas.max,
         gpu_memory_utilization=dep.gpu_memory_utilization,

@@ -2,6 +2,7 @@
 latency, cost) and its serving terms (start-up budget, first deploy, rollout, warnings)."""
 from __future__ import annotations
 
+from .capacity_table import knee_lines
 from .cost import cost_lines
 from .planner import Topology
 
@@ -16,6 +17,7 @@ def summary(t: Topology) -> str:
         f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
         f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
         f"  est. TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})",
+        *knee_lines(t),  # capacity_table.py
         *cost_lines(t),
         f"  vllm serve {' '.join(t.vllm_args)}",
         f"  why: {t.reason}",

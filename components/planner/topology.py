@@ -83,6 +83,17 @@ class Topology:
     reason: str
     alternative: str | None = None
     refused_smaller: tuple[str, ...] = field(default_factory=tuple)
+    # Capacity at the knee (planner/capacity.py): per replica at concurrency_per_replica, for the SLA's
+    # prompt/output lengths, and what the fleet carries at min and max replicas.
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    target_requests_per_second: float | None = None  # the load as a rate (else target_concurrency users)
+    kv_limit_concurrency: int = 0  # concurrent requests the KV cache / max_num_seqs hold at that length
+    knee_requests_per_second: float = 0.0
+    knee_output_tokens_per_s: float = 0.0
+    knee_total_tokens_per_s: float = 0.0
+    knee_tpot_tail_ms: float = 0.0  # p99 model (capacity.py), not calibrated
+    knee_ttft_tail_ms: float = 0.0
     # --- cost (issue 14): what the price is, and the stack-level findings components/cost.py adds;
     # the figures that follow from the plan alone are the properties below (COST_PROPERTIES) ---
     price_basis: str = "on-demand, base region"  # e.g. "spot us-east-1 ⚠" (components/catalog/prices.py)
@@ -90,6 +101,15 @@ class Topology:
     idle_alternative: str | None = None
     pinned_best: str | None = None  # the planner's best shape without models[].instanceTypes, when cheaper
     pinned_extra_per_hour: float = 0.0  # what the pin costs over pinned_best, $/hour at planned replicas
+
+    @property
+    def fleet_load(self) -> dict:
+        """Concurrent users, requests/s and output tokens/s the fleet carries within the SLA."""
+        def at(n: int) -> dict:
+            return {"replicas": n, "concurrency": n * self.concurrency_per_replica,
+                    "requests_per_second": round(n * self.knee_requests_per_second, 3),
+                    "output_tokens_per_s": round(n * self.output_tokens_per_s_per_replica, 1)}
+        return {"min": at(self.min_replicas), "max": at(self.max_replicas)}
 
     @property
     def multi_node(self) -> bool:
@@ -118,9 +138,10 @@ class Topology:
 
     @property
     def output_tokens_per_s_per_replica(self) -> float:
-        """Output tokens/s one replica serves: the planner's estimate at the planned batch.
-        When the capacity model's knee lands, return its output tokens/s here (the one line to change)."""
-        return self.concurrency_per_replica * 1000.0 / self.est_tpot_ms
+        """Output tokens/s one replica serves within the SLA: the capacity model's figure at its knee
+        (planner/capacity.py, concurrency_per_replica concurrent requests), the one source the planner's
+        replica count, the fleet load and the $ per million output tokens all read."""
+        return self.knee_output_tokens_per_s
 
     @property
     def cost_per_million_output_tokens(self) -> float | None:
