@@ -164,7 +164,8 @@ def test_a_replica_across_nodes_without_a_network_is_a_plan_refusal():
     with pytest.raises(NoFeasibleTopology) as e:
         validated_plan(cfg)
     assert e.value.message.startswith("models[0] (big): Llama-3.1-405B bf16 needs 754 GiB of weights; on h100 the "
-                                      "most is 8 x 71.3 GiB per node and h100 nodes have no fast fabric (EFA/RDMA)")
+                                      "most is 8 x 71.3 GiB per node and h100 nodes have no network between them "
+                                      "for PP")
     assert "needs a network between them; existing-h100x8 has no network fabric" in str(e.value.refusals)
 
 

@@ -111,7 +111,8 @@ def test_405b_on_a10g_is_refused_with_the_reason_and_a_way_out():
         plan_topology(request("llama-3.1-405b", "a10g"))
     msg = str(e.value)
     assert msg.startswith("Llama-3.1-405B bf16 needs 754 GiB of weights; on a10g the most is 8 x 20.1 GiB per node")
-    assert "a10g nodes have no fast fabric (EFA/RDMA) for PP" in msg
+    assert "a10g nodes have no fast fabric (EFA/RDMA): PP across them runs over 100 Gbps Ethernet, only where " \
+           "the SLA still holds" in msg
     assert "→ choose" in msg and "h100" in msg and "h200" in msg
     # PP over the g5.48xlarge's 100 Gbps Ethernet is allowed now (only activations cross nodes); eight
     # stages of 8 x A10G still decode far slower than the 100 ms SLA

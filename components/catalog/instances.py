@@ -34,16 +34,17 @@ class InstanceType:
     efa_interfaces: int = 0  # AWS: EFA devices (one per network card)
     gke_accelerator: str | None = None  # GCP: cloud.google.com/gke-accelerator
     # what price_hour is: the base region's on-demand rate here; components/catalog/prices.py gives
-    # the planner a copy at the stack's region and capacity type (planning.candidates)
+    # the planner a copy at the stack's region and capacity type (planning.priced_pool)
     price_basis: str = "on-demand, base region"
 
     @property
     def fast_fabric(self) -> bool:
-        """Whether a replica may span nodes of this type (pipeline parallelism over the fabric).
+        """Whether the type has an RDMA-class fabric for a replica spanning nodes.
 
         Only shapes built for multi-node work count: an RDMA-class fabric of at least
-        MIN_FABRIC_GBPS. A 25-100 Gbps EFA on a g5/g6 is an add-on NIC; a replica spread
-        over those is slower and dearer than one on a bigger GPU.
+        MIN_FABRIC_GBPS. A 25-100 Gbps EFA on a g5/g6 is an add-on NIC; PP across those (or
+        plain Ethernet) runs over NCCL's sockets, which the planner allows only where the
+        SLA still holds with the hand-offs in the step time (planner/search.py, docs/capacity.md).
         """
         return self.fabric is not None and self.network_gbps >= MIN_FABRIC_GBPS
 
