@@ -29,6 +29,8 @@ outputs = {
     "endpoints": platform.endpoints,
     "topology": platform.topology,
     "costPerHour": platform.cost_per_hour,
+    "costPerHourMin": platform.cost_per_hour_min,  # every model at its min replicas
+    "costPerHourMax": platform.cost_per_hour_max,  # every model at its max replicas
     "serving": platform.serving,  # start-up budget terms, rollout, production warnings
     "gateway": gateway_outputs(platform.gateway),  # URL per model through the authenticated gateway
 }

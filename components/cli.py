@@ -1,4 +1,4 @@
-"""python -m components: topology | table | stacks | plan.
+"""python -m components: topology | table | stacks | plan | capacity.
 
 Exit codes: 0 ok; 2 bad input (arguments, a stack file's YAML or its config); 3 no topology fits;
 4 a mandatory policy failed.
@@ -12,9 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+from .capacity_table import capacity_arguments
 from .catalog import ACCELERATORS, MODELS, instance_types
-from .plan_lines import serving_lines, summary  # noqa: F401 (the plan's text; tests import them from here)
+from .cost import total_line
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
+from .summary import serving_lines, summary  # noqa: F401 (the plan's text; tests import them from here)
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
 TABLE_MAX_MODEL_LEN = 32_768
@@ -23,6 +25,11 @@ TABLE_MAX_MODEL_LEN = 32_768
 def _fail(code: int, message: str) -> int:
     print(message, file=sys.stderr)
     return code
+
+
+def cmd_capacity(a) -> int:
+    from .capacity_table import capacity_report
+    return capacity_report(a)
 
 
 def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[list[str]]:
@@ -158,8 +165,10 @@ def cmd_plan(a) -> int:
         print(f"note: {note}")
     serving = result.exports.get("serving", {})
     for name, t in topology.items():
-        print(summary(Topology(**{k: v for k, v in t.items() if k != "multi_node"})))
+        print(summary(Topology.from_dict(t)))
         print(serving_lines(serving.get(name, {})))
+    if len(topology) > 1:
+        print(total_line({name: Topology.from_dict(t) for name, t in topology.items()}))
     from .outputs import gateway_lines  # imports Pulumi: not at module level (the pure commands stay light)
     for line in gateway_lines(result.exports.get("gateway")):
         print(line)
@@ -237,6 +246,14 @@ def parser() -> argparse.ArgumentParser:
     tb.set_defaults(fn=cmd_table)
     st = sub.add_parser("stacks", help="the shipped stacks and their plans, as a Markdown table", formatter_class=f)
     st.set_defaults(fn=cmd_stacks)
+    cp = sub.add_parser("capacity", help="one replica's latency and throughput over concurrency, and its knee",
+                        formatter_class=f,
+                        description="TPOT and TTFT (mean and p99 model), output and total tokens/s of one replica "
+                                    "at concurrency 1, 2, 4, ... up to what its KV cache holds, whether the SLA "
+                                    "holds, and the knee (the highest concurrency that meets it). The replica is "
+                                    "the shape the planner picks for the model on that GPU (or --tp).")
+    capacity_arguments(cp)
+    cp.set_defaults(fn=cmd_capacity)
     pl = sub.add_parser("plan", help="evaluate __main__.py offline for stacks/Pulumi.STACK.yaml", formatter_class=f,
                         description="Run the Pulumi program in-process under mocks (no cloud, no Pulumi CLI): "
                                     "print the topology and the resource tree, write the plan (resources.json, "

@@ -1,8 +1,11 @@
 """config -> plan: turn each model deployment of a StackConfig into a Topology. Pure (no Pulumi)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .cache_sources import WeightsSource
 from .catalog import InstanceType, instance_types
+from .catalog.prices import node_price
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 from .planner.engine_args import EngineOptions, LoraSlots, Speculation
@@ -21,14 +24,26 @@ def existing_instance_type(nodes: GpuNodes) -> InstanceType:
         accelerator=nodes.accelerator, gpus=nodes.gpus_per_node, vcpu=nodes.vcpu, ram_gib=nodes.ram_gib,
         nvme_gb=0, network_gbps=nodes.network_gbps if nodes.fabric != "none" else 0,
         fabric=EXISTING_FABRIC[nodes.fabric], price_hour=nodes.price_per_node_hour,
-        source="stack file (existing.gpuNodes)")
+        source="stack file (existing.gpuNodes)", price_basis="existing.gpuNodes.pricePerNodeHour")
 
 
-def cloud_pool(cfg: StackConfig) -> tuple[InstanceType, ...]:
-    """The instance types a stack's cloud offers (an existing cluster's GPU nodes as one)."""
+def buying(cfg: StackConfig) -> tuple[str, str] | None:
+    """(region, capacity type) the stack's GPU nodes are paid at; None for an existing cluster."""
+    if cfg.cloud == "aws":
+        return cfg.aws.region, cfg.aws.capacity_type
+    if cfg.cloud == "gcp":
+        return cfg.gcp.region, "spot" if cfg.gcp.spot else "reservation" if cfg.gcp.reservation else "onDemand"
+    return None
+
+
+def priced_pool(cfg: StackConfig) -> tuple[InstanceType, ...]:
+    """The instance types a stack's cloud offers (an existing cluster's GPU nodes as one), at the price
+    its region and capacity type really pay."""
     if cfg.cloud == "existing":
         return (existing_instance_type(cfg.existing.gpu_nodes),)
-    return tuple(instance_types(cfg.cloud))
+    prices = {i.name: node_price(i, *buying(cfg)) for i in instance_types(cfg.cloud)}
+    return tuple(replace(i, price_hour=prices[i.name].hour, price_basis=prices[i.name].label)
+                 for i in instance_types(cfg.cloud))
 
 
 def candidates(pool: tuple[InstanceType, ...], dep: ModelDeployment) -> tuple[InstanceType, ...]:
@@ -81,7 +96,7 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
     return PlanRequest(
         model=dep.spec, precision=dep.effective_precision, candidates=candidates(pool, dep),
         max_model_len=dep.effective_max_model_len,
-        sla=Sla(ttft_ms=s.ttft_ms, tpot_ms=s.tpot_ms, concurrency=s.concurrency,
+        sla=Sla(ttft_ms=s.ttft_ms, tpot_ms=s.tpot_ms, concurrency=s.users, requests_per_second=s.requests_per_second,
                 prompt_tokens=s.prompt_tokens, output_tokens=s.output_tokens),
         min_replicas=dep.replicas.min, max_replicas=dep.replicas.max,
         gpu_memory_utilization=dep.gpu_memory_utilization,
@@ -93,7 +108,17 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
 
 
 def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
-    return deployment_request(dep, cloud_pool(cfg), cfg.production)
+    return deployment_request(dep, priced_pool(cfg), cfg.production)
+
+
+def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
+    """One deployment's Topology with its cost findings (components/cost.py); raises NoFeasibleTopology."""
+    from .cost import cost_notes
+
+    pool = priced_pool(cfg)
+    req = deployment_request(dep, pool, cfg.production)
+    unpinned = tuple(i for i in pool if not dep.accelerator or i.accelerator == dep.accelerator)
+    return cost_notes(plan_topology(req), req, pool, unpinned if dep.instance_types else None)
 
 
 def ray_engine_problem(dep: ModelDeployment, t: Topology) -> str | None:
@@ -118,7 +143,7 @@ def plan_models(cfg: StackConfig) -> tuple[dict[str, Topology], list[NoFeasibleT
     out, refused = {}, []
     for i, dep in enumerate(cfg.models):
         try:
-            t = plan_topology(plan_request(cfg, dep))
+            t = plan_deployment(cfg, dep)
         except NoFeasibleTopology as e:
             refused.append(NoFeasibleTopology(f"models[{i}] ({dep.name}): {e.message}", e.refusals))
             continue

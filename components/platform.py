@@ -79,7 +79,12 @@ class Platform(pulumi.ComponentResource):
     topology: pulumi.Output[dict[str, Any]]
     """The plan per model: instance type, parallelism, replicas, vLLM flags, KV cache, cost."""
     cost_per_hour: pulumi.Output[float]
-    """On-demand price of the planned GPU nodes at their planned replica count, $/hour."""
+    """Price of the planned GPU nodes at their planned replica count, $/hour, at the stack's region and
+    capacity type (components/catalog/prices.py)."""
+    cost_per_hour_min: pulumi.Output[float]
+    """The same with every model at its minimum replicas."""
+    cost_per_hour_max: pulumi.Output[float]
+    """The same with every model at its maximum replicas."""
     cluster_name: pulumi.Output[str]
     """Name of the Kubernetes cluster."""
     api_endpoint: Optional[pulumi.Output[str]]
@@ -152,6 +157,8 @@ class Platform(pulumi.ComponentResource):
         self.topologies = topologies
         self.topology = {model: t.to_dict() for model, t in topologies.items()}
         self.cost_per_hour = round(sum(t.cost_per_hour for t in topologies.values()), 2)
+        self.cost_per_hour_min = round(sum(t.cost_min_per_hour for t in topologies.values()), 2)
+        self.cost_per_hour_max = round(sum(t.cost_max_per_hour for t in topologies.values()), 2)
         identity = cluster_outputs(self.cluster)
         self.cluster_name = identity["cluster_name"]
         self.api_endpoint = identity["api_endpoint"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .catalog import INSTANCE_TYPES, MIN_FABRIC_GBPS
+from .catalog import INSTANCE_TYPES, MIN_FABRIC_GBPS, PRICES_AS_OF
 from .cluster.facts import GPU_RESOURCE, GPU_TAINT_KEY, POOL_LABEL
 from .cluster.pools import ACCELERATOR_LABEL, pool_name
 from .config.bounds import GPU_MEMORY_UTILIZATION_RANGE, OPEN_CIDRS
@@ -37,6 +37,8 @@ class InstanceType:
     gpus: int
     network_gbps: float
     fabric: str | None
+    cloud: str = ""
+    price_hour: float = 0.0  # on-demand, the catalog's base region (us-east-1 / us-central1)
 
     @property
     def fast_fabric(self) -> bool:
@@ -63,12 +65,13 @@ def render() -> str:
              f"GPU_MEMORY_UTILIZATION_RANGE = {tuple(GPU_MEMORY_UTILIZATION_RANGE)!r}",
              f"OPEN_CIDRS = frozenset({sorted(OPEN_CIDRS)!r})",
              f"MIN_STARTUP_BUDGET_S = {MIN_BUDGET_S!r}",
+             f"PRICES_AS_OF = {PRICES_AS_OF!r}",
              "",
              "INSTANCE_TYPES: dict[str, InstanceType] = {"]
     for name in sorted(INSTANCE_TYPES):
         i = INSTANCE_TYPES[name]
         lines.append(f"    {name!r}: InstanceType({name!r}, {i.accelerator!r}, {i.gpus!r}, "
-                     f"{float(i.network_gbps)!r}, {i.fabric!r}),")
+                     f"{float(i.network_gbps)!r}, {i.fabric!r}, {i.cloud!r}, {i.price_hour!r}),")
     lines += ["}", "", "POOL_NAMES: dict[str, str] = {"]
     lines += [f"    {name!r}: {pool_name(name)!r}," for name in sorted(INSTANCE_TYPES)]
     lines += ["}", ""]

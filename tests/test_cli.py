@@ -20,7 +20,7 @@ def run(capsys, *argv):
 
 
 def test_topology_json(capsys):
-    code, out, _ = run(capsys, "topology", "--model", "llama-3.1-70b", "--gpu", "h100", "--tpot-ms", "15", "--json")
+    code, out, _ = run(capsys, "topology", "--model", "llama-3.1-70b", "--gpu", "h100", "--tpot-ms", "25", "--json")
     assert code == 0
     t = json.loads(out)
     assert TOPOLOGY_KEYS <= set(t)

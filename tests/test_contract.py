@@ -157,15 +157,18 @@ def test_tensor_parallel_beyond_a_node_is_a_plan_refusal_naming_the_model():
     assert "tp-gpus-per-node: TP 8 > 4 GPUs" in e.value.message
 
 
-def test_a_replica_across_nodes_without_a_fast_fabric_is_a_plan_refusal():
+def test_a_replica_across_nodes_without_a_network_is_a_plan_refusal():
+    # PP over Ethernet is planned when it meets the SLA (docs/capacity.md); nodes with no network are refused
     cfg = parse({**EXISTING, "existing": {**EXISTING["existing"], "gpuNodes": {
-        "accelerator": "h100", "gpusPerNode": 8, "vcpu": 96, "ramGib": 1000, "fabric": "infiniband",
-        "networkGbps": 100}}, "addons": {"fabric": {"enabled": False}},
+        "accelerator": "h100", "gpusPerNode": 8, "vcpu": 96, "ramGib": 1000, "fabric": "none"}},
+        "addons": {"fabric": {"enabled": False}},
         "models": [model(name="big", model="llama-3.1-405b")]}, {"hfToken"})
     with pytest.raises(NoFeasibleTopology) as e:
         validated_plan(cfg)
     assert e.value.message.startswith("models[0] (big): Llama-3.1-405B bf16 needs 754 GiB of weights; on h100 the "
-                                      "most is 8 x 71.3 GiB per node and h100 nodes have no fast fabric (EFA/RDMA)")
+                                      "most is 8 x 71.3 GiB per node and h100 nodes have no network between them "
+                                      "for PP")
+    assert "needs a network between them; existing-h100x8 has no network fabric" in str(e.value.refusals)
 
 
 def test_the_schema_reports_its_problems_and_the_policy_bounds_at_once():
@@ -187,9 +190,11 @@ MANY_PROBLEMS = {
 }
 EVERY_PROBLEM = [
     "cluster.kubernetesVersion: 1.20 has no pinned EKS add-on versions; allowed: 1.33, 1.34, 1.35",
-    "aws.capacityReservations: no reservation for planned instance type g6.12xlarge (small); add `g6.12xlarge: cr-...`",
+    # small: the 8B model at its full 128K context on L4 is PP 2 over two g6.xlarge's Ethernet (the capacity
+    # model's knee meets the SLA), cheaper than one g6.12xlarge; so it is multi-node too
+    "aws.capacityReservations: no reservation for planned instance type g6.xlarge (small); add `g6.xlarge: cr-...`",
     "modelCache.loader: runai-streamer needs the runai-model-streamer package, which the vLLM image carries but the "
-    "Ray Serve LLM image of multi-node model(s) huge does not; use auto or eager",
+    "Ray Serve LLM image of multi-node model(s) huge, small does not; use auto or eager",
     "models[1] (big): no topology fits: Llama-3.1-405B bf16 needs 754 GiB of weights; on a10g",
 ]
 

@@ -51,7 +51,8 @@ def check_invariants(req: PlanRequest, t) -> None:
     assert tp <= inst.gpus == t.gpus_per_node
     assert t.gpus_per_replica == tp * pp and t.nodes_per_replica == pp
     if pp > 1:
-        assert inst.fast_fabric and tp == inst.gpus, "a replica spans nodes only over a fast fabric"
+        # PP across nodes moves only activations: over a fast fabric, or over Ethernet when it fits the SLA
+        assert tp == inst.gpus and inst.network_gbps > 0, "a replica spans nodes only over a network"
     else:
         assert t.replicas_per_node == inst.gpus // tp
     # memory: weights + KV within the utilisation budget of what vLLM sees

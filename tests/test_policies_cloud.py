@@ -55,10 +55,10 @@ def test_tp_within_node_reads_ray_serve_engine_kwargs():
 
 def test_pp_needs_fast_fabric():
     assert violations("pp-needs-fast-fabric", RAYSERVICE, ray_service()) == []  # p5 + EFA devices requested
+    # g6.48xlarge's 100 Gbps EFA is no fast fabric: PP over it is NCCL over sockets, which the planner plans
+    # only when the SLA holds (docs/capacity.md); the pack does not refuse it
     slow = ray_service(pool="gpu-g6-48xlarge")
-    assert bare(violations("pp-needs-fast-fabric", RAYSERVICE, slow)) == [
-        "serveConfigV2 applications[0].args.llm_configs[0].engine_kwargs: pipeline-parallel-size 2 spans nodes, "
-        "but g6.48xlarge has efa at 100 Gbps"]
+    assert violations("pp-needs-fast-fabric", RAYSERVICE, slow) == []
     no_efa = ray_service(worker={"name": "ray-worker", "image": "rayproject/ray-llm:2.58.0-py312-cu130",
                                  "resources": {"limits": {"nvidia.com/gpu": "8"}}})
     [m] = violations("pp-needs-fast-fabric", RAYSERVICE, no_efa)

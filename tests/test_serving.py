@@ -26,9 +26,7 @@ EXISTING = {
 
 
 def topology(result, model: str) -> Topology:
-    d = dict(result.exports["topology"][model])
-    d.pop("multi_node")
-    return Topology(**{**d, "vllm_args": tuple(d["vllm_args"]), "refused_smaller": tuple(d["refused_smaller"])})
+    return Topology.from_dict(result.exports["topology"][model])
 
 
 def objs(resources, kind: str) -> list[dict]:

@@ -122,9 +122,7 @@ def test_no_drain_the_worker_budget_admits_breaks_more_than_max_minus_min_replic
 
 
 def _topology() -> Topology:
-    d = dict(planned("prod-llama405b-onprem").exports["topology"][MODEL])
-    d.pop("multi_node")
-    return Topology(**{**d, "vllm_args": tuple(d["vllm_args"]), "refused_smaller": tuple(d["refused_smaller"])})
+    return Topology.from_dict(planned("prod-llama405b-onprem").exports["topology"][MODEL])
 
 
 # --- prefetch: a stuck download fails visibly --------------------------------------------------------------

@@ -8,7 +8,8 @@ Prices are on-demand Linux $/hour, AWS us-east-1 (aws.amazon.com/ec2/pricing/on-
 GCP us-central1 (cloud.google.com/compute/gpus-pricing, accelerator-optimized machine types
 with the GPUs included), as read 2025-10. ⚠ marks a figure to re-check before relying on it
 (P-family prices changed in the 2025-06 EC2 GPU price reduction). Committed-use, spot and
-capacity-block prices differ; the planner compares like with like.
+capacity-block prices and other regions are in prices.py; the planner prices every candidate at
+the stack's own region and capacity type (components/planning.py).
 """
 from __future__ import annotations
 
@@ -32,14 +33,18 @@ class InstanceType:
     source: str
     efa_interfaces: int = 0  # AWS: EFA devices (one per network card)
     gke_accelerator: str | None = None  # GCP: cloud.google.com/gke-accelerator
+    # what price_hour is: the base region's on-demand rate here; components/catalog/prices.py gives
+    # the planner a copy at the stack's region and capacity type (planning.priced_pool)
+    price_basis: str = "on-demand, base region"
 
     @property
     def fast_fabric(self) -> bool:
-        """Whether a replica may span nodes of this type (pipeline parallelism over the fabric).
+        """Whether the type has an RDMA-class fabric for a replica spanning nodes.
 
         Only shapes built for multi-node work count: an RDMA-class fabric of at least
-        MIN_FABRIC_GBPS. A 25-100 Gbps EFA on a g5/g6 is an add-on NIC; a replica spread
-        over those is slower and dearer than one on a bigger GPU.
+        MIN_FABRIC_GBPS. A 25-100 Gbps EFA on a g5/g6 is an add-on NIC; PP across those (or
+        plain Ethernet) runs over NCCL's sockets, which the planner allows only where the
+        SLA still holds with the hand-offs in the step time (planner/search.py, docs/capacity.md).
         """
         return self.fabric is not None and self.network_gbps >= MIN_FABRIC_GBPS
 

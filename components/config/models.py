@@ -20,12 +20,34 @@ class ConfigDeprecation(UserWarning):
 
 
 class Sla(_Base):
-    """What one deployment must meet. Latencies are per request at the target concurrency."""
+    """What one deployment must meet, and the load it must carry. Latencies are means per request at that
+    load; the load is concurrentUsers (requests in flight) or requestsPerSecond (arrival rate), default 16
+    concurrent users. The planner sizes replicas as load / one replica's capacity at its knee."""
     ttft_ms: float = Field(2000, gt=0, description="time to first token for an average prompt (ms)")
     tpot_ms: float = Field(100, gt=0, description="time per output token (ms)")
-    concurrency: int = Field(16, ge=1, description="concurrent requests the fleet holds within the SLA")
+    concurrency: int | None = Field(None, ge=1, description="the same as concurrentUsers (the earlier name)")
+    concurrent_users: int | None = Field(None, ge=1, description="requests in flight the fleet holds within the "
+                                                                 "SLA (default 16)")
+    requests_per_second: float | None = Field(None, gt=0, description="arrival rate the fleet carries within "
+                                                                      "the SLA, instead of concurrentUsers")
     prompt_tokens: int = Field(1024, ge=1, description="average prompt length (tokens)")
     output_tokens: int = Field(256, ge=1, description="average completion length (tokens)")
+
+    @model_validator(mode="after")
+    def _one_load(self):
+        if self.concurrency is not None and self.concurrent_users is not None \
+                and self.concurrency != self.concurrent_users:
+            raise field_error("concurrentUsers", f"{self.concurrent_users} differs from concurrency "
+                                                 f"({self.concurrency}), its earlier name; set only concurrentUsers")
+        if self.requests_per_second is not None and (self.concurrency or self.concurrent_users) is not None:
+            raise field_error("requestsPerSecond", "give the load once: requestsPerSecond or concurrentUsers, "
+                                                   "not both")
+        return self
+
+    @property
+    def users(self) -> int:
+        """Concurrent users the fleet holds (the default 16 when no load is declared)."""
+        return self.concurrent_users or self.concurrency or 16
 
 
 class Replicas(_Base):

@@ -42,8 +42,12 @@ def explain_refusal(req: PlanRequest, refusals: list[Refusal]) -> str:
         biggest = max(insts, key=lambda i: i.gpus)
         budget = ACCELERATORS[a].visible_gib * req.gpu_memory_utilization
         s = f"on {a} the most is {biggest.gpus} x {budget:.1f} GiB per node"
-        if not any(i.fast_fabric for i in insts):
-            s += f" and {a} nodes have no fast fabric (EFA/RDMA) for PP"
+        net = max(i.network_gbps for i in insts)
+        if net <= 0:
+            s += f" and {a} nodes have no network between them for PP"
+        elif not any(i.fast_fabric for i in insts):  # PP over Ethernet is planned when the SLA still holds
+            s += (f" and {a} nodes have no fast fabric (EFA/RDMA): PP across them runs over {net:g} Gbps "
+                  f"Ethernet, only where the SLA still holds")
         parts.append(s)
     lines = [head + "; " + "; ".join(parts)]
     for r in sorted(_closest(refusals), key=lambda r: ACCELERATORS[r.accelerator].visible_gib):

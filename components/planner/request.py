@@ -13,9 +13,18 @@ DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
 class Sla:
     ttft_ms: float = 2000.0  # time to first token for an average prompt
     tpot_ms: float = 100.0  # time per output token (inter-token latency)
-    concurrency: int = 16  # concurrent requests the fleet must hold within the SLA
+    concurrency: int = 16  # concurrent users (requests in flight) the fleet must hold within the SLA
     prompt_tokens: int = 1024  # average prompt length
     output_tokens: int = 256  # average completion length
+    # The load as an arrival rate instead (requests/s, open loop); when set it sizes the fleet and
+    # `concurrency` is ignored.
+    requests_per_second: float | None = None
+
+    @property
+    def load_text(self) -> str:
+        if self.requests_per_second is not None:
+            return f"{self.requests_per_second:g} requests/s"
+        return f"{self.concurrency} concurrent users"
 
     @property
     def tokens_per_request(self) -> int:

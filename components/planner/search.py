@@ -1,5 +1,6 @@
 """plan_topology: enumerate (instance type, TP, PP, KV-cache dtype), refuse what cannot serve,
-return the cheapest fleet that holds the target concurrency within the SLA."""
+return the cheapest fleet that carries the declared load (concurrent users or requests/s) within the SLA:
+replicas = load / one replica's capacity at its knee (planner/capacity.py)."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,8 @@ from dataclasses import dataclass
 from ..catalog import ACCELERATORS, Accelerator, InstanceType
 from . import extras
 from . import memory as mem
-from .performance import tpot_s, ttft_s
+from .capacity import LoadPoint, ReplicaShape, Workload, knee
+from .performance import hop_s
 from .request import PlanRequest
 from .topology import NoFeasibleTopology, Refusal, Topology
 from .vllm_args import engine_args
@@ -43,6 +45,8 @@ class _Fit:
     pod_cpu: int
     pod_memory_gib: int
     shm_gib: int
+    at_knee: LoadPoint  # the replica's load at its knee (concurrency)
+    kv_limit: int  # concurrent requests the KV cache / max_num_seqs allow at the workload's length
 
     @property
     def gpus_per_replica(self) -> int:
@@ -98,9 +102,11 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     if m.fp8_block_quantized and req.precision == "fp8" and (m.moe_intermediate // 128) % tp:
         return refuse("tp-fp8-block", f"block-quantized FP8 needs TP to divide moe_intermediate_size/128 = "
                                       f"{m.moe_intermediate // 128}")
-    if pp > 1 and not inst.fast_fabric:
-        fab = f"{inst.fabric} at {inst.network_gbps:g} Gbps" if inst.fabric else "no RDMA fabric"
-        return refuse("fabric", f"a replica across {pp} nodes needs a fast fabric; {inst.name} has {fab}")
+    if pp > 1 and not inst.fast_fabric and inst.network_gbps <= 0:
+        # PP over plain Ethernet moves only activations and may fit the SLA (the hand-off is in the step
+        # time, capacity.py); with no network bandwidth known there is nothing to size it from.
+        return refuse("fabric", f"a replica across {pp} nodes needs a network between them; {inst.name} has "
+                                f"{_fabric_text(inst)}")
     if pp > m.layers:
         return refuse("pp-layers", f"PP {pp} > {m.layers} layers")
 
@@ -125,47 +131,50 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         return refuse("kv-cache", f"KV cache holds {kv_tokens:,} tokens ({kv_gib:.1f} GiB per GPU), "
                                   f"less than one max_model_len {req.max_model_len:,} request")
 
-    def latency(batch: int) -> tuple[float, float]:
-        args = (m, req.precision, acc, inst, tp, pp, kv)
-        return (tpot_s(*args, batch, sla.decode_context) * 1e3,
-                ttft_s(*args, batch, sla.prompt_tokens, sla.decode_context) * 1e3)
-
-    def within(batch: int) -> bool:
-        t, f = latency(batch)
-        return t <= sla.tpot_ms and f <= sla.ttft_ms
-
-    t1, f1 = latency(1)
-    if t1 > sla.tpot_ms:
-        return refuse("tpot", f"decode needs ~{t1:.1f} ms/token even for one request > SLA {sla.tpot_ms:g} ms")
-    if f1 > sla.ttft_ms:
-        return refuse("ttft", f"prefill of {sla.prompt_tokens} tokens needs ~{f1:.0f} ms > SLA {sla.ttft_ms:g} ms")
-
-    per_request = min(sla.tokens_per_request, req.max_model_len)
-    caps = {"kv-cache": kv_tokens // per_request, "max-num-seqs": opts.max_num_seqs or mem.default_max_num_seqs(acc)}
-    cap = min(caps.values())
-    lo, hi = 1, cap  # largest batch within the SLA (latency grows with the batch)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if within(mid) else (lo, mid - 1)
-    concurrency = lo
-    if concurrency < cap:
-        t, _ = latency(concurrency + 1)
-        bound = "tpot" if t > sla.tpot_ms else "ttft"
+    shape = ReplicaShape(m, req.precision, acc, inst, tp, pp, kv, kv_tokens,
+                         batched_tokens(req, acc), opts.max_num_seqs or mem.default_max_num_seqs(acc))
+    work = Workload(sla.prompt_tokens, sla.output_tokens)
+    k = knee(shape, work, sla.tpot_ms, sla.ttft_ms, req.max_model_len)
+    if k.concurrency == 0:
+        p = k.point
+        if p is None:
+            return refuse("kv-cache", f"KV cache holds {kv_tokens:,} tokens, less than one request of "
+                                      f"{min(sla.tokens_per_request, req.max_model_len):,} (max_model_len "
+                                      f"{req.max_model_len:,})")
+        if pp > 1 and not inst.fast_fabric:  # would the replica meet the SLA but for the hand-offs?
+            hops = {"tpot": (pp - 1) * hop_s(m, inst, 1) * 1e3,
+                    "ttft": (pp - 1) * hop_s(m, inst, min(sla.prompt_tokens, shape.max_num_batched_tokens)) * 1e3}
+            what, got, limit = ("TPOT", p.tpot_ms, sla.tpot_ms) if k.bound == "tpot" else ("TTFT", p.ttft_ms, sla.ttft_ms)
+            if got - hops[k.bound] <= limit:
+                return refuse("fabric", f"PP {pp} over {_fabric_text(inst)}: the activation hand-offs add "
+                                        f"{hops[k.bound]:.1f} ms to the {what}, {got:.1f} ms > SLA {limit:g} ms")
+        if k.bound == "tpot":
+            return refuse("tpot", f"decode needs ~{p.tpot_ms:.1f} ms/token even for one request > SLA "
+                                  f"{sla.tpot_ms:g} ms")
+        return refuse("ttft", f"prefill of {sla.prompt_tokens} tokens needs ~{p.ttft_ms:.0f} ms > SLA "
+                              f"{sla.ttft_ms:g} ms")
+    concurrency, bound, at = k.concurrency, k.bound, k.point
+    if sla.requests_per_second is not None:
+        replicas = max(req.min_replicas, math.ceil(sla.requests_per_second / at.arrival_rate - 1e-9))
     else:
-        bound = min(caps, key=caps.get)
-    tpot_ms, ttft_ms = latency(concurrency)
-
-    replicas = max(req.min_replicas, math.ceil(sla.concurrency / concurrency))
+        replicas = max(req.min_replicas, math.ceil(sla.concurrency / concurrency))
     if replicas > req.max_replicas:
-        return refuse("max-replicas", f"{replicas} replicas of {concurrency} concurrent requests are needed for "
-                                      f"{sla.concurrency}; max_replicas is {req.max_replicas}")
+        return refuse("max-replicas", f"{replicas} replicas of {concurrency} concurrent requests "
+                                      f"({at.arrival_rate:.2f} requests/s) each are needed for {sla.load_text}; "
+                                      f"max_replicas is {req.max_replicas}")
     rpn = inst.gpus // tp if pp == 1 else 1
     nodes = fleet_nodes(replicas, rpn, pp, req.spread_nodes)
     cpu, memory, shm = _pod_share(inst, rpn)
     if memory < MIN_POD_MEMORY_GIB:
         return refuse("host-memory", f"{memory} GiB of host memory per pod < {MIN_POD_MEMORY_GIB} GiB")
-    return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, tpot_ms, ttft_ms,
-                replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm)
+    return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, at.tpot_ms, at.ttft_ms,
+                replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm, at, k.kv_limit)
+
+
+def _fabric_text(inst: InstanceType) -> str:
+    if inst.network_gbps <= 0:
+        return "no network fabric"
+    return f"{inst.fabric or 'Ethernet'} at {inst.network_gbps:g} Gbps"
 
 
 def batched_tokens(req: PlanRequest, acc: Accelerator) -> int:
@@ -228,7 +237,8 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
     if smaller:
         s = smaller[0]
         why.append(f"TP {s.tp}" + (f" x PP {s.pp}" if s.pp > 1 else "") + f" refused ({s.constraint}: {s.detail})")
-    why.append(f"{best.concurrency} concurrent requests per replica, bound by {bound_text}")
+    why.append(f"{best.concurrency} concurrent requests per replica ({best.at_knee.arrival_rate:.2f} requests/s), "
+               f"bound by {bound_text}; {best.replicas} replica(s) for {req.sla.load_text}")
     why.append(f"next cheapest: {alt.shape()}" if alt else "no other feasible shape")
     rpn = best.replicas_per_node
     if req.spread_nodes > 1 and best.pp == 1 and best.replicas > 1:
@@ -267,4 +277,10 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         vllm_args=tuple(args.to_cli()), engine=args, engine_notes=tuple(notes),
         reason="; ".join(why), alternative=alt.shape() if alt else None,
         refused_smaller=tuple(str(r) for r in smaller),
+        prompt_tokens=req.sla.prompt_tokens, output_tokens=req.sla.output_tokens,
+        target_requests_per_second=req.sla.requests_per_second, kv_limit_concurrency=best.kv_limit,
+        knee_requests_per_second=round(best.at_knee.arrival_rate, 4),
+        knee_output_tokens_per_s=round(best.at_knee.output_tps, 1),
+        knee_total_tokens_per_s=round(best.at_knee.total_tps, 1),
+        knee_tpot_tail_ms=round(best.at_knee.tpot_tail_ms, 2), knee_ttft_tail_ms=round(best.at_knee.ttft_tail_ms, 1),
     )

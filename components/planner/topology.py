@@ -1,7 +1,7 @@
 """The planner's answer: one serving topology, and the refusal when nothing fits."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -87,10 +87,69 @@ class Topology:
     # the same arguments, typed (planner/engine_args.EngineArgs): Ray Serve LLM renders its engine_kwargs
     engine: Any = field(default=None, compare=False, repr=False)
     engine_notes: tuple[str, ...] = field(default_factory=tuple)  # engine options and their memory, for the plan
+    # Capacity at the knee (planner/capacity.py): per replica at concurrency_per_replica, for the SLA's
+    # prompt/output lengths, and what the fleet carries at min and max replicas.
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    target_requests_per_second: float | None = None  # the load as a rate (else target_concurrency users)
+    kv_limit_concurrency: int = 0  # concurrent requests the KV cache / max_num_seqs hold at that length
+    knee_requests_per_second: float = 0.0
+    knee_output_tokens_per_s: float = 0.0
+    knee_total_tokens_per_s: float = 0.0
+    knee_tpot_tail_ms: float = 0.0  # p99 model (capacity.py), not calibrated
+    knee_ttft_tail_ms: float = 0.0
+    # --- cost (issue 14): what the price is, and the stack-level findings components/cost.py adds;
+    # the figures that follow from the plan alone are the properties below (COST_PROPERTIES) ---
+    price_basis: str = "on-demand, base region"  # e.g. "spot us-east-1 ⚠" (components/catalog/prices.py)
+    # the planner's cheaper shape that leaves no GPU idle ("": none does; None: not asked)
+    idle_alternative: str | None = None
+    pinned_best: str | None = None  # the planner's best shape without models[].instanceTypes, when cheaper
+    pinned_extra_per_hour: float = 0.0  # what the pin costs over pinned_best, $/hour at planned replicas
+
+    @property
+    def fleet_load(self) -> dict:
+        """Concurrent users, requests/s and output tokens/s the fleet carries within the SLA."""
+        def at(n: int) -> dict:
+            return {"replicas": n, "concurrency": n * self.concurrency_per_replica,
+                    "requests_per_second": round(n * self.knee_requests_per_second, 3),
+                    "output_tokens_per_s": round(n * self.output_tokens_per_s_per_replica, 1)}
+        return {"min": at(self.min_replicas), "max": at(self.max_replicas)}
 
     @property
     def multi_node(self) -> bool:
         return self.nodes_per_replica > 1
+
+    @property
+    def cost_min_per_hour(self) -> float:
+        return round(self.min_nodes * self.price_per_node_hour, 2)
+
+    @property
+    def cost_max_per_hour(self) -> float:
+        return round(self.max_nodes * self.price_per_node_hour, 2)
+
+    @property
+    def idle_gpus(self) -> int:
+        """GPUs on the planned nodes that no replica uses, at the planned replicas."""
+        return idle_gpus(self.nodes, self.gpus_per_node, self.replicas, self.gpus_per_replica)
+
+    @property
+    def idle_gpus_min(self) -> int:
+        return idle_gpus(self.min_nodes, self.gpus_per_node, self.min_replicas, self.gpus_per_replica)
+
+    @property
+    def idle_gpus_max(self) -> int:
+        return idle_gpus(self.max_nodes, self.gpus_per_node, self.max_replicas, self.gpus_per_replica)
+
+    @property
+    def output_tokens_per_s_per_replica(self) -> float:
+        """Output tokens/s one replica serves within the SLA: the capacity model's figure at its knee
+        (planner/capacity.py, concurrency_per_replica concurrent requests), the one source the planner's
+        replica count, the fleet load and the $ per million output tokens all read."""
+        return self.knee_output_tokens_per_s
+
+    @property
+    def cost_per_million_output_tokens(self) -> float | None:
+        return cost_per_million_output_tokens(self.cost_per_hour, self.replicas, self.output_tokens_per_s_per_replica)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -99,4 +158,29 @@ class Topology:
         d["vllm_args"] = list(self.vllm_args)
         d["refused_smaller"] = list(self.refused_smaller)
         d["multi_node"] = self.multi_node
+        d.update({k: getattr(self, k) for k in COST_PROPERTIES})
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Topology":
+        """The Topology of a to_dict() (the plan's topology.json / stack output), derived keys dropped."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names})
+
+
+COST_PROPERTIES = ("cost_min_per_hour", "cost_max_per_hour", "idle_gpus", "idle_gpus_min", "idle_gpus_max",
+                   "output_tokens_per_s_per_replica", "cost_per_million_output_tokens")
+
+
+def idle_gpus(nodes: int, gpus_per_node: int, replicas: int, gpus_per_replica: int) -> int:
+    """GPUs paid for on `nodes` that none of `replicas` uses."""
+    return max(0, nodes * gpus_per_node - replicas * gpus_per_replica)
+
+
+def cost_per_million_output_tokens(cost_per_hour: float, replicas: int, tokens_per_s_per_replica: float
+                                   ) -> float | None:
+    """$ per million output tokens of a fleet of `replicas` at `cost_per_hour`, each serving
+    `tokens_per_s_per_replica` output tokens/s (None when it serves none, or costs nothing)."""
+    if replicas <= 0 or tokens_per_s_per_replica <= 0 or cost_per_hour <= 0:
+        return None
+    return round(cost_per_hour / (replicas * tokens_per_s_per_replica * 3600) * 1e6, 4)

@@ -3,8 +3,8 @@ Serve engine_kwargs, checked against the instance-type facts of components/catal
 `pulumi preview` checks the same plan the planner made."""
 from __future__ import annotations
 
-from .core import MANDATORY, rule
-from .facts import GPU_MEMORY_UTILIZATION_RANGE, MIN_FABRIC_GBPS
+from .core import ADVISORY, MANDATORY, rule
+from .facts import GPU_MEMORY_UTILIZATION_RANGE, INSTANCE_TYPES, MIN_FABRIC_GBPS, PRICES_AS_OF
 from .podspec import LWS, RAY_TYPES, SERVING_TYPES, PodTemplate, engines, has_fabric, instance_types, pod_templates
 
 # GPU_MEMORY_UTILIZATION_RANGE (facts.py, from components/config/bounds.py; the stack schema enforces it too):
@@ -46,10 +46,13 @@ def tp_within_node(resource_type, props):
 
 
 @rule("pp-needs-fast-fabric", MANDATORY, SERVING_TYPES,
-      "A replica split across nodes (pipeline-parallel-size > 1) runs only on an RDMA-class fabric "
-      f"(>= {MIN_FABRIC_GBPS} Gbps EFA / GPUDirect / InfiniBand / RoCE) that its pods are attached to.",
-      "use an instance type with a fast fabric and request it in the pods (EFA devices, RDMA resource or "
-      "GKE multi-network interfaces), or pick a bigger GPU so that one node holds the replica")
+      "A replica split across nodes (pipeline-parallel-size > 1) on an instance type with an RDMA-class fabric "
+      f"(>= {MIN_FABRIC_GBPS} Gbps EFA / GPUDirect / InfiniBand / RoCE), or on nodes the catalog does not know, "
+      "has its pods attached to that fabric. PP over plain Ethernet on a catalog type without one is the "
+      "planner's call (only activations cross nodes; it is planned only when the SLA still holds, "
+      "docs/capacity.md).",
+      "request the fabric in the pods (EFA devices, RDMA resource or GKE multi-network interfaces), or pick a "
+      "bigger GPU so that one node holds the replica")
 def pp_needs_fast_fabric(resource_type, props):
     templates = _gpu_templates(resource_type, props)
     if not templates:
@@ -61,13 +64,10 @@ def pp_needs_fast_fabric(resource_type, props):
         tp = e.get("tensor_parallel_size", 1)
         if resource_type not in MULTI_POD_TYPES and max(t.gpus() for t in templates) >= tp * pp:
             continue  # the whole engine sits in one pod, so on one node
-        slow = sorted({i.name: i for t in templates for i in instance_types(t) if not i.fast_fabric}.values(),
-                      key=lambda i: i.name)
-        if slow:
-            i = slow[0]
-            fabric = f"{i.fabric} at {i.network_gbps:g} Gbps" if i.fabric else "no RDMA fabric"
-            yield f"{e.where}: pipeline-parallel-size {pp:g} spans nodes, but {i.name} has {fabric}"
-        elif not any(has_fabric(t) for t in templates):
+        known = [i for t in templates for i in instance_types(t)]
+        if known and not any(i.fast_fabric for i in known):
+            continue  # PP over Ethernet: NCCL's socket transport is all these nodes have
+        if not any(has_fabric(t) for t in templates):
             yield (f"{e.where}: pipeline-parallel-size {pp:g} spans nodes, but the GPU pods attach no fabric "
                    f"(no EFA/RDMA device, no extra network); NCCL would fall back to TCP")
 
@@ -83,3 +83,42 @@ def gpu_memory_utilization_range(resource_type, props):
         if value is not None and not low <= value <= high:
             side = "wastes KV-cache memory" if value < low else "leaves no headroom for CUDA graphs and NCCL"
             yield f"{e.where}: gpu-memory-utilization {value:g} is outside {low:.2f}-{high:.2f} ({side})"
+
+
+MIN_SAVING_PER_HOUR = 0.01  # $/hour per replica: below this two shapes cost the same
+
+
+def _per_replica(inst, gpus: int, nodes: int) -> float | None:
+    """$/hour one replica of `gpus` GPUs per node over `nodes` nodes costs on `inst` (None: it does not fit)."""
+    if inst.gpus < gpus or not inst.price_hour:
+        return None
+    return inst.price_hour * nodes / (inst.gpus // gpus)
+
+
+@rule("pinned-instance-cost", ADVISORY, SERVING_TYPES,
+      "A serving workload pinned to an instance type pays no more per replica than the cheapest catalog "
+      "instance type of the same cloud and GPU that holds the same pods (base-region on-demand prices, "
+      f"{PRICES_AS_OF}; the plan's note prices the planner's own best shape at the stack's region).",
+      "remove models[].instanceTypes (or add the cheaper type to it) and let the planner choose; "
+      "`python -m components plan` prints what the pin costs")
+def pinned_instance_cost(resource_type, props):
+    templates = _gpu_templates(resource_type, props)
+    pp = max([int(e.get("pipeline_parallel_size") or 1) for e in engines(resource_type, props)] or [1])
+    for t in templates:
+        gpus = t.gpus()
+        for inst in instance_types(t):
+            nodes = pp if resource_type in MULTI_POD_TYPES and pp > 1 else 1
+            have = _per_replica(inst, gpus, nodes)
+            if have is None:
+                continue
+            others = [(cost, o) for o in INSTANCE_TYPES.values()
+                      if o.cloud == inst.cloud and o.accelerator == inst.accelerator and o.name != inst.name
+                      and (nodes == 1 or o.fast_fabric)
+                      for cost in [_per_replica(o, gpus, nodes)] if cost is not None]
+            if not others:
+                continue
+            cost, best = min(others, key=lambda c: (c[0], c[1].name))
+            if cost < have - MIN_SAVING_PER_HOUR:
+                yield (f"{t.where}: a replica of {gpus} GPU(s) per node on {inst.name} costs ${have:,.2f}/h; "
+                       f"{best.name} holds it for ${cost:,.2f}/h (${have - cost:,.2f}/h less per replica, "
+                       f"on-demand {PRICES_AS_OF})")

@@ -1,7 +1,10 @@
-"""What `python -m components plan` / `topology` print per model: the topology summary and the serving summary
-(components/cli.py prints them; pure, no Pulumi)."""
+"""The text summaries `python -m components topology` and `plan` print: one model's plan (shape, KV cache,
+latency, capacity, cost, engine options) and its serving terms (start-up budget, first deploy, cold start,
+rollout, warnings). Pure (no Pulumi)."""
 from __future__ import annotations
 
+from .capacity_table import knee_lines
+from .cost import cost_lines
 from .planner import Topology
 
 
@@ -15,8 +18,10 @@ def summary(t: Topology) -> str:
         f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
         f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
         f"  est. TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})",
-        f"  vllm serve {' '.join(t.vllm_args)}",
+        *knee_lines(t),  # capacity_table.py
+        *cost_lines(t),
         *([f"  engine: {'; '.join(t.engine_notes)}"] if t.engine_notes else []),
+        f"  vllm serve {' '.join(t.vllm_args)}",
         f"  why: {t.reason}",
     ])
 

@@ -1,0 +1,144 @@
+"""`python -m components capacity`: one replica's latency and throughput over concurrency, and its knee.
+
+The replica is the shape the planner picks for the model on the GPU (TP pinned with --tp). When no shape
+meets the SLA even for one request, the table is still printed for the shape that fits in memory (every
+row says the SLA does not hold). Exit codes as the other commands: 2 bad input, 3 nothing fits in memory.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+
+from .catalog import ACCELERATORS, MODELS, find_model, instance_types
+from .planner import NoFeasibleTopology, PlanRequest, Sla, evaluate
+from .planner import memory as mem
+from .planner.capacity import ReplicaShape, Workload, sweep
+
+EXIT_BAD_INPUT, EXIT_NO_FIT = 2, 3
+DEFAULT_MAX_MODEL_LEN = 32_768
+HEADER = ["concurrency", "TPOT ms", "TPOT p99 ms", "TTFT ms", "TTFT p99 ms", "requests/s", "output tok/s",
+          "total tok/s", "SLA"]
+
+
+def _fail(code: int, message: str) -> int:
+    print(message, file=sys.stderr)
+    return code
+
+
+def _check(a, model) -> str | None:
+    if a.gpu not in ACCELERATORS:
+        return f"--gpu: unknown GPU {a.gpu!r}; allowed: {', '.join(ACCELERATORS)}"
+    for flag, v in (("--prompt-tokens", a.prompt_tokens), ("--output-tokens", a.output_tokens),
+                    ("--tpot-ms", a.tpot_ms), ("--ttft-ms", a.ttft_ms), ("--tp", a.tp or 1)):
+        if v <= 0:
+            return f"{flag}: must be > 0 (got {v:g})"
+    if a.tp and model.heads % a.tp:
+        return f"--tp: {a.tp} does not divide {model.name}'s {model.heads} attention heads"
+    if not instance_types(a.cloud, a.gpu):
+        return f"--gpu: no {a.cloud} instance type carries {a.gpu}"
+    return None
+
+
+def _best_fit(req: PlanRequest):
+    """The cheapest shape meeting the SLA; else (SLA relaxed) the cheapest that fits in memory."""
+    for r in (req, replace(req, sla=replace(req.sla, tpot_ms=1e9, ttft_ms=1e9))):
+        fits, refusals = evaluate(r)
+        if fits:
+            return min(fits, key=lambda f: f.rank()), r is not req
+    raise NoFeasibleTopology("", refusals)
+
+
+def knee_lines(t) -> list[str]:
+    """The replica's knee and the load the fleet carries at min and max replicas (capacity model)."""
+    if not t.knee_requests_per_second:
+        return []
+    load = t.fleet_load
+    target = (f"{t.target_requests_per_second:g} requests/s" if t.target_requests_per_second is not None
+              else f"{t.target_concurrency} concurrent users")
+
+    def fleet(k: str) -> str:
+        f = load[k]
+        return (f"{k} {f['replicas']} replica(s): {f['concurrency']} users, {f['requests_per_second']:g} requests/s, "
+                f"{f['output_tokens_per_s']:,.0f} output tok/s")
+    return [f"  knee: {t.concurrency_per_replica} concurrent/replica at {t.prompt_tokens}+{t.output_tokens} tokens "
+            f"= {t.knee_requests_per_second:.2f} requests/s, {t.knee_output_tokens_per_s:,.0f} output tok/s "
+            f"(p99 TPOT {t.knee_tpot_tail_ms:.1f} ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}",
+            f"  fleet carries {fleet('min')}; {fleet('max')}"]
+
+
+def capacity_arguments(cp) -> None:
+    """The `capacity` command's options (the parser entry is in cli.py)."""
+    cp.add_argument("--model", required=True, help="catalog id or Hugging Face repo id (see `table`)")
+    cp.add_argument("--gpu", required=True, help="GPU type (e.g. h100, l4)")
+    cp.add_argument("--precision", choices=["bf16", "fp8", "mxfp4"], help="default: the model's native one")
+    cp.add_argument("--tp", type=int, help="pin tensor parallelism; default: what the planner picks")
+    cp.add_argument("--prompt-tokens", type=int, default=Sla.prompt_tokens, help="average prompt length")
+    cp.add_argument("--output-tokens", type=int, default=Sla.output_tokens, help="average output length")
+    cp.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms, help="SLA: time per output token, ms")
+    cp.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms, help="SLA: time to first token, ms")
+    cp.add_argument("--max-model-len", type=int, help="default: min(32768, the model's limit)")
+    cp.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
+    cp.add_argument("--json", action="store_true", help="print the table as JSON")
+
+
+def capacity_report(a) -> int:
+    model = find_model(a.model)
+    if model is None:
+        return _fail(EXIT_BAD_INPUT, f"--model: unknown model {a.model!r}; allowed: {', '.join(MODELS)}")
+    a.gpu = a.gpu.lower()
+    problem = _check(a, model)
+    if problem:
+        return _fail(EXIT_BAD_INPUT, problem)
+    precision = a.precision or model.precisions[0]
+    if precision not in model.precisions:
+        return _fail(EXIT_BAD_INPUT, f"--precision: {model.name} is offered at {', '.join(model.precisions)}")
+    mml = a.max_model_len or min(DEFAULT_MAX_MODEL_LEN, model.max_context)
+    if a.prompt_tokens + a.output_tokens > mml:
+        return _fail(EXIT_BAD_INPUT, f"--prompt-tokens + --output-tokens ({a.prompt_tokens + a.output_tokens}) "
+                                     f"exceed --max-model-len {mml}")
+    sla = Sla(ttft_ms=a.ttft_ms, tpot_ms=a.tpot_ms, concurrency=1, prompt_tokens=a.prompt_tokens,
+              output_tokens=a.output_tokens)
+    req = PlanRequest(model=model, precision=precision, candidates=tuple(instance_types(a.cloud, a.gpu)),
+                      max_model_len=mml, sla=sla, tensor_parallel_size=a.tp, max_replicas=10**6)
+    try:
+        fit, relaxed = _best_fit(req)
+    except NoFeasibleTopology as e:
+        kinds = sorted({r.constraint for r in e.refusals})
+        return _fail(EXIT_NO_FIT, f"nothing fits: {model.name} {precision} on {a.gpu} ({', '.join(kinds)}); "
+                                  f"try `python -m components topology --model {model.id} --gpu {a.gpu}`")
+    shape = ReplicaShape(model, precision, fit.acc, fit.inst, fit.tp, fit.pp, fit.kv_dtype, fit.kv_tokens,
+                         mem.default_max_num_batched_tokens(fit.acc), mem.default_max_num_seqs(fit.acc))
+    points, knee = sweep(shape, Workload(a.prompt_tokens, a.output_tokens), a.tpot_ms, a.ttft_ms, mml)
+    doc = {
+        "model": model.id, "precision": precision, "gpu": a.gpu, "instance_type": fit.inst.name,
+        "tensor_parallel_size": fit.tp, "pipeline_parallel_size": fit.pp, "kv_cache_dtype": fit.kv_dtype,
+        "kv_cache_tokens": fit.kv_tokens, "max_model_len": mml, "prompt_tokens": a.prompt_tokens,
+        "output_tokens": a.output_tokens, "sla": {"tpot_ms": a.tpot_ms, "ttft_ms": a.ttft_ms},
+        "kv_limit": knee.kv_limit, "knee": knee.concurrency, "knee_bound": knee.bound,
+        "rows": [dict(p.to_dict(), sla_holds=p.meets(a.tpot_ms, a.ttft_ms), knee=round(p.concurrency) == knee.concurrency)
+                 for p in points],
+    }
+    if a.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    par = f"TP {fit.tp}" + (f" x PP {fit.pp}" if fit.pp > 1 else "")
+    print(f"{model.name} {precision} on {fit.inst.name} ({par}, KV {fit.kv_dtype}, {fit.kv_tokens:,} tokens); "
+          f"{a.prompt_tokens} prompt + {a.output_tokens} output tokens; SLA TPOT {a.tpot_ms:g} ms, TTFT {a.ttft_ms:g} ms")
+    if relaxed:
+        print("no shape meets the SLA even for one request; the cheapest shape that fits is shown")
+    rows = []
+    for p, d in zip(points, doc["rows"]):
+        mark = "yes" if d["sla_holds"] else "no"
+        rows.append([f"{round(p.concurrency)}" + (" <- knee" if d["knee"] else ""), f"{p.tpot_ms:.1f}",
+                     f"{p.tpot_tail_ms:.1f}", f"{p.ttft_ms:.0f}", f"{p.ttft_tail_ms:.0f}", f"{p.arrival_rate:.2f}",
+                     f"{p.output_tps:,.0f}", f"{p.total_tps:,.0f}", mark])
+    widths = [max(len(x) for x in col) for col in zip(HEADER, *rows)]
+    fmt = "  ".join("{:>%d}" % w for w in widths)
+    print("\n".join(fmt.format(*r) for r in [HEADER, *rows]))
+    bound = {"tpot": "the TPOT SLA", "ttft": "the TTFT SLA", "kv-cache": "the KV cache",
+             "max-num-seqs": "max_num_seqs"}[knee.bound]
+    print(f"knee: {knee.concurrency} concurrent requests (bound by {bound}); KV limit {knee.kv_limit} "
+          f"at {a.prompt_tokens + a.output_tokens} tokens/request. p99 columns: a queueing model, not calibrated "
+          f"(docs/capacity.md)")
+    return 0

@@ -1,0 +1,181 @@
+"""Published vLLM serving measurements, for calibrating the capacity model (bench/calibrate.py).
+
+Each row records what its source says: GPU, model, weights' precision, vLLM version, TP x PP, average prompt
+and output tokens, the load, and the mean TPOT / TTFT and output / total tokens per second that
+`vllm bench serve` (or the source's harness) printed. `⚠` in `notes` marks every field that is inferred rather
+than stated (a version, a GPU variant, an average length taken from the nominal setting). Rows with
+`usable=False` are kept for the record but cannot be modelled (their prompt/output lengths are not published).
+
+Load: `mode="closed"` is a fixed number of concurrent requests (`--max-concurrency C`); `mode="burst"` is
+`--request-rate inf` with every prompt sent at once (`concurrency` = the number of prompts): the engine runs as
+many as its KV cache and max_num_seqs admit, so the model is evaluated at that limit, and TTFT (queueing for
+the whole run) is not compared.
+
+Averages of lengths come from the printed totals (total input tokens / successful requests, total generated
+tokens / successful requests) where the source prints them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+READ_ON = "2026-12-02"  # when the sources below were read
+
+
+@dataclass(frozen=True)
+class Measurement:
+    id: str
+    gpu: str  # catalog accelerator id
+    model: str  # catalog model id
+    precision: str
+    vllm: str  # vLLM version
+    tp: int
+    pp: int
+    prompt_tokens: float  # average
+    output_tokens: float  # average
+    mode: str  # "closed" | "burst"
+    concurrency: int  # closed: --max-concurrency; burst: prompts sent at once
+    tpot_ms: float | None  # mean TPOT (excl. the first token)
+    ttft_ms: float | None  # mean TTFT
+    output_tps: float | None  # output tokens/s
+    total_tps: float | None  # input + output tokens/s
+    max_model_len: int
+    source: str  # URL (a commit-pinned file where there is one)
+    date: str  # the source's date, or ⚠ where it states none
+    notes: str = ""
+    flags: str = ""  # vllm serve flags beyond the model (they change what is measured)
+    usable: bool = True
+
+
+_GS = "https://github.com/gpustack/gpustack/blob/{commit}/docs/performance-lab/{path}"
+_GS_DATE = "⚠ not stated (vLLM {v} era); read " + READ_ON
+_OSS_H100 = _GS.format(commit="72aee9dd195ff5c9bf3a4886add80038ce79aef8", path="gpt-oss-120b/h100.md")
+_OSS_A100 = _GS.format(commit="1f37f1b8bd79c6b424a0cb55c7abd08a5c2132dc", path="gpt-oss-120b/a100.md")
+_Q32_H100 = _GS.format(commit="10e9444a07c73556f2ef0d10d2b2766bbf54c9c0", path="qwen3-32b/h100.md")
+_Q32_A100 = _GS.format(commit="10e9444a07c73556f2ef0d10d2b2766bbf54c9c0", path="qwen3-32b/a100.md")
+_Q235_H100 = _GS.format(commit="10e9444a07c73556f2ef0d10d2b2766bbf54c9c0", path="qwen3-235b-a22b/h100.md")
+_DSR1_H200 = _GS.format(commit="a5c9fafc3022e81779c2c5ade32c5b703ce2248c", path="deepseek-r1/h200.md")
+_R1 = "⚠ model: DeepSeek-R1-0528, the catalog's DeepSeek-V3 architecture (same config, other weights)"
+_SUMMARY = "⚠ from the page's summary table (total tok/s and mean TPOT only); output length the nominal setting"
+_A100 = "⚠ A100 variant: the page says 'NVIDIA A100 GPUs'; 64 GB of BF16 weights on one GPU needs the 80 GB part"
+_SG = "ShareGPT, 1000 prompts"
+
+MEASUREMENTS: tuple[Measurement, ...] = (
+    # gpt-oss-120b (MXFP4 MoE) on H100 SXM, vLLM v0.10.2, `vllm serve openai/gpt-oss-120b --max-model-len 32768`
+    Measurement("gs-oss120b-h100-tp1-sharegpt", "h100", "gpt-oss-120b", "mxfp4", "0.10.2", 1, 1, 215.3, 195.5,
+                "burst", 1000, 54.10, 24830.45, 2901.05, 6095.37, 32768, _OSS_H100, _GS_DATE.format(v="0.10.2"),
+                _SG),
+    Measurement("gs-oss120b-h100-tp2-sharegpt", "h100", "gpt-oss-120b", "mxfp4", "0.10.2", 2, 1, 215.3, 196.2,
+                "burst", 1000, 86.54, 4612.68, 7648.67, 16042.19, 32768, _OSS_H100, _GS_DATE.format(v="0.10.2"),
+                _SG, flags="--async-scheduling"),
+    Measurement("gs-oss120b-h100-tp4-sharegpt", "h100", "gpt-oss-120b", "mxfp4", "0.10.2", 4, 1, 215.3, 196.2,
+                "burst", 1000, 55.77, 2952.04, 11327.22, 23759.49, 32768, _OSS_H100, _GS_DATE.format(v="0.10.2"),
+                _SG, flags="--async-scheduling"),
+    Measurement("gs-oss120b-h100-tp1-32k", "h100", "gpt-oss-120b", "mxfp4", "0.10.2", 1, 1, 32000, 98.8,
+                "burst", 100, 23.99, 99444.04, 49.65, 16136.57, 32768, _OSS_H100, _GS_DATE.format(v="0.10.2"),
+                "random 32000/100, 100 prompts"),
+    Measurement("gs-oss120b-h100-tp1-4k", "h100", "gpt-oss-120b", "mxfp4", "0.10.2", 1, 1, 3998.5, 134.4,
+                "burst", 500, 31.70, 72954.68, 463.35, 14247.47, 32768, _OSS_H100, _GS_DATE.format(v="0.10.2"),
+                "random 4000/200, 500 prompts (outputs stop early: 134 on average)"),
+    Measurement("gs-oss120b-h100-tp1-2k", "h100", "gpt-oss-120b", "mxfp4", "0.10.2", 1, 1, 2000, 100,
+                "burst", 500, 41.35, None, None, 14385.69, 32768, _OSS_H100, _GS_DATE.format(v="0.10.2"),
+                "random 2000/100, 500 prompts; " + _SUMMARY),
+    # gpt-oss-120b on A100 SXM 80GB, vLLM v0.11.0
+    Measurement("gs-oss120b-a100-tp1-sharegpt", "a100-80gb", "gpt-oss-120b", "mxfp4", "0.11.0", 1, 1, 215.3, 196.7,
+                "burst", 1000, 97.57, 25918.79, 2276.40, 4768.75, 32768, _OSS_A100, _GS_DATE.format(v="0.11.0"),
+                _SG),
+    Measurement("gs-oss120b-a100-tp2-sharegpt", "a100-80gb", "gpt-oss-120b", "mxfp4", "0.11.0", 2, 1, 215.3, 196.2,
+                "burst", 1000, 57.98, 16190.50, 3765.02, 7897.72, 32768, _OSS_A100, _GS_DATE.format(v="0.11.0"),
+                _SG, flags="--async-scheduling"),
+    Measurement("gs-oss120b-a100-tp1-32k", "a100-80gb", "gpt-oss-120b", "mxfp4", "0.11.0", 1, 1, 32000, 99.9,
+                "burst", 100, 224.58, 368856.64, 13.50, 4337.21, 32768, _OSS_A100, _GS_DATE.format(v="0.11.0"),
+                "random 32000/100, 100 prompts"),
+    Measurement("gs-oss120b-a100-tp1-4k", "a100-80gb", "gpt-oss-120b", "mxfp4", "0.11.0", 1, 1, 3998.5, 134.5,
+                "burst", 500, 112.18, 133561.13, 249.67, 7671.00, 32768, _OSS_A100, _GS_DATE.format(v="0.11.0"),
+                "random 4000/200, 500 prompts (outputs stop early: 135 on average)"),
+    Measurement("gs-oss120b-a100-tp1-2k", "a100-80gb", "gpt-oss-120b", "mxfp4", "0.11.0", 1, 1, 2000, 100,
+                "burst", 500, 131.94, None, None, 8456.65, 32768, _OSS_A100, _GS_DATE.format(v="0.11.0"),
+                "random 2000/100, 500 prompts; " + _SUMMARY),
+    # Qwen3-32B BF16 on one H100, vLLM v0.11.0, `vllm serve Qwen/Qwen3-32B` (max_model_len: the model's 40960)
+    Measurement("gs-qwen32b-h100-sharegpt", "h100", "qwen3-32b", "bf16", "0.11.0", 1, 1, 217.4, 201.4,
+                "burst", 1000, 88.09, 78118.74, 1131.55, 2352.82, 40960, _Q32_H100, _GS_DATE.format(v="0.11.0"),
+                _SG),
+    Measurement("gs-qwen32b-h100-32k", "h100", "qwen3-32b", "bf16", "0.11.0", 1, 1, 32000, 76.8,
+                "burst", 100, 43.42, 585981.22, 6.64, 2771.81, 40960, _Q32_H100, _GS_DATE.format(v="0.11.0"),
+                "random 32000/100, 100 prompts"),
+    Measurement("gs-qwen32b-h100-4k", "h100", "qwen3-32b", "bf16", "0.11.0", 1, 1, 3995.9, 199.6,
+                "burst", 500, 66.61, 482284.21, 102.21, 2148.69, 40960, _Q32_H100, _GS_DATE.format(v="0.11.0"),
+                "random 4000/200, 500 prompts"),
+    Measurement("gs-qwen32b-h100-2k", "h100", "qwen3-32b", "bf16", "0.11.0", 1, 1, 1996.4, 100,
+                "burst", 500, 86.62, 163909.40, 152.42, 3195.30, 40960, _Q32_H100, _GS_DATE.format(v="0.11.0"),
+                "random 2000/100, 500 prompts"),
+    # Qwen3-32B BF16 on one A100, vLLM v0.11.0
+    Measurement("gs-qwen32b-a100-sharegpt", "a100-80gb", "qwen3-32b", "bf16", "0.11.0", 1, 1, 217.4, 201.4,
+                "burst", 1000, 149.67, 105557.78, 832.43, 1730.98, 32768, _Q32_A100, _GS_DATE.format(v="0.11.0"),
+                _SG + "; " + _A100),
+    Measurement("gs-qwen32b-a100-32k", "a100-80gb", "qwen3-32b", "bf16", "0.11.0", 1, 1, 32000, 77.0,
+                "burst", 100, 67.87, 890711.38, 4.32, 1798.45, 40960, _Q32_A100, _GS_DATE.format(v="0.11.0"),
+                "random 32000/100, 100 prompts; " + _A100),
+    Measurement("gs-qwen32b-a100-4k", "a100-80gb", "qwen3-32b", "bf16", "0.11.0", 1, 1, 4000, 200,
+                "burst", 500, 96.19, None, None, 1837.08, 40960, _Q32_A100, _GS_DATE.format(v="0.11.0"),
+                "random 4000/200, 500 prompts; " + _SUMMARY + "; " + _A100),
+    Measurement("gs-qwen32b-a100-2k", "a100-80gb", "qwen3-32b", "bf16", "0.11.0", 1, 1, 2000, 100,
+                "burst", 500, 143.23, None, None, 2521.38, 40960, _Q32_A100, _GS_DATE.format(v="0.11.0"),
+                "random 2000/100, 500 prompts; " + _SUMMARY + "; " + _A100),
+    # Qwen3-235B-A22B-Instruct-2507 (MoE) on 8 x H100, vLLM v0.11.0
+    Measurement("gs-qwen235b-h100-tp8-sharegpt", "h100", "qwen3-235b-a22b", "bf16", "0.11.0", 8, 1, 216.4, 197.0,
+                "burst", 984, 147.56, 8730.69, 4015.36, 8424.86, 262144, _Q235_H100, _GS_DATE.format(v="0.11.0"),
+                "ShareGPT, 984 prompts"),
+    Measurement("gs-qwen235b-h100-tp4-fp8-sharegpt", "h100", "qwen3-235b-a22b", "fp8", "0.11.0", 4, 1, 216.5, 197.6,
+                "burst", 984, 169.20, 9924.69, 3592.57, 7527.80, 262144, _Q235_H100, _GS_DATE.format(v="0.11.0"),
+                "ShareGPT, 984 prompts; Qwen3-235B-A22B-Instruct-2507-FP8"),
+    Measurement("gs-qwen235b-h100-tp8-32k", "h100", "qwen3-235b-a22b", "bf16", "0.11.0", 8, 1, 32000, 81.9,
+                "burst", 100, 132.10, 70409.55, 57.85, 22657.51, 262144, _Q235_H100, _GS_DATE.format(v="0.11.0"),
+                "random 32000/100, 100 prompts"),
+    Measurement("gs-qwen235b-h100-tp8-4k", "h100", "qwen3-235b-a22b", "bf16", "0.11.0", 8, 1, 3995.9, 184.4,
+                "burst", 500, 68.94, None, 931.21, 21113.53, 262144, _Q235_H100, _GS_DATE.format(v="0.11.0"),
+                "random 4000/200, 500 prompts (total tok/s from the summary table)"),
+    Measurement("gs-qwen235b-h100-tp8-2k", "h100", "qwen3-235b-a22b", "bf16", "0.11.0", 8, 1, 2000, 100,
+                "burst", 500, 101.08, None, None, 23858.69, 262144, _Q235_H100, _GS_DATE.format(v="0.11.0"),
+                "random 2000/100, 500 prompts; " + _SUMMARY),
+    # DeepSeek-R1-0528 (FP8, the DeepSeek-V3 architecture) on 8 x H200, vLLM v0.11.0, `vllm serve ... -tp 8`
+    Measurement("gs-dsr1-h200-tp8-sharegpt", "h200", "deepseek-v3", "fp8", "0.11.0", 8, 1, 219.2, 200.8,
+                "burst", 1000, 227.45, 17743.08, 2621.05, 5482.59, 163840, _DSR1_H200, _GS_DATE.format(v="0.11.0"),
+                _SG + "; " + _R1),
+    Measurement("gs-dsr1-h200-tp8-32k", "h200", "deepseek-v3", "fp8", "0.11.0", 8, 1, 31999, 100,
+                "burst", 100, 365.79, 101351.99, 48.33, 15514.57, 163840, _DSR1_H200, _GS_DATE.format(v="0.11.0"),
+                "random 32000/100, 100 prompts; " + _R1),
+    Measurement("gs-dsr1-h200-tp8-4k", "h200", "deepseek-v3", "fp8", "0.11.0", 8, 1, 3995.1, 200,
+                "burst", 500, 164.23, 63058.71, 753.67, 15808.55, 163840, _DSR1_H200, _GS_DATE.format(v="0.11.0"),
+                "random 4000/200, 500 prompts; " + _R1),
+    Measurement("gs-dsr1-h200-tp8-2k", "h200", "deepseek-v3", "fp8", "0.11.0", 8, 1, 2000, 100,
+                "burst", 500, 237.02, None, None, 17690.89, 163840, _DSR1_H200, _GS_DATE.format(v="0.11.0"),
+                "random 2000/100, 500 prompts; " + _SUMMARY + "; " + _R1),
+    # Llama-3.1-8B-Instruct BF16 on one A100 40GB, vLLM 0.23.0, random 1024/128 --ignore-eos
+    Measurement("jm-llama8b-a100-40-c1", "a100-40gb", "llama-3.1-8b", "bf16", "0.23.0", 1, 1, 1024, 128,
+                "closed", 1, 13.3, None, None, None, 131072, "https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on",
+                "⚠ not stated; read " + READ_ON,
+                "⚠ TPOT = 1000 / the 'about 75 tokens/sec' the text gives for one request (the table was not readable)"),
+    # Llama-3.1-8B-Instruct on one H100 80GB HBM3, vLLM 0.21.0, 'chatbot-short' profile (lengths not published)
+    *(Measurement(f"yb-llama8b-h100-c{c}", "h100", "llama-3.1-8b", "bf16", "0.21.0", 1, 1, 0, 0, "closed", c, tpot,
+                  None, tps, None, 131072, "https://yobitelcomm.github.io/bench/recipes/concurrency-sweep/",
+                  "2026-05-16", "⚠ TPOT is the p50, throughput 'tok/s' kind not stated, lengths of "
+                  "llm.inference.chatbot-short not published; fp16 as stated", usable=False)
+      for c, tpot, tps in ((1, 6.48, 122.2), (4, 6.59, 580.3), (16, 10.94, 1384.2), (64, 46.91, 1312.3))),
+    # MLPerf Inference v5.1 (Red Hat): Llama-3.1-8B FP8, vLLM 0.10.0, Offline scenario
+    Measurement("rh-mlperf51-llama8b-l40s-offline", "l40s", "llama-3.1-8b", "fp8", "0.10.0", 1, 1, 0, 0, "burst", 0,
+                None, None, 1642, None, 131072,
+                "redhat.com/zh-cn/blog/efficient-and-reproducible-llm-inference-red-hat-mlperf-inference-v51-results ⚠ host "
+                "inferred (read through a mirror)",
+                "⚠ 2025 (MLPerf Inference v5.1)", "Offline tokens/s; ⚠ dataset lengths (CNN/DailyMail) not given "
+                "in the post", usable=False),
+    Measurement("rh-mlperf51-llama8b-h100-offline", "h100", "llama-3.1-8b", "fp8", "0.10.0", 1, 1, 0, 0, "burst", 0,
+                None, None, 5777, None, 131072,
+                "redhat.com/zh-cn/blog/efficient-and-reproducible-llm-inference-red-hat-mlperf-inference-v51-results ⚠ host "
+                "inferred (read through a mirror)",
+                "⚠ 2025 (MLPerf Inference v5.1)", "Offline tokens/s; ⚠ dataset lengths (CNN/DailyMail) not given "
+                "in the post", usable=False),
+)
+
+
+def usable() -> list[Measurement]:
+    return [m for m in MEASUREMENTS if m.usable]

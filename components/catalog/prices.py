@@ -1,0 +1,183 @@
+"""What a GPU node really costs: per region, per way of buying it (on-demand, spot, reservation,
+Capacity Block), dated, with sources; ⚠ marks an estimate. docs/cost.md explains each figure.
+
+The base figures are the on-demand prices of components/catalog/instances.py (AWS us-east-1, GCP
+us-central1, read 2025-10). A region is priced as a factor over that base region, stated with its
+source; spot as a fraction of the region's on-demand price per instance family; Capacity Blocks as
+the per-region instance-hour rates AWS publishes. A region without a row is priced at the base
+region's rates, marked ⚠ with the priced regions named in the plan's price basis: a region is chosen
+for data residency and latency, and a missing price row must not block a valid deployment
+(docs/cost.md says why).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .instances import PRICES_AS_OF, InstanceType
+
+W = "⚠"
+
+
+@dataclass(frozen=True)
+class Region:
+    cloud: str
+    name: str
+    factor: float  # on-demand price over the base region's (instances.py)
+    estimated: bool
+    source: str
+
+
+# AWS publishes one on-demand rate card for us-east-1, us-east-2 and us-west-2 across the EC2 G and P
+# families we checked (the Capacity Block table below also lists p5.48xlarge at one rate in us-east-1
+# and us-east-2); per type it is not re-read here, hence ⚠. GCP's us-central1, us-east1 and us-west1
+# likewise share one price list for Compute Engine GPUs and machine types; ⚠ for the same reason.
+REGIONS: dict[tuple[str, str], Region] = {(r.cloud, r.name): r for r in [
+    Region("aws", "us-east-1", 1.0, False, f"aws.amazon.com/ec2/pricing/on-demand, {PRICES_AS_OF}"),
+    Region("aws", "us-east-2", 1.0, True, f"{W} same rate card as us-east-1 (aws.amazon.com/ec2/pricing/"
+                                          f"on-demand), not re-read per type, {PRICES_AS_OF}"),
+    Region("aws", "us-west-2", 1.0, True, f"{W} same rate card as us-east-1 (aws.amazon.com/ec2/pricing/"
+                                          f"on-demand), not re-read per type, {PRICES_AS_OF}"),
+    Region("gcp", "us-central1", 1.0, False, f"cloud.google.com/compute/gpus-pricing, {PRICES_AS_OF}"),
+    Region("gcp", "us-east1", 1.0, True, f"{W} same price list as us-central1 (cloud.google.com/compute/"
+                                         f"gpus-pricing), not re-read per machine type, {PRICES_AS_OF}"),
+    Region("gcp", "us-west1", 1.0, True, f"{W} same price list as us-central1 (cloud.google.com/compute/"
+                                         f"gpus-pricing), not re-read per machine type, {PRICES_AS_OF}"),
+]}
+
+
+@dataclass(frozen=True)
+class SpotFraction:
+    fraction: float  # spot price / on-demand price, every priced region of the cloud
+    source: str
+
+
+# Spot prices move (AWS: continuously; GCP: up to once a day) and no per-type history was read for
+# this table: every figure is an estimate (⚠) from published observations, at the dear end so that a
+# spot plan does not promise more savings than were seen.
+SPOT: dict[tuple[str, str], SpotFraction] = {
+    # deploybase.ai/articles/spot-gpu-pricing (2026-03): AWS H100 $6.88 -> $3.44 spot, A100 $3.06 -> $1.53 (0.50);
+    # costnimbus.com gpu-cost-management-ml-teams (2026-03): P5 spot ~$2.00-2.50 vs ~$3.90 on-demand /GPU-h
+    # (0.51-0.64). The G families use SPOT_OBSERVED below where it has the region.
+    ("aws", "*"): SpotFraction(0.60, f"{W} estimate: 0.60 x on-demand, the dear end of the 0.50-0.64 spot/"
+                                     f"on-demand band observed for AWS P-family GPUs (deploybase.ai, costnimbus.com, "
+                                     f"2026-03); not read from spot price history"),
+    # cloud.google.com/spot-vms/pricing (earlier edition): "always provide discounts of 60-91% off of the
+    # corresponding on-demand price for machine types and GPUs" -> at most 0.40 x on-demand.
+    ("gcp", "*"): SpotFraction(0.40, f"{W} estimate: 0.40 x on-demand, the dear end of the 60-91 % discount "
+                                     f"cloud.google.com/spot-vms/pricing guaranteed (earlier edition); not read "
+                                     f"per machine type"),
+    # costnimbus.com (2026-03): A3-High spot ~$2.25 vs ~$3.00 on-demand per GPU-hour; the H100 shapes
+    # are in demand and their spot discount is far smaller than the guaranteed band above.
+    ("gcp", "h100"): SpotFraction(0.75, f"{W} estimate: 0.75 x on-demand, A3-High spot ~$2.25 vs ~$3.00 "
+                                        f"on-demand per GPU-hour (costnimbus.com, 2026-03)"),
+}
+
+SKYPILOT = ("github.com/skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @ 001367d2 (a snapshot of EC2 "
+            "on-demand and per-zone spot prices; commit date not recorded; after 2024-08 (it lists g6e) and before 2025-06: its "
+            "p5.48xlarge on-demand is the pre-2025-06 $98.32)")
+
+
+@dataclass(frozen=True)
+class SpotObserved:
+    """A family's spot price in a region, observed on one size: the mean over the zones listed."""
+    region: str
+    family: str  # instance family, e.g. "g6" (the part before the dot)
+    itype: str
+    spot_mean: float  # $/hour, mean over `zones` zones
+    on_demand: float  # $/hour in the same snapshot
+    zones: int
+
+    @property
+    def fraction(self) -> float:
+        return self.spot_mean / self.on_demand
+
+
+# G-family on-demand rates did not change after the snapshot (they match instances.py), so its
+# spot/on-demand ratios still apply; the P family's were taken before the 2025-06 price cut and are
+# not used (the estimate above stands: the snapshot's p5.48xlarge spot mean in us-east-1, $26.59 over
+# 6 zones, is 0.48 of today's $55.04, inside the band it is taken from).
+SPOT_OBSERVED: dict[tuple[str, str], SpotObserved] = {(o.region, o.family): o for o in [
+    SpotObserved("us-east-1", "g5", "g5.xlarge", 0.4062, 1.006, 5),
+    SpotObserved("us-east-2", "g5", "g5.xlarge", 0.3654, 1.006, 3),
+    SpotObserved("us-west-2", "g5", "g5.xlarge", 0.3651, 1.006, 3),
+    SpotObserved("us-east-1", "g6", "g6.xlarge", 0.4077, 0.8048, 4),
+    SpotObserved("us-east-2", "g6", "g6.xlarge", 0.3112, 0.8048, 3),
+    SpotObserved("us-west-2", "g6", "g6.xlarge", 0.4486, 0.8048, 3),
+    SpotObserved("us-east-1", "g6e", "g6e.12xlarge", 5.1078, 10.49264, 4),
+    SpotObserved("us-east-2", "g6e", "g6e.12xlarge", 4.1602, 10.49264, 3),
+    SpotObserved("us-west-2", "g6e", "g6e.12xlarge", 4.9584, 10.49264, 4),
+]}
+
+CAPACITY_BLOCK_SOURCE = (f"{W} aws.amazon.com/ec2/capacityblocks/pricing, effective instance hourly rate of the "
+                         f"table valid until 2025-01-01 (read 2024-12; AWS updates it regularly, a block pays "
+                         f"the rate at purchase), Linux operating-system fee not included")
+# (region, instance type) -> effective instance hourly rate of an EC2 Capacity Block for ML.
+CAPACITY_BLOCKS: dict[tuple[str, str], float] = {
+    ("us-east-1", "p5.48xlarge"): 39.33,
+    ("us-east-2", "p5.48xlarge"): 39.33,
+    ("us-east-2", "p5e.48xlarge"): 43.26,
+    ("us-east-2", "p4d.24xlarge"): 14.75,
+    ("us-west-2", "p4d.24xlarge"): 14.75,
+}
+
+# How GPU nodes are bought -> what the hour costs. An On-Demand Capacity Reservation (AWS) and a GCP
+# reservation bill the on-demand rate whether used or not (committed-use discounts are not modelled).
+CAPACITY_TYPES = ("onDemand", "spot", "reservation", "capacityBlock")
+
+
+@dataclass(frozen=True)
+class Price:
+    hour: float
+    basis: str  # e.g. "spot us-east-1"
+    estimated: bool
+    source: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.basis}{' ' + W if self.estimated else ''}"
+
+
+def priced_regions(cloud: str) -> list[str]:
+    return sorted(r for c, r in REGIONS if c == cloud)
+
+
+def spot_fraction(inst: InstanceType, region: str) -> SpotFraction:
+    seen = SPOT_OBSERVED.get((region, inst.name.split(".")[0])) if inst.cloud == "aws" else None
+    if seen:
+        return SpotFraction(seen.fraction, f"{W} {seen.fraction:.4f} x on-demand: {seen.itype} spot ${seen.spot_mean} "
+                                           f"(mean of {seen.zones} {region} zones) / on-demand ${seen.on_demand}, "
+                                           f"{SKYPILOT}")
+    return SPOT.get((inst.cloud, inst.accelerator)) or SPOT[(inst.cloud, "*")]
+
+
+BASE_REGIONS = {"aws": "us-east-1", "gcp": "us-central1"}
+
+
+def node_price(inst: InstanceType, region: str, capacity_type: str = "onDemand") -> Price:
+    """$/hour for one node of `inst` in `region`, bought as `capacity_type`."""
+    if capacity_type not in CAPACITY_TYPES:
+        raise ValueError(f"capacity type {capacity_type!r}; one of {', '.join(CAPACITY_TYPES)}")
+    reg = REGIONS.get((inst.cloud, region))
+    unpriced = reg is None
+    if unpriced:
+        base = BASE_REGIONS[inst.cloud]
+        reg = replace(REGIONS[(inst.cloud, base)], estimated=True,
+                      source=f"{W} no {region} prices in components/catalog/prices.py (priced: "
+                             f"{', '.join(priced_regions(inst.cloud))}); {base} rates shown")
+    on_demand = round(inst.price_hour * reg.factor, 4)
+    od_estimated = reg.estimated or W in inst.source
+    od_source = f"{inst.source}; region: {reg.source}"
+    if unpriced:
+        region = f"{region} at {BASE_REGIONS[inst.cloud]} rates (no {region} prices)"
+    if capacity_type == "spot":
+        s = spot_fraction(inst, reg.name)
+        return Price(round(on_demand * s.fraction, 4), f"spot {region}", True, f"{od_source}; spot: {s.source}")
+    if capacity_type == "capacityBlock":
+        rate = CAPACITY_BLOCKS.get((region, inst.name))
+        if rate is not None:
+            return Price(rate, f"Capacity Block {region}", True, CAPACITY_BLOCK_SOURCE)
+        return Price(on_demand, f"on-demand {region} (no Capacity Block rate known)", True,
+                     f"{od_source}; no Capacity Block rate for {inst.name} in {region} in "
+                     f"components/catalog/prices.py, on-demand shown")
+    kind = "reserved (on-demand rate)" if capacity_type == "reservation" else "on-demand"
+    return Price(on_demand, f"{kind} {region}", od_estimated, od_source)

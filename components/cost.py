@@ -1,0 +1,77 @@
+"""Honest cost of a planned model (issue 14): the price basis, idle paid GPUs with the planner's cheaper
+shape that avoids them, and what pinned instance types cost over the planner's own best. Pure (no Pulumi).
+
+The figures that follow from a Topology alone (cost at min / max replicas, idle GPUs, $ per million
+output tokens) are Topology properties; what needs the stack (its unpinned pool) is worked out here,
+always by asking the planner, never by a second estimate.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .catalog import InstanceType
+from .planner import PlanRequest, Topology, evaluate
+from .planner.topology import idle_gpus
+
+MIN_SAVING = 0.01  # $/hour: below this a "cheaper" shape is a rounding difference
+
+
+def _fits(req: PlanRequest, pool) -> list:
+    if not pool:
+        return []
+    fits, _ = evaluate(replace(req, candidates=tuple(pool)))
+    return fits
+
+
+def cost_notes(topo: Topology, req: PlanRequest, pool: tuple[InstanceType, ...],
+               unpinned: tuple[InstanceType, ...] | None = None) -> Topology:
+    """`topo` (the plan of `req`) with its price basis, the cheaper shape among `pool` (the stack's priced
+    instance types) that leaves no GPU idle, and, for a deployment that pins instance types, what the pin
+    costs over the planner's best among `unpinned` (the pool on the deployment's accelerator)."""
+    chosen = next(i for i in req.candidates if i.name == topo.instance_type)
+    notes = {"price_basis": chosen.price_basis}
+    if chosen.cloud == "existing":
+        return replace(topo, **notes)
+    if topo.idle_gpus > 0:
+        free = [f for f in _fits(req, pool)
+                if idle_gpus(f.nodes, f.inst.gpus, f.replicas, f.gpus_per_replica) == 0
+                and f.cost < topo.cost_per_hour - MIN_SAVING]
+        notes["idle_alternative"] = min(free, key=lambda f: f.rank()).shape() if free else ""
+    if unpinned is not None:
+        fits = _fits(req, unpinned)
+        if fits:
+            best = min(fits, key=lambda f: f.rank())
+            if best.cost < topo.cost_per_hour - MIN_SAVING:
+                notes["pinned_best"] = best.shape()
+                notes["pinned_extra_per_hour"] = round(topo.cost_per_hour - best.cost, 2)
+    return replace(topo, **notes)
+
+
+def cost_lines(t: Topology) -> list[str]:
+    """The plan's cost lines of one model."""
+    per_m = t.cost_per_million_output_tokens
+    tokens = (f"${per_m:,.2f} per million output tokens ({t.output_tokens_per_s_per_replica:,.0f} tokens/s "
+              f"per replica at {t.concurrency_per_replica} concurrent)" if per_m is not None else
+              "no price per million output tokens (no node price)")
+    lines = [f"  cost: ${t.cost_min_per_hour:,.2f}/h at min {t.min_replicas} replica(s) ({t.min_nodes} node(s)), "
+             f"${t.cost_max_per_hour:,.2f}/h at max {t.max_replicas} ({t.max_nodes} node(s)); "
+             f"${t.price_per_node_hour:,.2f}/node-hour {t.price_basis}; {tokens}"]
+    if t.idle_gpus or t.idle_gpus_min or t.idle_gpus_max:
+        alt = {None: "", "": "; no cheaper shape avoids them"}.get(
+            t.idle_alternative, f"; cheaper without idle GPUs: {t.idle_alternative}")
+        lines.append(f"  idle paid GPUs: {t.idle_gpus} of {t.nodes * t.gpus_per_node} at {t.replicas} replica(s) "
+                     f"(min {t.idle_gpus_min}, max {t.idle_gpus_max}){alt}")
+    else:
+        lines.append("  idle paid GPUs: none")
+    if t.pinned_best:
+        lines.append(f"  NOTE: pinned instanceTypes cost ${t.pinned_extra_per_hour:,.2f}/h more than the planner's "
+                     f"best unpinned shape: {t.pinned_best}")
+    return lines
+
+
+def total_line(topologies: dict[str, Topology]) -> str:
+    """One line for a stack of several models: what the whole fleet costs."""
+    ts = list(topologies.values())
+    return (f"total for {len(ts)} models: ${sum(t.cost_min_per_hour for t in ts):,.2f}/h at min replicas, "
+            f"${sum(t.cost_per_hour for t in ts):,.2f}/h as planned, "
+            f"${sum(t.cost_max_per_hour for t in ts):,.2f}/h at max")

@@ -1,0 +1,89 @@
+"""The capacity model against published measurements (components/catalog/measurements.py). Pure.
+
+`predict` evaluates one measurement's setup with the capacity model: the planner's memory model sizes the KV
+cache for that GPU, TP x PP and max_model_len; a closed-loop row is evaluated at its concurrency, a burst row
+(every prompt sent at once) flat out (capacity.at_capacity: as many running as the KV limit at the row's
+lengths, max_num_seqs and the number of prompts admit, the prefill budget never idle). `errors` gives absolute percentage errors of mean TPOT and of
+throughput (total tokens/s where published, else output tokens/s). bench/calibrate.py fits the efficiencies
+on the `fit` half (`split`) and tests/test_calibration.py reports the error on the held-out half.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from ..catalog import ACCELERATORS, MODELS, instance_types
+from ..catalog.measurements import Measurement, usable
+from . import memory as mem
+from .capacity import ReplicaShape, Workload, at_capacity, at_load
+from .performance import EFFICIENCY, Efficiency
+
+GPU_MEMORY_UTILIZATION = 0.90  # vLLM's default; every usable source runs with it
+
+
+@dataclass(frozen=True)
+class Prediction:
+    id: str
+    concurrency: int
+    tpot_ms: float
+    output_tps: float
+    total_tps: float
+    tpot_error: float | None  # |predicted - measured| / measured
+    throughput_error: float | None
+
+
+def shape_for(m: Measurement) -> ReplicaShape | None:
+    """The replica the measurement ran: KV cache from the planner's memory model (None: it would not fit)."""
+    model, acc = MODELS[m.model], ACCELERATORS[m.gpu]
+    insts = [i for i in instance_types("aws", m.gpu) + instance_types("gcp", m.gpu) if i.gpus >= m.tp]
+    if not insts:
+        return None
+    inst = max(insts, key=lambda i: (i.gpus, i.network_gbps))
+    budget = acc.visible_gib * GPU_MEMORY_UTILIZATION
+    weights = mem.weight_bytes_per_gpu(model, m.precision, m.tp, m.pp) / mem.GiB
+    kv_gib = budget - weights - mem.activation_gib(model, acc, m.tp) - mem.non_torch_gib(m.tp, m.pp)
+    tokens = mem.kv_cache_tokens(kv_gib * mem.GiB, model, m.tp, m.pp, "auto", m.max_model_len,
+                                 mem.default_max_num_batched_tokens(acc))
+    if tokens <= 0:
+        return None
+    return ReplicaShape(model, m.precision, acc, inst, m.tp, m.pp, "auto", tokens,
+                        mem.default_max_num_batched_tokens(acc), mem.default_max_num_seqs(acc))
+
+
+def _err(pred: float, meas: float | None) -> float | None:
+    return None if not meas else abs(pred - meas) / meas
+
+
+def predict(m: Measurement, eff: Efficiency = EFFICIENCY) -> Prediction | None:
+    shape = shape_for(m)
+    if shape is None:
+        return None
+    P, O = max(1, round(m.prompt_tokens)), max(2, round(m.output_tokens))
+    w = Workload(P, O)
+    limit = max(1, shape.kv_limit(w))
+    if m.mode == "closed":
+        users = m.concurrency
+        p = at_load(shape, Workload(P, O, concurrency=users), eff)
+    else:
+        users = min(m.concurrency, limit)
+        p = at_capacity(shape, w, users, eff)
+    tput = _err(p.total_tps, m.total_tps) if m.total_tps else _err(p.output_tps, m.output_tps)
+    return Prediction(m.id, users, p.tpot_ms, p.output_tps, p.total_tps, _err(p.tpot_ms, m.tpot_ms), tput)
+
+
+def split(rows: list[Measurement] | None = None) -> tuple[list[Measurement], list[Measurement]]:
+    """(fit, held out): alternate usable rows in table order (1st, 3rd, ... fit; 2nd, 4th, ... held out), so
+    that each source, GPU and model lands on both sides."""
+    rows = usable() if rows is None else rows
+    return rows[0::2], rows[1::2]
+
+
+def summary(rows: list[Measurement], eff: Efficiency = EFFICIENCY) -> dict:
+    """Median and worst absolute percentage error for TPOT and throughput over `rows`."""
+    preds = [p for p in (predict(m, eff) for m in rows) if p is not None]
+    tpot = [p.tpot_error for p in preds if p.tpot_error is not None]
+    tput = [p.throughput_error for p in preds if p.throughput_error is not None]
+    return {"points": len(preds), "skipped": len(rows) - len(preds),
+            "tpot_median": statistics.median(tpot) if tpot else None, "tpot_worst": max(tpot, default=None),
+            "throughput_median": statistics.median(tput) if tput else None,
+            "throughput_worst": max(tput, default=None), "predictions": preds}

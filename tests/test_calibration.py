@@ -1,0 +1,53 @@
+"""The capacity model against published vLLM measurements: error on the held-out half of
+components/catalog/measurements.py, with the efficiencies bench/calibrate.py fitted on the other half."""
+import pytest
+
+from components.catalog import ACCELERATORS, MODELS
+from components.catalog.measurements import MEASUREMENTS, usable
+from components.planner import calibrated
+from components.planner.calibration import split, summary
+
+TARGET_MEDIAN_TPOT_ERROR = 0.15  # issue 14
+# What the model reaches today (docs/capacity.md); a change that makes it worse fails here.
+ACHIEVED_MEDIAN_TPOT_ERROR = 0.39
+ACHIEVED_MEDIAN_THROUGHPUT_ERROR = 0.36
+
+
+@pytest.fixture(scope="module")
+def held_out():
+    fit, test = split()
+    return summary(test)
+
+
+def test_the_table_names_its_sources_and_marks_what_is_inferred():
+    for m in MEASUREMENTS:
+        assert m.gpu in ACCELERATORS and m.model in MODELS, m.id
+        assert m.source and m.date and m.vllm, m.id
+        if not m.usable:
+            assert "⚠" in m.notes, m.id
+    ids = [m.id for m in MEASUREMENTS]
+    assert len(ids) == len(set(ids))
+
+
+def test_the_split_is_the_one_the_constants_were_fitted_on():
+    fit, test = split()
+    assert tuple(m.id for m in fit) == calibrated.TRAIN and tuple(m.id for m in test) == calibrated.TEST
+    assert not set(calibrated.TRAIN) & set(calibrated.TEST)
+    assert len(fit) + len(test) == len(usable())
+
+
+def test_held_out_error_is_reported(held_out, capsys):
+    with capsys.disabled():
+        print(f"\nheld-out ({held_out['points']} points): TPOT median {held_out['tpot_median']:.1%}, "
+              f"worst {held_out['tpot_worst']:.1%}; throughput median {held_out['throughput_median']:.1%}, "
+              f"worst {held_out['throughput_worst']:.1%}")
+    assert held_out["points"] >= 14 and held_out["skipped"] == 0
+    assert held_out["tpot_median"] <= ACHIEVED_MEDIAN_TPOT_ERROR
+    assert held_out["throughput_median"] <= ACHIEVED_MEDIAN_THROUGHPUT_ERROR
+
+
+@pytest.mark.xfail(strict=True, reason="the held-out median TPOT error is 38 %, above the 15 % target of issue 14 "
+                                       "(docs/capacity.md): the published points are burst runs the steady-state "
+                                       "model fits poorly; this turns into a failure once the target is met")
+def test_median_tpot_error_meets_the_target(held_out):
+    assert held_out["tpot_median"] <= TARGET_MEDIAN_TPOT_ERROR

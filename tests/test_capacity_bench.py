@@ -1,0 +1,75 @@
+"""bench/bench_serve.py: the `vllm bench serve` command it runs and the rows it makes of a saved result."""
+import importlib.util
+import json
+
+import pytest
+
+from tests.conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location("bench_serve", ROOT / "bench" / "bench_serve.py")
+bench_serve = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_serve)
+
+
+def _flag(cmd, name):
+    return cmd[cmd.index(name) + 1]
+
+
+def test_bench_command_uses_vllm_031_flags():
+    cmd = bench_serve.bench_command("llama-70b", "meta-llama/Llama-3.1-70B-Instruct", "http://10.0.0.7:8000",
+                                    1024, 256, 16, "/tmp/r")
+    assert cmd[:3] == ["vllm", "bench", "serve"]
+    assert _flag(cmd, "--backend") == "openai-chat" and _flag(cmd, "--endpoint") == "/v1/chat/completions"
+    assert _flag(cmd, "--base-url") == "http://10.0.0.7:8000" and _flag(cmd, "--model") == "llama-70b"
+    assert _flag(cmd, "--tokenizer") == "meta-llama/Llama-3.1-70B-Instruct"
+    assert _flag(cmd, "--dataset-name") == "random"
+    assert (_flag(cmd, "--random-input-len"), _flag(cmd, "--random-output-len")) == ("1024", "256")
+    assert _flag(cmd, "--max-concurrency") == "16" and _flag(cmd, "--num-prompts") == "128"
+    assert _flag(cmd, "--request-rate") == "inf" and "--ignore-eos" in cmd and "--save-result" in cmd
+    assert (_flag(cmd, "--result-dir"), _flag(cmd, "--result-filename")) == ("/tmp/r", "c16.json")
+    assert _flag(bench_serve.bench_command("m", "r", "u", 8, 8, 1, "d"), "--num-prompts") == "32"
+
+
+@pytest.fixture
+def saved_result(tmp_path):
+    """A result in the shape `vllm bench serve --save-result` writes (vllm/benchmarks/serve.py: the result dict
+    plus mean_/median_/std_/p99_ of each of --percentile-metrics); figures from a published run."""
+    doc = {"date": "20261202-101500", "backend": "openai-chat", "model_id": "Qwen/Qwen3-32B", "num_prompts": 500,
+           "max_concurrency": 16, "request_rate": "inf", "duration": 328.04, "completed": 500, "failed": 0,
+           "total_input_tokens": 998175, "total_output_tokens": 50000, "request_throughput": 1.52,
+           "output_throughput": 152.42, "total_token_throughput": 3195.30, "max_output_tokens_per_s": 359.0,
+           "max_concurrent_requests": 16.0, "mean_ttft_ms": 163909.40, "median_ttft_ms": 164148.38,
+           "p99_ttft_ms": 322980.86, "mean_tpot_ms": 86.62, "median_tpot_ms": 84.24, "p99_tpot_ms": 131.41,
+           "mean_itl_ms": 85.97, "median_itl_ms": 44.80, "p99_itl_ms": 1462.05}
+    path = tmp_path / "c16.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_saved_result_becomes_a_measurements_row(saved_result):
+    row = bench_serve.parse_result(json.loads(saved_result.read_text()), row_id="chat-h100-tp1-c16", gpu="h100",
+                                   model="qwen3-32b", precision="bf16", vllm="0.31.0", tp=1, pp=1, concurrency=16,
+                                   max_model_len=40960, source="bench/bench_serve.py on gpu-1", date="2026-12-02")
+    assert (row["prompt_tokens"], row["output_tokens"]) == (1996.3, 100.0)  # 998,175 / 500
+    assert (row["tpot_ms"], row["ttft_ms"]) == (86.62, 163909.40)
+    assert (row["output_tps"], row["total_tps"]) == (152.42, 3195.30)
+    assert row["mode"] == "closed" and row["concurrency"] == 16
+    assert "p99 TPOT 131.41 ms, p99 TTFT 322980.86 ms, 500 requests, 0 failed" == row["notes"]
+    from components.catalog.measurements import Measurement
+    m = Measurement(**row)  # the same shape as the published table: drops straight into calibration
+    assert m.usable and m.gpu == "h100"
+
+
+def test_a_run_with_nothing_completed_is_an_error(saved_result):
+    doc = {**json.loads(saved_result.read_text()), "completed": 0, "failed": 500}
+    with pytest.raises(ValueError, match="no request completed \\(500 failed\\)"):
+        bench_serve.parse_result(doc, row_id="x", gpu="h100", model="qwen3-32b", precision="bf16", vllm="0.31.0",
+                                 tp=1, pp=1, concurrency=16, max_model_len=40960, source="s", date="d")
+
+
+def test_dry_run_lists_one_command_per_concurrency(capsys):
+    assert bench_serve.main(["dev", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(line.startswith("vllm bench serve --backend openai-chat ") for line in lines)
+    levels = [int(line.split("--max-concurrency ")[1].split()[0]) for line in lines]
+    assert levels[:3] == [1, 2, 4] and levels == sorted(levels)

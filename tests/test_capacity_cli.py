@@ -1,0 +1,106 @@
+"""`python -m components capacity` (table and JSON) and the knee lines of `plan` / `topology`."""
+import json
+
+import pytest
+
+from components.catalog import ACCELERATORS, MODELS, instance_types
+from components.cli import main
+from components.planner import NoFeasibleTopology, PlanRequest, plan_topology
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_capacity_table_goes_by_doubling_marks_the_knee_and_the_sla(capsys):
+    code, out, _ = run(capsys, "capacity", "--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "1024",
+                       "--output-tokens", "128", "--tpot-ms", "20")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("Llama-3.1-8B bf16 on p5.48xlarge (TP 1, KV auto")
+    assert "1024 prompt + 128 output tokens; SLA TPOT 20 ms, TTFT 2000 ms" in lines[0]
+    assert lines[1].split() == ["concurrency", "TPOT", "ms", "TPOT", "p99", "ms", "TTFT", "ms", "TTFT", "p99", "ms",
+                                "requests/s", "output", "tok/s", "total", "tok/s", "SLA"]
+    rows = lines[2:-1]
+    levels = [int(r.split()[0]) for r in rows]
+    knee_rows = [r for r in rows if "<- knee" in r]
+    assert len(knee_rows) == 1
+    knee = int(knee_rows[0].split()[0])
+    assert levels[:5] == [1, 2, 4, 8, 16] and {32, 64, 128, 256} <= set(levels) and knee in levels
+    for level, row in zip(levels, rows):
+        assert row.split()[-1] == ("yes" if level <= knee else "no")
+    assert lines[-1].startswith(f"knee: {knee} concurrent requests (bound by the TPOT SLA); KV limit {levels[-1]} "
+                                f"at 1152 tokens/request")
+
+
+def test_capacity_json(capsys):
+    code, out, _ = run(capsys, "capacity", "--model", "mixtral-8x7b", "--gpu", "h100", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert (doc["model"], doc["gpu"], doc["prompt_tokens"], doc["output_tokens"]) == ("mixtral-8x7b", "h100", 1024, 256)
+    assert doc["sla"] == {"tpot_ms": 100.0, "ttft_ms": 2000.0}
+    rows = doc["rows"]
+    assert [r["concurrency"] for r in rows][:3] == [1, 2, 4] and rows[-1]["concurrency"] == doc["kv_limit"]
+    assert sum(r["knee"] for r in rows) == 1
+    assert {"tpot_ms", "tpot_tail_ms", "ttft_ms", "ttft_tail_ms", "output_tps", "total_tps", "sla_holds"} <= set(rows[0])
+    tpots = [r["tpot_ms"] for r in rows]
+    assert tpots == sorted(tpots)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--model", "nope", "--gpu", "h100"], "--model: unknown model 'nope'"),
+    (["--model", "llama-3.1-8b", "--gpu", "tpu"], "--gpu: unknown GPU 'tpu'"),
+    (["--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "3"], "--tp: 3 does not divide Llama-3.1-8B's 32"),
+    (["--model", "llama-3.1-8b", "--gpu", "h100", "--output-tokens", "0"], "--output-tokens: must be > 0"),
+    (["--model", "llama-3.1-8b", "--gpu", "h100", "--prompt-tokens", "40000"], "exceed --max-model-len 32768"),
+])
+def test_capacity_bad_input_exits_2(capsys, argv, message):
+    code, _, err = run(capsys, "capacity", *argv)
+    assert code == 2 and message in err
+
+
+def test_capacity_nothing_fits_exits_3(capsys):
+    # 754 GiB of weights: TP 1 leaves PP over single-L4 nodes, at most 8 x 20 GiB
+    code, _, err = run(capsys, "capacity", "--model", "llama-3.1-405b", "--gpu", "l4", "--tp", "1")
+    assert code == 3 and err.startswith("nothing fits: Llama-3.1-405B bf16 on l4 (")
+
+
+def test_capacity_shows_a_table_even_when_no_shape_meets_the_sla(capsys):
+    code, out, _ = run(capsys, "capacity", "--model", "llama-3.1-70b", "--gpu", "h100", "--tpot-ms", "2")
+    assert code == 0 and "no shape meets the SLA even for one request" in out
+    assert "knee: 0 concurrent requests" in out and " yes" not in out
+
+
+def test_capacity_works_for_every_model_on_every_gpu_it_fits(capsys):
+    for m in MODELS.values():
+        for gpu in ACCELERATORS:
+            if not instance_types("aws", gpu):
+                continue
+            req = PlanRequest(model=m, precision=m.precisions[0], candidates=tuple(instance_types("aws", gpu)),
+                              max_model_len=min(32768, m.max_context))
+            try:
+                plan_topology(req)
+            except NoFeasibleTopology:
+                continue
+            code, out, err = run(capsys, "capacity", "--model", m.id, "--gpu", gpu, "--json")
+            assert code == 0, (m.id, gpu, err)
+            assert json.loads(out)["rows"], (m.id, gpu)
+
+
+def test_topology_summary_shows_the_knee_and_the_fleet_load(capsys):
+    code, out, _ = run(capsys, "topology", "--model", "llama-3.1-70b", "--gpu", "h100", "--tpot-ms", "30",
+                       "--concurrency", "64", "--max-replicas", "8")
+    assert code == 0
+    knee = next(line for line in out.splitlines() if line.startswith("  knee: "))
+    assert " concurrent/replica at 1024+256 tokens = " in knee and knee.endswith("sized for 64 concurrent users")
+    fleet = next(line for line in out.splitlines() if line.startswith("  fleet carries min 1 replica(s): "))
+    assert "; max 8 replica(s): " in fleet and fleet.endswith("output tok/s")
+
+
+def test_plan_shows_each_models_knee(capsys):
+    code, out, _ = run(capsys, "plan", "prod-llama70b-aws")
+    assert code == 0
+    assert "  knee: " in out and "sized for 64 concurrent users" in out
+    assert "  fleet carries min 2 replica(s): " in out and "; max 8 replica(s): " in out

@@ -1,0 +1,192 @@
+"""Honest cost in the plan (issue 14): the price the stack's region and capacity type pay, cost at min / max
+replicas, a total for several models, $ per million output tokens, idle paid GPUs with the planner's cheaper
+shape, and pinned instance types that cost more than the planner's own best (plan note + advisory policy).
+
+Figures are pinned as a user reads them in `python -m components plan`.
+"""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components.cli import summary
+from components.config import parse
+from components.cost import cost_lines, total_line
+from components.offline.runner import load_stack_yaml, stack_file, stack_names
+from components.planning import plan_stack
+from policies.rules import RULES_BY_NAME
+from tests.conftest import ROOT
+
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+SMALL = {"name": "small", "model": "llama-3.1-8b", "instanceTypes": ["g6.xlarge"], "maxModelLen": 8192,
+         "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 3}}
+# TP 1 pinned to a 4-GPU node: one replica leaves three paid GPUs idle
+IDLE = {"name": "idle", "model": "llama-3.1-8b", "instanceTypes": ["g6.12xlarge"], "maxModelLen": 8192,
+        "tensorParallelSize": 1, "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 2}}
+BIG = {"name": "big", "model": "llama-3.1-70b", "instanceTypes": ["p5.48xlarge"], "maxModelLen": 8192,
+       "sla": {"concurrency": 16}, "replicas": {"min": 1, "max": 2}}
+
+
+def aws(models, **settings):
+    return parse({"cloud": "aws", "environment": "dev", "models": models,
+                  "aws": {"region": "us-east-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"], **settings}},
+                 {"hfToken"})
+
+
+def test_a_spot_stack_pays_the_spot_price_of_its_region():
+    t = plan_stack(aws([SMALL], capacityType="spot"))["small"]
+    assert (t.instance_type, t.price_per_node_hour, t.price_basis) == ("g6.xlarge", 0.4077, "spot us-east-1 ⚠")
+    assert (t.cost_per_hour, t.cost_min_per_hour, t.cost_max_per_hour) == (0.41, 0.41, 1.22)
+    east2 = plan_stack(aws([SMALL], capacityType="spot", region="us-east-2"))["small"]
+    assert (east2.price_per_node_hour, east2.price_basis) == (0.3112, "spot us-east-2 ⚠")  # the region counts
+    on_demand = plan_stack(aws([SMALL]))["small"]
+    assert (on_demand.price_per_node_hour, on_demand.price_basis) == (0.8048, "on-demand us-east-1")
+
+
+def test_a_gcp_spot_stack_pays_the_gcp_spot_price():
+    cfg = parse({"cloud": "gcp", "environment": "dev", "models": [{**SMALL, "instanceTypes": ["g2-standard-8"]}],
+                 "gcp": {"project": "my-project-1", "region": "us-central1", "zone": "us-central1-a", "spot": True,
+                         "kubeconfigEndpoint": "dns"}}, {"hfToken"})
+    t = plan_stack(cfg)["small"]
+    assert (t.price_per_node_hour, t.price_basis) == (0.3414, "spot us-central1 ⚠")  # 0.40 x 0.8536
+
+
+@pytest.mark.parametrize("region, price, basis", [
+    ("us-east-1", 39.33, "Capacity Block us-east-1 ⚠"),
+    ("us-west-2", 55.04, "on-demand us-west-2 (no Capacity Block rate known) ⚠"),
+])
+def test_a_region_change_changes_the_capacity_block_price(region, price, basis):
+    t = plan_stack(aws([BIG], region=region, capacityType="capacityBlock",
+                       capacityReservations={"p5.48xlarge": "cr-0123456789abcdef0"}))["big"]
+    assert (t.price_per_node_hour, t.price_basis, t.cost_per_hour) == (price, basis, price)
+
+
+def test_an_unpriced_region_plans_at_base_rates_and_says_so():
+    t = plan_stack(aws([SMALL], region="eu-west-1"))["small"]
+    assert t.price_per_node_hour == 0.8048
+    assert t.price_basis == "on-demand eu-west-1 at us-east-1 rates (no eu-west-1 prices) ⚠"
+
+
+def test_min_max_total_and_per_million_lines():
+    plans = plan_stack(aws([SMALL, IDLE]))
+    assert cost_lines(plans["small"])[0] == (
+        "  cost: $0.80/h at min 1 replica(s) (1 node(s)), $2.41/h at max 3 (3 node(s)); "
+        "$0.80/node-hour on-demand us-east-1; $1.40 per million output tokens (159 tokens/s per replica at "
+        "16 concurrent)")  # the capacity model's knee: $0.80/h / (158.6 tok/s x 3600 s) = $1.40 per M
+    assert total_line(plans) == "total for 2 models: $5.40/h at min replicas, $5.40/h as planned, $7.01/h at max"
+    assert "  cost: $0.80/h at min 1 replica(s)" in summary(plans["small"])
+
+
+def test_cost_per_million_follows_the_throughput_it_is_given():
+    from components.planner.topology import cost_per_million_output_tokens
+    assert cost_per_million_output_tokens(3.6, 1, 1000.0) == 1.0  # $3.60/h for 3.6 M tokens/h
+    assert cost_per_million_output_tokens(3.6, 2, 1000.0) == 0.5
+    assert cost_per_million_output_tokens(0.0, 1, 1000.0) is None
+
+
+def test_idle_gpus_are_shown_with_the_cheaper_shape_that_avoids_them():
+    t = plan_stack(aws([IDLE]))["idle"]
+    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (3, 3, 2)
+    assert t.idle_alternative == "1 x TP 1 on 1 x g6.xlarge at $0.80/h"
+    assert cost_lines(t)[1] == ("  idle paid GPUs: 3 of 4 at 1 replica(s) (min 3, max 2); cheaper without idle "
+                                "GPUs: 1 x TP 1 on 1 x g6.xlarge at $0.80/h")
+    assert cost_lines(plan_stack(aws([SMALL]))["small"])[1] == "  idle paid GPUs: none"
+
+
+def test_a_pinned_type_dearer_than_the_planners_best_gets_a_note_with_the_difference():
+    t = plan_stack(aws([IDLE]))["idle"]
+    assert (t.pinned_best, t.pinned_extra_per_hour) == ("1 x TP 1 on 1 x g6.xlarge at $0.80/h", 3.8)
+    assert cost_lines(t)[-1] == ("  NOTE: pinned instanceTypes cost $3.80/h more than the planner's best unpinned "
+                                 "shape: 1 x TP 1 on 1 x g6.xlarge at $0.80/h")
+    best = plan_stack(aws([SMALL]))["small"]  # g6.xlarge is the planner's own choice
+    assert (best.pinned_best, best.pinned_extra_per_hour) == (None, 0.0)
+    assert not any("NOTE: pinned" in line for line in cost_lines(best))
+
+
+def _deployment(instance_type: str, gpus: int) -> dict:
+    container = {"name": "vllm", "image": "vllm/vllm-openai:v0.31.0",
+                 "args": ["meta-llama/Llama-3.1-8B-Instruct", "--tensor-parallel-size", str(gpus)],
+                 "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "small", "namespace": "llm"},
+            "spec": {"replicas": 1, "template": {"spec": {
+                "containers": [container], "nodeSelector": {"node.kubernetes.io/instance-type": instance_type}}}}}
+
+
+def test_the_advisory_policy_fires_on_a_pinned_expensive_shape_and_not_on_the_best():
+    rule = RULES_BY_NAME["pinned-instance-cost"]
+    assert rule.level == "advisory"
+    assert rule.messages(DEPLOYMENT, _deployment("g6.12xlarge", 1)) == [
+        "template: a replica of 1 GPU(s) per node on g6.12xlarge costs $1.15/h; g6.xlarge holds it for "
+        "$0.80/h ($0.35/h less per replica, on-demand 2025-10)"]
+    assert rule.messages(DEPLOYMENT, _deployment("g6.xlarge", 1)) == []
+    assert rule.messages(DEPLOYMENT, _deployment("g6.12xlarge", 4)) == []  # 4 GPUs: the cheapest 4-L4 node
+
+
+def _stack_plans():
+    for stack in stack_names():
+        raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file(stack)).items()
+               if k.startswith("vllm-platform:")}
+        cfg = parse(raw, secrets={"hfToken"})
+        yield stack, cfg, plan_stack(cfg)
+
+
+def test_every_shipped_stack_shows_min_max_cost_and_idle_gpus():
+    seen = 0
+    for stack, cfg, plans in _stack_plans():
+        for name, t in plans.items():
+            lines = cost_lines(t)
+            assert lines[0].startswith("  cost: $") and " at min " in lines[0] and " at max " in lines[0], stack
+            assert lines[1].startswith("  idle paid GPUs: "), stack
+            if cfg.cloud != "existing":
+                assert "per million output tokens" in lines[0], stack
+            seen += 1
+    assert seen >= len(list(ROOT.glob("stacks/Pulumi.*.yaml")))
+
+
+def test_the_shipped_llama70b_stack_pays_for_idle_gpus_and_is_told_of_a_cheaper_shape():
+    plans = dict((s, p) for s, _, p in _stack_plans())
+    t = plans["prod-llama70b-aws"]["llama-70b"]
+    # 64 users at 24 per replica (the knee at TPOT 30 ms): 3 replicas of TP 4, two per 8-GPU node, on 2 nodes
+    assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 4, 3, 2)
+    assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (4, 110.08, 220.16)
+    assert t.idle_alternative == "4 x TP 8 on 4 x p4d.24xlarge at $87.84/h"
+
+
+def test_an_existing_cluster_keeps_its_configured_node_price():
+    cfg = parse({"cloud": "existing", "environment": "dev", "modelCache": {"kind": "rwx", "storageClass": "nfs"},
+                 "existing": {"gpuNodes": {"accelerator": "l4", "gpusPerNode": 1, "vcpu": 16, "ramGib": 64,
+                                           "pricePerNodeHour": 2.5}, "blockStorageClass": "fast-block"},
+                 "models": [{**SMALL, "instanceTypes": None}]}, {"hfToken"})
+    t = plan_stack(cfg)["small"]
+    assert (t.price_per_node_hour, t.price_basis) == (2.5, "existing.gpuNodes.pricePerNodeHour")
+    assert (t.cost_min_per_hour, t.cost_max_per_hour) == (2.5, 7.5)
+    assert (t.idle_alternative, t.pinned_best) == (None, None)
+
+
+def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_asked():
+    # the fp8 405B stack: TP 4 on an 8-GPU p5en ($63.30/h) leaves 4 idle; p5 TP 8 fills its node for less
+    # (p4de TP 8 would need 3 replicas of 14 users at its knee for 32 users; max is 2)
+    plans = dict((s, p) for s, _, p in _stack_plans())
+    t = plans["prod-llama405b-fp8-h200-aws"]["llama-405b-fp8"]
+    assert (t.idle_gpus, t.idle_alternative) == (4, "1 x TP 8 on 1 x p5.48xlarge at $55.04/h")
+    from dataclasses import replace
+    assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
+    assert cost_lines(replace(t, idle_alternative=None))[1] == \
+        "  idle paid GPUs: 4 of 8 at 1 replica(s) (min 4, max 8)"  # `topology` command: not asked
+
+
+def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path, capsys):
+    from components.cli import main
+    stack = tmp_path / "Pulumi.two-spot.yaml"
+    stack.write_text(yaml.safe_dump({"config": {
+        "vllm-platform:cloud": "aws", "vllm-platform:environment": "dev",
+        "vllm-platform:aws": {"region": "us-east-1", "capacityType": "spot",
+                              "endpointPublicAccessCidrs": ["203.0.113.7/32"]},
+        "vllm-platform:models": [SMALL, IDLE], "vllm-platform:hfToken": {"secure": "v1:placeholder"},
+    }}))
+    code = main(["plan", str(stack), "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert ("  cost: $0.41/h at min 1 replica(s) (1 node(s)), $1.22/h at max 3 (3 node(s)); "
+            "$0.41/node-hour spot us-east-1 ⚠;") in out
+    assert "total for 2 models: $2.74/h at min replicas, $2.74/h as planned, $3.55/h at max" in out

@@ -1,0 +1,31 @@
+"""The $ per million output tokens and the fleet load read one throughput: the capacity model's knee."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from components.config import parse
+from components.cost import cost_lines
+from components.planning import plan_stack
+
+SMALL = {"name": "small", "model": "llama-3.1-8b", "instanceTypes": ["g6.xlarge"], "maxModelLen": 8192,
+         "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 3}}
+
+
+def _small():
+    return plan_stack(parse({"cloud": "aws", "environment": "dev", "models": [SMALL],
+                             "aws": {"region": "us-east-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"]}},
+                            {"hfToken"}))["small"]
+
+
+def test_per_million_tokens_uses_the_knee_throughput():
+    t = _small()
+    assert (t.concurrency_per_replica, t.knee_output_tokens_per_s) == (16, 158.6)
+    assert t.output_tokens_per_s_per_replica == 158.6
+    assert t.cost_per_million_output_tokens == 1.4011  # $0.80/h / (158.6 tok/s x 3600 s) x 1e6
+    assert "$1.40 per million output tokens (159 tokens/s per replica at 16 concurrent)" in cost_lines(t)[0]
+
+
+def test_a_different_knee_changes_the_price_per_token_and_the_fleet_load_together():
+    t = replace(_small(), knee_output_tokens_per_s=400.0)
+    assert t.cost_per_million_output_tokens == 0.5556  # $0.80 / (400 x 3600) x 1e6
+    assert t.fleet_load["max"]["output_tokens_per_s"] == 1200.0  # 3 replicas x 400
