@@ -190,11 +190,11 @@ MANY_PROBLEMS = {
 }
 EVERY_PROBLEM = [
     "cluster.kubernetesVersion: 1.20 has no pinned EKS add-on versions; allowed: 1.33, 1.34, 1.35",
-    # small: the 8B model at its full 128K context on L4 is PP 2 over two g6.xlarge's Ethernet (the capacity
-    # model's knee meets the SLA), cheaper than one g6.12xlarge; so it is multi-node too
-    "aws.capacityReservations: no reservation for planned instance type g6.xlarge (small); add `g6.xlarge: cr-...`",
+    # small: the 8B model at its full 128K context on L4 is TP 2 on one g6.12xlarge (PP 2 over two g6.xlarge's
+    # Ethernet would be cheaper, but PP over Ethernet is a last resort), so only huge is multi-node
+    "aws.capacityReservations: no reservation for planned instance type g6.12xlarge (small); add `g6.12xlarge: cr-...`",
     "modelCache.loader: runai-streamer needs the runai-model-streamer package, which the vLLM image carries but the "
-    "Ray Serve LLM image of multi-node model(s) huge, small does not; use auto or eager",
+    "Ray Serve LLM image of multi-node model(s) huge does not; use auto or eager",
     "models[1] (big): no topology fits: Llama-3.1-405B bf16 needs 754 GiB of weights; on a10g",
 ]
 

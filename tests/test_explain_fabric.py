@@ -30,3 +30,17 @@ def test_nodes_with_no_network_have_none_for_pp():
                         ram_gib=768, nvme_gb=0, network_gbps=0, fabric=None, price_hour=0.0, source="test")
     msg = _refusal(replace(request("llama-3.1-405b", "a10g"), candidates=(bare,)))
     assert "on a10g the most is 8 x 20.1 GiB per node and a10g nodes have no network between them for PP" in msg
+
+
+def test_pp_over_ethernet_is_a_last_resort_not_a_saving():
+    """Llama-3.1-70B at its full 131,072-token context on L40S: two g6e.12xlarge (TP 4 x PP 2 over 100 Gbps
+    Ethernet) would cost $20.99/h, one g6e.48xlarge (TP 8) $30.13/h. A model one node holds is served by one
+    node; PP over Ethernet is planned only where no single-node or fast-fabric shape fits."""
+    req = request("llama-3.1-70b", "l40s", kv_cache_dtypes=("auto",))  # the stack default (kvCacheDtype auto)
+    t = plan_topology(req)
+    assert (t.instance_type, t.tensor_parallel_size, t.pipeline_parallel_size, t.cost_per_hour) == \
+        ("g6e.48xlarge", 8, 1, 30.13)
+    only_small = replace(req, candidates=tuple(i for i in req.candidates if i.name == "g6e.12xlarge"))
+    t = plan_topology(only_small)  # with no node that holds it, the cheaper split is planned
+    assert (t.instance_type, t.tensor_parallel_size, t.pipeline_parallel_size, t.cost_per_hour) == \
+        ("g6e.12xlarge", 4, 2, 20.99)

@@ -115,6 +115,11 @@ def test_every_topology_satisfies_every_constraint_and_is_cheapest(req):
         return
     check_invariants(req, t)
     fits, _ = evaluate(req)
+    # PP over plain Ethernet is a last resort: planned only when no single-node or fast-fabric shape fits
+    ethernet = t.pipeline_parallel_size > 1 and not INSTANCE_TYPES[t.instance_type].fast_fabric
+    preferred = [f for f in fits if not (f.pp > 1 and not f.inst.fast_fabric)]
+    assert not (ethernet and preferred), "PP over Ethernet planned although a node (or a fast fabric) holds it"
+    fits = preferred or fits
     assert t.cost_per_hour <= min(round(f.cost, 2) for f in fits) + 1e-9
     # tie on cost: the fewest GPUs in all, then per replica
     tied = [f for f in fits if round(f.cost, 4) == round(min(f.cost for f in fits), 4)]

@@ -52,9 +52,16 @@ class _Fit:
     def gpus_per_replica(self) -> int:
         return self.tp * self.pp
 
+    @property
+    def pp_over_ethernet(self) -> bool:
+        return self.pp > 1 and not self.inst.fast_fabric
+
     def rank(self):
-        # cheapest; then fewer GPUs in all and per replica; then the model's own KV dtype
-        return (round(self.cost, 4), self.nodes * self.inst.gpus, self.gpus_per_replica,
+        # PP over plain Ethernet only where nothing else fits: a replica across nodes is a RayService (a Ray
+        # head, all-or-nothing replicas, hand-offs the SLA barely absorbs), worth it for a model no node holds,
+        # not for a few dollars an hour. Then the cheapest; then fewer GPUs in all and per replica; then the
+        # model's own KV dtype.
+        return (self.pp_over_ethernet, round(self.cost, 4), self.nodes * self.inst.gpus, self.gpus_per_replica,
                 self.kv_dtype != "auto", self.inst.name)
 
     def shape(self) -> str:
