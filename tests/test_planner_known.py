@@ -65,8 +65,10 @@ def test_llama405b_bf16_h100_is_tp8_pp2_over_efa():
 def test_llama405b_fp8_h100_fits_one_node():
     t = plan_topology(request("llama-3.1-405b", "h100", precision="fp8"))
     assert (t.tensor_parallel_size, t.pipeline_parallel_size, t.nodes_per_replica) == (8, 1, 1)
-    assert t.model_repo == "meta-llama/Llama-3.1-405B-Instruct-FP8"
+    # not Meta's fbgemm_fp8 checkpoint, which vLLM 0.31 refuses without --allow-deprecated-quantization
+    assert t.model_repo == "RedHatAI/Meta-Llama-3.1-405B-Instruct-FP8"
     assert "--quantization" not in t.vllm_args  # a pre-quantized checkpoint needs no online quantization
+    assert "--allow-deprecated-quantization" not in t.vllm_args
 
 
 def test_llama405b_bf16_fits_one_h200_node():

@@ -107,8 +107,13 @@ MODELS: dict[str, ModelSpec] = {
                   aliases=("meta-llama/Meta-Llama-3.1-70B-Instruct",), **_LLAMA),
         # 8 KV heads: some old mirrors say 16 (SIZING-FACTS pitfall 7).
         ModelSpec("llama-3.1-405b", "Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct", 405, 126, 16384, 128, 8,
-                  source="a", fp8_repo="meta-llama/Llama-3.1-405B-Instruct-FP8",
-                  aliases=("meta-llama/Meta-Llama-3.1-405B-Instruct", "meta-llama/Meta-Llama-3.1-405B-Instruct-FP8"),
+                  # Meta's own meta-llama/Llama-3.1-405B-Instruct-FP8 is an fbgemm_fp8 checkpoint, a method
+                  # vLLM 0.31 deprecates and refuses without --allow-deprecated-quantization
+                  # (config/vllm_registry.py DEPRECATED_QUANTIZATION_METHODS); Red Hat's compressed-tensors FP8
+                  # of the same model loads as the 8B and 70B ones do.
+                  source="a", fp8_repo="RedHatAI/Meta-Llama-3.1-405B-Instruct-FP8",
+                  aliases=("meta-llama/Meta-Llama-3.1-405B-Instruct", "meta-llama/Meta-Llama-3.1-405B-Instruct-FP8",
+                           "meta-llama/Llama-3.1-405B-Instruct-FP8"),
                   **_LLAMA),
         ModelSpec("llama-3.3-70b", "Llama-3.3-70B", "meta-llama/Llama-3.3-70B-Instruct", 70.6, 80, 8192, 64, 8,
                   source="b, e", fp8_repo="RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", **_LLAMA),
