@@ -61,7 +61,7 @@ def write(eff: Efficiency, fit_ids: list[str], test_ids: list[str]) -> None:
     OUT.write_text(f'''"""Efficiency terms of the step-time model (components/planner/performance.py).
 
 WRITTEN BY bench/calibrate.py on {today}: do not edit by hand. Fitted by grid search on the `fit` half of
-components/catalog/measurements.py; tests/test_calibration.py reports the error on the held-out half.
+components/catalog/measurements.py; tests/planner/test_calibration.py reports the error on the held-out half.
 """
 HBM_EFFICIENCY = {eff.hbm}
 MFU = {eff.mfu}

@@ -14,8 +14,8 @@ from components.cache import CacheError, CacheFacts, cache_size_gib, prefetch_sc
 from components.cluster.facts import GpuPool, Taint
 from components.config import ConfigError, parse
 from components.versions import PAUSE_IMAGE, VLLM_IMAGE
-from tests.conftest import plan_config, planned
-from tests.test_serving import EXISTING, container, obj, objs, topology
+from tests.support.plans import plan_config, planned
+from tests.support.serving import EXISTING, container, obj, objs, topology
 
 REPO = "meta-llama/Llama-3.1-8B-Instruct"
 

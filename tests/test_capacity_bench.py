@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.plans import ROOT
 
 _spec = importlib.util.spec_from_file_location("bench_serve", ROOT / "bench" / "bench_serve.py")
 bench_serve = importlib.util.module_from_spec(_spec)

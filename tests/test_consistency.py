@@ -1,7 +1,7 @@
 """Whole-plan invariants across component boundaries, on every shipped stack (and each cloud stack with a
-node-local NVMe cache, and the test-only stack of each fabric family, tests/helpers_plans.py): what separate per-area tests miss and a real `pulumi up` would not report. The
+node-local NVMe cache, and the test-only stack of each fabric family, tests/support/stacks.py): what separate per-area tests miss and a real `pulumi up` would not report. The
 cluster component, the add-ons, the model cache and serving each build their part from shared facts;
-these tests read the finished plan as Kubernetes and the cloud will (tests/helpers_consistency.py) and
+these tests read the finished plan as Kubernetes and the cloud will (tests/support/consistency.py) and
 check that the parts fit: pods land on nodes that exist, selectors select, scrapes are admitted, names
 resolve, custom resources wait for their CRDs, images are pinned."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ import re
 
 import pytest
 
-from tests.helpers_consistency import (EFA, GPU, KUBERAY_POD_LABELS, PROMETHEUS_POD_LABELS, Plan, admitted, dig,
+from tests.support.consistency import (EFA, GPU, KUBERAY_POD_LABELS, PROMETHEUS_POD_LABELS, Plan, admitted, dig,
                                        label_selector_matches, namespace_labels, pinned, untolerated, walk)
 from components.serving.k8s import CACHE_VOLUME
-from tests.helpers_plans import PLANS, plan
+from tests.support.stacks import PLANS, plan
 
 
 @pytest.fixture(params=PLANS)
@@ -186,7 +186,7 @@ def test_operators_select_labels_the_system_pool_has(p):
 
 # --- storage ---------------------------------------------------------------------------------------------
 
-# Claims and StorageClasses: tests/test_cluster_guarantees.py.
+# Claims and StorageClasses: tests/cluster/test_guarantees.py.
 
 
 def test_nvme_cache_paths_are_on_the_disk_the_node_mounts(p):

@@ -15,7 +15,7 @@ from components.cost import cost_lines, total_line
 from components.offline.runner import load_stack_yaml, stack_file, stack_names
 from components.planning import plan_stack
 from policies.rules import RULES_BY_NAME
-from tests.conftest import ROOT
+from tests.support.plans import ROOT
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SMALL = {"name": "small", "model": "llama-3.1-8b", "instanceTypes": ["g6.xlarge"], "maxModelLen": 8192,

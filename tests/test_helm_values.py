@@ -17,7 +17,7 @@ import yaml
 
 from components.offline.runner import stack_names
 from components.versions import CHARTS
-from tests.conftest import ROOT, planned
+from tests.support.plans import ROOT, planned
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CHARTS_DIR = ROOT / "schemas" / "charts"
@@ -200,7 +200,7 @@ VARIANTS = {
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_every_values_key_exists_in_the_chart_in_configs_no_stack_ships(variant):
-    from tests.conftest import plan_config
+    from tests.support.plans import plan_config
     stack, addons = VARIANTS[variant]
     resources, _ = plan_config(_variant(stack, **addons))
     rels = releases(resources)

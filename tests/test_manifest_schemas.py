@@ -21,7 +21,7 @@ from pulumi.runtime import rpc
 
 from components.config.schema import ClusterSettings
 from components.offline.runner import load_stack_yaml, stack_file, stack_names
-from tests.conftest import manifests, planned
+from tests.support.plans import manifests, planned
 
 CRDS = Path(__file__).resolve().parents[1] / "schemas" / "crds"
 

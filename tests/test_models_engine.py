@@ -12,7 +12,7 @@ from components.cli import main
 from components.config import ConfigError, parse
 from components.planning import plan_stack
 from components.wiring import cache_args
-from tests.conftest import manifests, plan_config
+from tests.support.plans import manifests, plan_config
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
 REV = "0123456789abcdef0123456789abcdef01234567"

@@ -2,7 +2,7 @@
 import pytest
 
 from components.offline.runner import stack_names
-from tests.conftest import planned
+from tests.support.plans import planned
 
 
 @pytest.mark.parametrize("stack", stack_names())

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from tests.conftest import ROOT, beside_repo
+from tests.support.guard import beside_repo
+from tests.support.plans import ROOT
 
 
 def test_reading_beside_the_repository_is_refused():

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from components.offline.runner import ROOT, stack_names
-from tests.conftest import planned
+from tests.support.plans import planned
 
 BASELINE = json.loads((ROOT / "tests" / "resource_addresses.json").read_text())["stacks"]
 # old address -> new address, for each resource renamed on purpose; the new one declares

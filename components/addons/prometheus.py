@@ -53,7 +53,7 @@ def storage_class(settings: PrometheusAddon, cluster: ClusterFacts) -> str | Non
     cluster may not have (EKS has none: the claim would stay Pending, and Prometheus, KEDA's triggers and
     the SLA alerts with it, while Helm reports success). The config requires existing.blockStorageClass on
     an existing cluster, and each cloud's cluster component names its class; where one does not, the
-    whole-plan test (tests/test_storage_and_policy.py) fails rather than this plan."""
+    whole-plan test (tests/cluster/test_guarantees.py) fails rather than this plan."""
     return settings.storage_class or cluster.block_storage_class
 
 

@@ -2,7 +2,7 @@
 
 The schema refuses a value outside them with its field path, so that a configuration that validates can
 never fail the mandatory policy later; `python -m components.policy_facts --write` copies them into
-policies/rules/facts.py, which the rules read (tests/test_policy_pack.py checks the copy; tests/test_contract.py
+policies/rules/facts.py, which the rules read (tests/policies/test_standalone.py checks the copy; tests/test_contract.py
 checks, value by value, that the schema refuses exactly what the rule would).
 """
 from __future__ import annotations

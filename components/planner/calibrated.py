@@ -1,7 +1,7 @@
 """Efficiency terms of the step-time model (components/planner/performance.py).
 
 WRITTEN BY bench/calibrate.py on 2026-12-02: do not edit by hand. Fitted by grid search on the `fit` half of
-components/catalog/measurements.py; tests/test_calibration.py reports the error on the held-out half.
+components/catalog/measurements.py; tests/planner/test_calibration.py reports the error on the held-out half.
 """
 HBM_EFFICIENCY = 0.75
 MFU = 0.45

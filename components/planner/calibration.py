@@ -5,7 +5,7 @@ cache for that GPU, TP x PP and max_model_len; a closed-loop row is evaluated at
 (every prompt sent at once) flat out (capacity.at_capacity: as many running as the KV limit at the row's
 lengths, max_num_seqs and the number of prompts admit, the prefill budget never idle). `errors` gives absolute percentage errors of mean TPOT and of
 throughput (total tokens/s where published, else output tokens/s). bench/calibrate.py fits the efficiencies
-on the `fit` half (`split`) and tests/test_calibration.py reports the error on the held-out half.
+on the `fit` half (`split`) and tests/planner/test_calibration.py reports the error on the held-out half.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Source: github.com/kubernetes-sigs/aws-load-balancer-controller, tag v3.5.0 (com
 11eb202c97e4ae2ee45e0658c4cde9a4b59f33d4, 2026-08-03), docs/install/iam_policy.json; the same file,
 byte for byte, is vendored beside the chart's values at
 schemas/charts/aws-load-balancer-controller/3.5.0/iam_policy.json (sha256
-16f232c9d9f79366fe949c4550ad517a202380058a9e48d45a4e215044a20a6a; tests/test_aws_lb_controller.py keeps the
+16f232c9d9f79366fe949c4550ad517a202380058a9e48d45a4e215044a20a6a; tests/addons/test_aws_lb_controller.py keeps the
 two equal). It is kept here as a string because the package ships no data files. Bump it together with
 CHARTS["aws-load-balancer-controller"] (components/versions.py): the controller of a newer chart may call
 APIs this policy does not allow.

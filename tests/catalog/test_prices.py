@@ -1,0 +1,109 @@
+"""The price table (components/catalog/prices.py): what a node costs per region and capacity type.
+
+Expected figures are pinned here as read from the sources docs/cost.md names, never re-derived from the
+table under test.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from components.catalog import INSTANCE_TYPES
+from components.catalog.prices import CAPACITY_BLOCKS, REGIONS, SPOT, SPOT_OBSERVED, node_price, priced_regions
+from tests.support.plans import ROOT
+
+I = INSTANCE_TYPES
+
+
+@pytest.mark.parametrize("itype, region, capacity, hour", [
+    ("g6.xlarge", "us-east-1", "onDemand", 0.8048),
+    ("g6.xlarge", "us-east-1", "reservation", 0.8048),  # an ODCR bills the on-demand rate
+    ("g6.xlarge", "us-east-1", "spot", 0.4077),  # skypilot-catalog snapshot: mean of 4 zones
+    ("g6.xlarge", "us-east-2", "spot", 0.3112),  # mean of 3 zones
+    ("g6.xlarge", "us-west-2", "spot", 0.4486),
+    ("g6.12xlarge", "us-east-2", "spot", 1.7793),  # the g6 family's us-east-2 ratio (0.3112 / 0.8048)
+    ("g5.xlarge", "us-west-2", "spot", 0.3651),
+    ("g6e.12xlarge", "us-east-2", "spot", 4.1603),
+    ("p5.48xlarge", "us-east-1", "spot", 33.024),  # 0.60 x 55.04 (⚠ estimate: no current P-family snapshot)
+    ("p5.48xlarge", "us-west-2", "spot", 33.024),
+    ("p5.48xlarge", "us-east-1", "capacityBlock", 39.33),  # Capacity Blocks pricing page, until 2025-01-01
+    ("p5e.48xlarge", "us-east-2", "capacityBlock", 43.26),
+    ("p4d.24xlarge", "us-west-2", "capacityBlock", 14.75),
+    ("g2-standard-4", "us-central1", "onDemand", 0.7068),
+    ("g2-standard-4", "us-central1", "spot", 0.2827),  # 0.40 x 0.7068 (⚠ estimate)
+    ("a3-highgpu-8g", "us-central1", "spot", 66.1875),  # 0.75 x 88.25 (⚠ estimate for H100 shapes)
+    ("a3-ultragpu-8g", "us-central1", "reservation", 84.81),  # a GCP reservation bills on-demand
+])
+def test_node_price(itype, region, capacity, hour):
+    assert node_price(I[itype], region, capacity).hour == pytest.approx(hour, abs=1e-4)
+
+
+def test_the_price_says_what_it_is_and_marks_estimates():
+    assert node_price(I["g6.xlarge"], "us-east-1", "spot").label == "spot us-east-1 ⚠"
+    assert node_price(I["p5.48xlarge"], "us-east-1", "capacityBlock").label == "Capacity Block us-east-1 ⚠"
+    assert node_price(I["g6.xlarge"], "us-east-1").label == "on-demand us-east-1"
+    assert node_price(I["g6.xlarge"], "us-west-2").label == "on-demand us-west-2 ⚠"
+    assert node_price(I["a3-ultragpu-8g"], "us-central1", "reservation").label == \
+        "reserved (on-demand rate) us-central1 ⚠"  # the catalog marks a3-ultragpu's figure ⚠
+
+
+def test_a_region_change_changes_a_capacity_block_price():
+    east = node_price(I["p5.48xlarge"], "us-east-1", "capacityBlock")
+    west = node_price(I["p5.48xlarge"], "us-west-2", "capacityBlock")
+    assert (east.hour, west.hour) == (39.33, 55.04)
+    assert west.basis == "on-demand us-west-2 (no Capacity Block rate known)" and west.estimated
+
+
+def test_an_unpriced_region_shows_the_base_rates_marked_and_names_the_priced_regions():
+    p = node_price(I["g6.xlarge"], "eu-west-1", "spot")
+    assert p.hour == pytest.approx(0.4077, abs=1e-4) and p.estimated
+    assert p.label == "spot eu-west-1 at us-east-1 rates (no eu-west-1 prices) ⚠"
+    assert "priced: us-east-1, us-east-2, us-west-2" in p.source
+    g = node_price(I["g2-standard-4"], "europe-west4")
+    assert g.label == "on-demand europe-west4 at us-central1 rates (no europe-west4 prices) ⚠"
+
+
+def test_every_row_names_its_source_and_estimates_carry_the_mark():
+    for r in REGIONS.values():
+        assert re.search(r"(aws\.amazon\.com|cloud\.google\.com)", r.source), r
+        assert re.search(r"20\d\d-\d\d", r.source), r  # dated
+        assert ("⚠" in r.source) == r.estimated, r
+    for s in SPOT.values():
+        assert s.source.startswith("⚠ estimate") and re.search(r"20\d\d-\d\d|edition", s.source)
+    for o in SPOT_OBSERVED.values():
+        assert 0 < o.spot_mean < o.on_demand and o.itype.startswith(o.family + ".")
+        assert INSTANCE_TYPES[o.itype].price_hour == pytest.approx(o.on_demand, abs=1e-3)  # G rates unchanged
+    assert "skypilot-catalog" in node_price(I["g6.xlarge"], "us-east-2", "spot").source
+    assert all(rate > 0 for rate in CAPACITY_BLOCKS.values())
+
+
+def _stack_regions() -> set[tuple[str, str]]:
+    out = set()
+    for f in [*ROOT.glob("stacks/Pulumi.*.yaml"), *ROOT.glob("tests/stacks/Pulumi.*.yaml")]:
+        config = yaml.safe_load(f.read_text())["config"]
+        for cloud in ("aws", "gcp"):
+            block = config.get(f"vllm-platform:{cloud}") or {}
+            region = block.get("region") or config.get(f"{cloud}:region")
+            if region:
+                out.add((cloud, region))
+    return out
+
+
+def test_the_shipped_stacks_regions_are_priced_plus_two_more_per_cloud():
+    used = _stack_regions()
+    assert used >= {("aws", "us-east-1"), ("gcp", "us-central1")}
+    assert used <= set(REGIONS)
+    for cloud in ("aws", "gcp"):
+        assert len(set(priced_regions(cloud)) - {r for c, r in used if c == cloud}) >= 2
+
+
+def test_every_catalog_type_has_a_price_in_every_priced_region_and_capacity_type():
+    for (cloud, region) in REGIONS:
+        for i in INSTANCE_TYPES.values():
+            if i.cloud != cloud:
+                continue
+            for capacity in ("onDemand", "spot", "reservation", "capacityBlock"):
+                p = node_price(i, region, capacity)
+                assert 0 < p.hour <= i.price_hour * 1.0001, (i.name, region, capacity)

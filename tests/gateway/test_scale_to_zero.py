@@ -1,0 +1,108 @@
+"""Scale to zero behind the gateway: the route and the endpoint picker hold the first request for the cold
+start, and Prometheus scrapes the picker's queue, the metric that wakes the model (docs/scale-to-zero.md)."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from tests.support.plans import ROOT, by_type, plan_config
+from tests.support.aws import G6
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+SCALEDOBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+ROUTER_VALUES = ROOT / "schemas" / "charts" / "llm-d-router-gateway" / "v0.10.0" / "charts" / "router" / "values.yaml"
+
+
+def at_zero() -> dict:
+    cfg = copy.deepcopy(G6)
+    cfg["models"][0]["replicas"] = {"min": 0, "max": 3}
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def zero():
+    return plan_config(at_zero())
+
+
+@pytest.fixture(scope="module")
+def warm():
+    return plan_config(G6)
+
+
+def epp(resources) -> dict:
+    (r,) = [r for r in by_type(resources, RELEASE) if r.inputs["chart"].endswith("/llm-d-router-gateway")]
+    return r.inputs["values"]["router"]
+
+
+def route_timeout(resources) -> str:
+    (route,) = by_type(resources, HTTPROUTE)
+    (rule,) = route.inputs["spec"]["rules"]
+    return rule["timeouts"]["request"]
+
+
+def test_the_route_of_a_model_at_zero_waits_for_the_cold_start_and_the_answer(zero, warm):
+    # EKS dev, g6.xlarge, EFS cache: cold start 1540 s + the longest answer (4096 tokens at 100 ms) 410 s
+    assert route_timeout(zero[0]) == "1950s"
+    assert route_timeout(warm[0]) == "600s"  # gateway.requestTimeoutS, the default
+
+
+def test_the_endpoint_picker_of_a_model_at_zero_queues_with_flow_control_for_the_cold_start(zero):
+    values = epp(zero[0])["epp"]
+    assert values["pluginsConfigFile"] == "vllm-platform-flow-control.yaml"
+    config = yaml.safe_load(values["pluginsCustomConfig"]["vllm-platform-flow-control.yaml"])
+    assert config["featureGates"] == ["flowControl"]  # off by default in llm-d-router v0.10.0
+    assert config["flowControl"] == {"defaultRequestTTL": "1540s"}  # the cold start, not the 60 s default
+    # the chart's default plugins for vLLM over HTTP, unchanged
+    assert [p["type"] for p in config["plugins"]] == [
+        "queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer", "metrics-data-source",
+        "core-metrics-extractor"]
+    assert config["schedulingProfiles"] == [{"name": "default", "plugins": [
+        {"pluginRef": "queue-scorer", "weight": 2}, {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+        {"pluginRef": "prefix-cache-scorer", "weight": 3}]}]
+    assert config["kind"] == "EndpointPickerConfig" and config["apiVersion"] == "llm-d.ai/v1alpha1"
+
+
+def test_a_warm_models_picker_keeps_the_charts_defaults(warm):
+    values = epp(warm[0])["epp"]
+    assert "pluginsConfigFile" not in values and "pluginsCustomConfig" not in values
+
+
+def test_prometheus_scrapes_every_pickers_queue_through_the_charts_servicemonitor(zero, warm):
+    for resources in (zero[0], warm[0]):
+        monitoring = epp(resources)["monitoring"]
+        assert monitoring == {"prometheus": {
+            "enabled": True, "extraLabels": {"release": "kube-prometheus-stack"},
+            # one token Secret per model: the chart's default name would be shared by every model's release
+            "auth": {"secretName": "small-epp-metrics-reader"}}}
+
+
+def test_the_keys_set_exist_in_the_vendored_router_chart():
+    defaults = yaml.safe_load(ROUTER_VALUES.read_text())
+    assert {"pluginsConfigFile", "pluginsCustomConfig"} <= defaults["epp"].keys()
+    assert {"enabled", "extraLabels", "auth"} <= defaults["monitoring"]["prometheus"].keys()
+    assert "secretName" in defaults["monitoring"]["prometheus"]["auth"]
+
+
+def test_the_wake_up_trigger_and_the_scrape_name_one_metric(zero):
+    from components.metrics import EPP_PENDING_REQUESTS
+    (so,) = by_type(zero[0], SCALEDOBJECT)
+    (wake,) = [t for t in so.inputs["spec"]["triggers"] if t["name"] == "gateway-queue"]
+    assert EPP_PENDING_REQUESTS == "llm_d_epp_flow_control_queue_size"  # llm-d-router v0.10.0's current name
+    assert wake["metadata"]["query"].startswith("sum(llm_d_epp_flow_control_queue_size{")
+
+
+def test_a_cold_start_longer_than_the_gateway_holds_is_a_plan_warning(zero):
+    (warning,) = [w for w in zero[1]["serving"]["small"]["warnings"] if w.startswith("COLD START")]
+    assert warning == (
+        "COLD START LONGER THAN THE GATEWAY HOLDS: small takes up to 1540 s to start from zero, and the gateway "
+        "holds a request at most 300 s (Envoy AI Gateway's ext-proc timeout), so the first request after an idle "
+        "spell fails while the model keeps starting; the client retries after ~1540 s, or set replicas.min: 1")
+
+
+def test_no_hold_warning_within_the_gateways_hold():
+    from components.serving.cold_start import hold_warning
+    assert hold_warning("small", 300) is None
+    assert hold_warning("small", 301).startswith("COLD START LONGER THAN THE GATEWAY HOLDS: small takes up to 301 s")
