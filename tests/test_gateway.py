@@ -55,7 +55,10 @@ def test_every_model_is_reachable_through_the_gateway(stack):
             ports = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
             assert [p["number"] for p in servers["targetPorts"]] == [8000] and 8000 in ports
         else:
-            assert backend == {"kind": "Service", "name": f"{model}-serve-svc", "port": 8000}
+            # KubeRay keeps the serveService name the RayService gives (the model's), not `<name>-serve-svc`
+            assert backend == {"kind": "Service", "name": model, "port": 8000}
+            ray = next(r for r in _of(res, RAYSERVICE) if r.inputs["metadata"]["name"] == model)
+            assert ray.inputs["spec"]["serveService"]["metadata"]["name"] == model
             assert any(r.inputs["metadata"]["name"] == model for r in _of(res, RAYSERVICE))
 
 

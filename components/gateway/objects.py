@@ -25,11 +25,14 @@ KEY_HEADERS = ["authorization", "x-api-key"]
 HTTP_PORT, HTTPS_PORT = 80, 443
 # The endpoint picker's ext-proc port (llm-d-router v0.10.0 routerlib values.yaml epp.extProcPort).
 EPP_PORT = 9002
-# KubeRay names a RayService's Serve Service `<name>-serve-svc` and serves on Serve's HTTP port 8000.
-SERVE_SERVICE_SUFFIX = "-serve-svc"
+# A RayService's Serve Service: components/serving/rayservice.py sets spec.serveService.metadata.name to the
+# model's name, and KubeRay v1.7.0 keeps a user-provided name (ray-operator/controllers/ray/common/service.go
+# setNameforUserProvidedService; `<name>-serve-svc` only when none is given); its `serve` port is 8000.
 SERVE_PORT = 8000
 
 
+def serve_service(model: str) -> str:
+    return model
 @dataclass(frozen=True)
 class ModelRoute:
     """One model behind the gateway: single-node (an InferencePool over its pods) or multi-node (Ray Serve)."""
@@ -111,7 +114,7 @@ def http_route_spec(r: ModelRoute, timeout_s: int, hostname: str | None) -> dict
     the prefix is rewritten to /v1 so vLLM / Serve see the OpenAI paths. The request timeout is the stack's
     gateway.requestTimeoutS, raised to the first request's wait for a model that scales to zero."""
     if r.multi_node:
-        backend = {"kind": "Service", "name": f"{r.model}{SERVE_SERVICE_SUFFIX}", "port": SERVE_PORT}
+        backend = {"kind": "Service", "name": serve_service(r.model), "port": SERVE_PORT}
     else:
         backend = {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": r.model}
     spec: dict = {

@@ -13,7 +13,7 @@ models_processor.go, internal/controller/gateway.go): the stack's served model n
 """
 from __future__ import annotations
 
-from .objects import GATEWAY_NAME, NAMESPACE, SERVE_PORT, SERVE_SERVICE_SUFFIX, ModelRoute
+from .objects import GATEWAY_NAME, NAMESPACE, SERVE_PORT, ModelRoute, serve_service
 
 AIGW_API = "aigateway.envoyproxy.io/v1beta1"
 EG_API = "gateway.envoyproxy.io/v1alpha1"
@@ -66,8 +66,8 @@ def ai_gateway_route_spec(routes: list[ModelRoute], timeout_s: int, hostname: st
 
 def serve_backend_spec(r: ModelRoute) -> dict:
     """Envoy Gateway Backend (extensionApis.enableBackend, components/gateway/values.py) for the RayService's
-    Serve Service `<model>-serve-svc:8000` (the Service the per-model route uses), by its cluster DNS name."""
-    return {"endpoints": [{"fqdn": {"hostname": f"{r.model}{SERVE_SERVICE_SUFFIX}.{r.namespace}.svc.cluster.local",
+    Serve Service `<model>:8000` (the Service the per-model route uses), by its cluster DNS name."""
+    return {"endpoints": [{"fqdn": {"hostname": f"{serve_service(r.model)}.{r.namespace}.svc.cluster.local",
                                     "port": SERVE_PORT}}]}
 
 
