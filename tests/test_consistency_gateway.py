@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers_consistency import Plan, label_selector_matches
+from tests.helpers_consistency import Plan, admitted, label_selector_matches, namespace_labels
 from tests.helpers_plans import PLANS, plan
 
+# Envoy Gateway's proxy pods (v1.9.0 internal/infrastructure/kubernetes/proxy/resource.go envoyLabels)
+ENVOY = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
+         "app.kubernetes.io/managed-by": "envoy-gateway"}
 SERVE_FQDN = "{model}.{ns}.svc.cluster.local"  # the Serve Service keeps the name the RayService gives it
 
 
@@ -21,6 +24,15 @@ def p(request) -> Plan:
 
 def _by_name(p: Plan, kind: str) -> dict[str, dict]:
     return {o["metadata"]["name"]: o for o in p.kind(kind)}
+
+
+def _envoy_admitted(p: Plan, t, port: int) -> None:
+    """The NetworkPolicies selecting the backend pods let the gateway's Envoy pods in on the port."""
+    policies = [np for np in p.kind("NetworkPolicy", t.namespace)
+                if label_selector_matches(np["spec"]["podSelector"], t.labels)]
+    ns_labels = namespace_labels(p, "envoy-gateway-system")
+    assert not policies or any(admitted(np, ENVOY, "envoy-gateway-system", ns_labels, port) for np in policies), \
+        f"{p.name}: no NetworkPolicy admits the gateway to {t.name}:{port}"
 
 
 def _pool_pods(p: Plan, model: str, ns: str) -> list:
@@ -35,6 +47,7 @@ def _pool_pods(p: Plan, model: str, ns: str) -> list:
     assert [t.name for t in pods] == [model], f"{p.name}: pool {model} selects {[t.name for t in pods]}"
     for port in servers["targetPorts"]:
         assert pods[0].port(port["number"]), f"{p.name}: {model} pods do not serve {port}"
+        _envoy_admitted(p, pods[0], port["number"])
     return pods
 
 
@@ -48,6 +61,7 @@ def _serve_port(p: Plan, model: str, ns: str, port: int) -> None:
     assert port in [x["port"] for x in serve["spec"]["ports"]]
     head = next(t for t in p.templates if t.name == f"{model}/head")
     assert head.port(port), f"{p.name}: the Ray head of {model} does not serve {port}"
+    _envoy_admitted(p, head, port)
 
 
 def test_every_model_is_reachable_by_its_own_path_and_by_the_shared_url(p):
