@@ -93,6 +93,9 @@ def gateway_lines(gw: dict[str, Any] | None) -> list[str]:
     lines = [f"\nGateway ({gw['scheme']}, auth {gw['auth']}, TLS {gw['tls']}): OpenAI API"]
     if gw.get("url"):
         lines.append(f"  every model (by the request's `model`): {gw['url']}")
+    elif gw.get("endpoints"):
+        lines.append("  every model: no shared URL on a cluster stack's Gateway without gateway.hostname "
+                     "(docs/gateway.md)")
     lines += [f"  {model}: {url}" for model, url in sorted(gw["endpoints"].items())]
     if gw.get("address"):
         lines.append(f"  GATEWAY_ADDRESS: {gw['address']}")

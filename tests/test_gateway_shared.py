@@ -157,3 +157,18 @@ def test_a_configured_cap_overrides_the_plan():
     resources, _ = plan_config({**raw, "gateway": {"rateLimit": {"concurrentRequests": 7}}})
     spec = next(r.inputs["spec"] for r in _of(resources, BTP) if r.inputs["metadata"]["name"] == "llama-8b")
     assert spec["circuitBreaker"]["maxParallelRequests"] == 7
+
+
+def test_on_a_cluster_stacks_gateway_the_shared_url_needs_a_hostname_of_its_own():
+    """Envoy checks the key on the route matched before the body is read: the catch-all of the oldest shared route
+    on the Gateway. With its own hostname a stack's routes sit in their own virtual host, so only its keys apply."""
+    from components.outputs import gateway_lines
+    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("dev")).items()
+           if k.startswith("vllm-platform:")}
+    resources, exports = plan_config({**raw, "gateway": {"install": False}})
+    assert not _of(resources, AIGWROUTE)
+    assert any("no shared URL" in line for line in gateway_lines(exports["gateway"]))
+    resources, exports = plan_config({**raw, "gateway": {"install": False, "hostname": "team-a.llm.example.com"}})
+    [route] = _of(resources, AIGWROUTE)
+    assert route.inputs["spec"]["hostnames"] == ["team-a.llm.example.com"]
+    assert exports["apiUrl"] == "http://team-a.llm.example.com/v1"

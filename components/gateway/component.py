@@ -66,10 +66,17 @@ class GatewayArgs:
         return {r.model: o.url(self.host, self.tls_mode, r) for r in self.routes}
 
     @property
+    def shared(self) -> bool:
+        """Whether the stack gets the shared URL: it owns the Gateway, or (on a cluster stack's Gateway) its routes
+        carry its own hostname. Envoy checks the key on the route matched before the body is read, the catch-all
+        of whichever stack's shared route is oldest, so without a hostname of its own a stack's model would admit
+        another stack's keys (docs/gateway.md)."""
+        return bool(self.routes) and (self.install or bool(self.hostname))
+
+    @property
     def url(self) -> str | None:
-        """The stack's one OpenAI base URL, the model picked by the body's `model` (components/gateway/shared.py);
-        None without models."""
-        return sh.shared_url(self.host, self.tls_mode) if self.routes else None
+        """The stack's one OpenAI base URL, the model picked by the body's `model` (components/gateway/shared.py)."""
+        return sh.shared_url(self.host, self.tls_mode) if self.shared else None
 
     def concurrency(self, r: o.ModelRoute) -> int | None:
         return self.concurrent_requests if self.concurrent_requests is not None else r.max_concurrency
@@ -155,7 +162,7 @@ class InferenceGateway(pulumi.ComponentResource):
         keys = api_key_secret(f"{name}-api-keys", args.namespace, args.api_keys, args.clients, base) \
             if args.auth and args.routes else None
         model_ready = model_ready or {}
-        groups = sh.route_groups(args.routes)
+        groups = sh.route_groups(args.routes) if args.shared else []
         shared_deps: list = []
         for r in args.routes:
             deps = [d for d in (self.gateway, *model_ready.get(r.model, [])) if d is not None]
@@ -168,7 +175,9 @@ class InferenceGateway(pulumi.ComponentResource):
             # the policies first: the route never serves a request without its key check and limits. One
             # BackendTrafficPolicy per model governs its own route and its rule on the shared route (a rule-level
             # policy replaces the shared route's own there, Envoy Gateway v1.9 backendtrafficpolicy.go)
-            targets = [sh.route_ref(r.model), sh.route_ref(sh.shared_route_of(args.routes, r.model), r.model)]
+            targets = [sh.route_ref(r.model)]
+            if args.shared:
+                targets.append(sh.route_ref(sh.shared_route_of(args.routes, r.model), r.model))
             policies = [cr(f"{r.model}-limits", sh.EG_API, "BackendTrafficPolicy", meta,
                            o.backend_traffic_policy_spec(r.model, args.clients, args.requests_per_second,
                                                          args.concurrency(r), args.max_request_mib, args.auth,
@@ -180,7 +189,7 @@ class InferenceGateway(pulumi.ComponentResource):
             cr(f"{r.model}-route", "gateway.networking.k8s.io/v1", "HTTPRoute", meta,
                o.http_route_spec(r, args.request_timeout_s, args.hostname), after(*deps, *policies))
             shared_deps += [*deps, *policies]
-            if r.multi_node:  # Ray Serve through AI Gateway: a Backend naming the Serve Service, and its schema
+            if r.multi_node and args.shared:  # Ray Serve through AI Gateway: a Backend naming the Serve Service, and its schema
                 backend = cr(f"{r.model}-serve-backend", sh.EG_API, "Backend", meta, sh.serve_backend_spec(r), ready)
                 shared_deps.append(cr(f"{r.model}-ai-backend", sh.AIGW_API, "AIServiceBackend", meta,
                                       sh.ai_service_backend_spec(r), after(backend)))
