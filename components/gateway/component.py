@@ -189,7 +189,7 @@ class InferenceGateway(pulumi.ComponentResource):
             cr(f"{r.model}-route", "gateway.networking.k8s.io/v1", "HTTPRoute", meta,
                o.http_route_spec(r, args.request_timeout_s, args.hostname), after(*deps, *policies))
             shared_deps += [*deps, *policies]
-            if r.multi_node and args.shared:  # Ray Serve through AI Gateway: a Backend naming the Serve Service, and its schema
+            if r.multi_node and args.shared:  # Ray Serve via AI Gateway: a Backend naming the Serve Service
                 backend = cr(f"{r.model}-serve-backend", sh.EG_API, "Backend", meta, sh.serve_backend_spec(r), ready)
                 shared_deps.append(cr(f"{r.model}-ai-backend", sh.AIGW_API, "AIServiceBackend", meta,
                                       sh.ai_service_backend_spec(r), after(backend)))

@@ -34,9 +34,9 @@ def _guarded(resources: list[StackResource]) -> set[tuple[str, str]]:
 
 
 @stack_rule("gateway-auth-outside-dev", MANDATORY,
-            "Outside dev every HTTPRoute (or AIGatewayRoute) to a model is authenticated at the gateway (an Envoy Gateway "
-            "SecurityPolicy with API keys, JWT, OIDC, basic or external auth targets it), so an anonymous request "
-            "gets 401 and never reaches a GPU.",
+            "Outside dev every HTTPRoute (or AIGatewayRoute) to a model is authenticated at the gateway (an Envoy "
+            "Gateway SecurityPolicy with API keys, JWT, OIDC, basic or external auth targets it), so an anonymous "
+            "request gets 401 and never reaches a GPU.",
             "keep gateway.auth: apiKeys (the default) and set the secret gatewayApiKeys, or attach your own "
             "authenticating SecurityPolicy to the route")
 def gateway_auth_outside_dev(resources: list[StackResource]):
