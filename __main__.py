@@ -33,6 +33,7 @@ outputs = {
     "costPerHourMax": platform.cost_per_hour_max,  # every model at its max replicas
     "serving": platform.serving,  # start-up budget terms, rollout, production warnings
     "gateway": gateway_outputs(platform.gateway),  # URL per model through the authenticated gateway
+    "apiUrl": platform.gateway.url if platform.gateway else None,  # one OpenAI URL, model by the body's `model`
 }
 for key, value in outputs.items():
     if value is not None:

@@ -76,7 +76,7 @@ def gateway_outputs(gateway: Any) -> dict[str, Any] | None:
         return None
     from .gateway.component import KEYS_SECRET
     args = gateway.args
-    out: dict[str, Any] = {"endpoints": dict(gateway.endpoints), "scheme": args.scheme,
+    out: dict[str, Any] = {"url": gateway.url, "endpoints": dict(gateway.endpoints), "scheme": args.scheme,
                            "auth": "apiKeys" if args.auth else "none", "tls": args.tls_mode}
     if not args.hostname:
         out["address"] = gateway.address_command
@@ -90,7 +90,12 @@ def gateway_lines(gw: dict[str, Any] | None) -> list[str]:
     """What `plan` prints about the gateway: the URL per model, then how to fill in the address and the key."""
     if not gw:
         return ["\nGateway: none (gateway.enabled: false); models answer in-cluster only (endpoints output)"]
-    lines = [f"\nGateway ({gw['scheme']}, auth {gw['auth']}, TLS {gw['tls']}): OpenAI API per model"]
+    lines = [f"\nGateway ({gw['scheme']}, auth {gw['auth']}, TLS {gw['tls']}): OpenAI API"]
+    if gw.get("url"):
+        lines.append(f"  every model (by the request's `model`): {gw['url']}")
+    elif gw.get("endpoints"):
+        lines.append("  every model: no shared URL on a cluster stack's Gateway without gateway.hostname "
+                     "(docs/gateway.md)")
     lines += [f"  {model}: {url}" for model, url in sorted(gw["endpoints"].items())]
     if gw.get("address"):
         lines.append(f"  GATEWAY_ADDRESS: {gw['address']}")

@@ -140,7 +140,8 @@ def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any =
         return {"cold_start_s": cold_start_seconds(t, cache, node_ready_s),
                 "first_request_s": first_request_timeout_s(t, cache, node_ready_s)}
     return [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
-                       {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t))
+                       {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t),
+                       max_concurrency=(t.max_replicas * t.concurrency_per_replica) or None)
             for t in topologies.values()]
 
 

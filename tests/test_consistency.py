@@ -387,7 +387,8 @@ def test_keda_queries_the_prometheus_the_stack_installs_for_a_deployment_that_ex
 # --- ordering, references, pinning -----------------------------------------------------------------------
 
 CRD_RELEASE = {"monitoring.coreos.com": "kube-prometheus-stack", "keda.sh": "keda", "ray.io": "kuberay-operator",
-               "mellanox.com": "network-operator"}
+               "mellanox.com": "network-operator", "aigateway.envoyproxy.io": "ai-gateway-crds-helm",
+               "gateway.envoyproxy.io": "gateway-helm"}
 
 
 def _closure(p: Plan):

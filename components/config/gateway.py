@@ -43,10 +43,12 @@ class GatewayTls(_Base):
 
 
 class GatewayRateLimit(_Base):
-    """Per API key: requests per second (beyond it: 429 from the gateway, before any GPU). The concurrency cap
-    is per model route (Envoy's circuit breaker: every key together; beyond it 503)."""
+    """Per API key: requests per second (beyond it: 429 from the gateway, before any GPU). Concurrent requests
+    are capped per model, every key together (Envoy's circuit breaker; beyond it 503): Envoy Gateway v1.9 has no
+    per-key concurrency limit (docs/gateway.md). Unset: each model's plan ceiling, max replicas x the requests
+    one replica holds within the SLA."""
     requests_per_second: int = Field(20, ge=1, le=100_000)
-    concurrent_requests: int = Field(256, ge=1, le=100_000)
+    concurrent_requests: int | None = Field(None, ge=1, le=100_000)
 
 
 class GatewaySettings(_Base):

@@ -18,6 +18,7 @@ import yaml
 
 from ..versions import CHARTS
 from . import objects as o
+from . import shared as sh
 from .values import ai_gateway_values, envoy_gateway_values, epp_values
 
 INFERENCEPOOL_CRD = (Path(__file__).resolve().parents[2] / "schemas" / "crds" / "gateway-api-inference-extension"
@@ -38,7 +39,9 @@ class GatewayArgs:
     auth: bool = True                            # API keys on
     clients: list[str] = field(default_factory=lambda: ["default"])
     requests_per_second: int = 20
-    concurrent_requests: int = 256
+    # the concurrent-request cap per model (circuit breaker); None: each model's plan ceiling
+    # (ModelRoute.max_concurrency: max replicas x concurrency per replica)
+    concurrent_requests: int | None = None
     max_request_mib: int = 4
     request_timeout_s: int = 600
     hostname: str | None = None
@@ -61,6 +64,22 @@ class GatewayArgs:
 
     def endpoints(self) -> dict[str, str]:
         return {r.model: o.url(self.host, self.tls_mode, r) for r in self.routes}
+
+    @property
+    def shared(self) -> bool:
+        """Whether the stack gets the shared URL: it owns the Gateway, or (on a cluster stack's Gateway) its routes
+        carry its own hostname. Envoy checks the key on the route matched before the body is read, the catch-all
+        of whichever stack's shared route is oldest, so without a hostname of its own a stack's model would admit
+        another stack's keys (docs/gateway.md)."""
+        return bool(self.routes) and (self.install or bool(self.hostname))
+
+    @property
+    def url(self) -> str | None:
+        """The stack's one OpenAI base URL, the model picked by the body's `model` (components/gateway/shared.py)."""
+        return sh.shared_url(self.host, self.tls_mode) if self.shared else None
+
+    def concurrency(self, r: o.ModelRoute) -> int | None:
+        return self.concurrent_requests if self.concurrent_requests is not None else r.max_concurrency
 
 
 ADDRESS_COMMAND = (f"kubectl -n {o.NAMESPACE} get gateway {o.GATEWAY_NAME} "
@@ -143,6 +162,8 @@ class InferenceGateway(pulumi.ComponentResource):
         keys = api_key_secret(f"{name}-api-keys", args.namespace, args.api_keys, args.clients, base) \
             if args.auth and args.routes else None
         model_ready = model_ready or {}
+        groups = sh.route_groups(args.routes) if args.shared else []
+        shared_deps: list = []
         for r in args.routes:
             deps = [d for d in (self.gateway, *model_ready.get(r.model, [])) if d is not None]
             if not r.multi_node:
@@ -151,20 +172,49 @@ class InferenceGateway(pulumi.ComponentResource):
                     name=r.model),
                     opts=after(self.pool_crd, *model_ready.get(r.model, []))))
             meta = {"name": r.model, "namespace": args.namespace}
-            # the policies first: the route never serves a request without its key check and limits
-            policies = [cr(f"{r.model}-limits", "gateway.envoyproxy.io/v1alpha1", "BackendTrafficPolicy", meta,
+            # the policies first: the route never serves a request without its key check and limits. One
+            # BackendTrafficPolicy per model governs its own route and its rule on the shared route (a rule-level
+            # policy replaces the shared route's own there, Envoy Gateway v1.9 backendtrafficpolicy.go)
+            targets = [sh.route_ref(r.model)]
+            if args.shared:
+                targets.append(sh.route_ref(sh.shared_route_of(args.routes, r.model), r.model))
+            policies = [cr(f"{r.model}-limits", sh.EG_API, "BackendTrafficPolicy", meta,
                            o.backend_traffic_policy_spec(r.model, args.clients, args.requests_per_second,
-                                                         args.concurrent_requests, args.max_request_mib, args.auth),
-                           ready)]
+                                                         args.concurrency(r), args.max_request_mib, args.auth,
+                                                         targets=targets), ready)]
             if args.auth:
-                policies.append(cr(f"{r.model}-auth", "gateway.envoyproxy.io/v1alpha1", "SecurityPolicy", meta,
+                policies.append(cr(f"{r.model}-auth", sh.EG_API, "SecurityPolicy", meta,
                                    o.security_policy_spec(r.model, KEYS_SECRET, args.namespace),
                                    after(keys, self.gateway)))
             cr(f"{r.model}-route", "gateway.networking.k8s.io/v1", "HTTPRoute", meta,
                o.http_route_spec(r, args.request_timeout_s, args.hostname), after(*deps, *policies))
+            shared_deps += [*deps, *policies]
+            if r.multi_node and args.shared:  # Ray Serve via AI Gateway: a Backend naming the Serve Service
+                backend = cr(f"{r.model}-serve-backend", sh.EG_API, "Backend", meta, sh.serve_backend_spec(r), ready)
+                shared_deps.append(cr(f"{r.model}-ai-backend", sh.AIGW_API, "AIServiceBackend", meta,
+                                      sh.ai_service_backend_spec(r), after(backend)))
+        for route_name, group in groups:
+            self._shared_route(name, route_name, group, keys, ready, after, cr, shared_deps)
         self.endpoints = args.endpoints()
+        self.url = args.url
         self.address_command = ADDRESS_COMMAND
-        self.register_outputs({"endpoints": self.endpoints})
+        self.register_outputs({"endpoints": self.endpoints, "url": self.url})
+
+    def _shared_route(self, name: str, route_name: str, group: list, keys, ready, after, cr, deps: list) -> None:
+        """The shared URL's AIGatewayRoute, after its key check and limits on the HTTPRoute AI Gateway generates
+        under the same name: the keys on the whole route (its route-not-found rule and /v1/models included), the
+        per-key limits and the size limit route-wide (each model's rule gets its own policy above)."""
+        args = self.args
+        meta = {"name": route_name, "namespace": args.namespace}
+        policies = [cr(f"{route_name}-limits", sh.EG_API, "BackendTrafficPolicy", meta,
+                       o.backend_traffic_policy_spec(route_name, args.clients, args.requests_per_second, None,
+                                                     args.max_request_mib, args.auth), ready)]
+        if args.auth:
+            policies.append(cr(f"{route_name}-auth", sh.EG_API, "SecurityPolicy", meta,
+                               o.security_policy_spec(route_name, KEYS_SECRET, args.namespace),
+                               after(keys, self.gateway)))
+        cr(f"{route_name}-route", sh.AIGW_API, "AIGatewayRoute", meta,
+           sh.ai_gateway_route_spec(group, args.request_timeout_s, args.hostname), after(*deps, *policies))
 
     def _install(self, name: str, base: pulumi.ResourceOptions, after) -> None:
         """What a cluster runs once: the controllers, their namespaces and the InferencePool CRD."""

@@ -25,11 +25,14 @@ KEY_HEADERS = ["authorization", "x-api-key"]
 HTTP_PORT, HTTPS_PORT = 80, 443
 # The endpoint picker's ext-proc port (llm-d-router v0.10.0 routerlib values.yaml epp.extProcPort).
 EPP_PORT = 9002
-# KubeRay names a RayService's Serve Service `<name>-serve-svc` and serves on Serve's HTTP port 8000.
-SERVE_SERVICE_SUFFIX = "-serve-svc"
+# A RayService's Serve Service: components/serving/rayservice.py sets spec.serveService.metadata.name to the
+# model's name, and KubeRay v1.7.0 keeps a user-provided name (ray-operator/controllers/ray/common/service.go
+# setNameforUserProvidedService; `<name>-serve-svc` only when none is given); its `serve` port is 8000.
 SERVE_PORT = 8000
 
 
+def serve_service(model: str) -> str:
+    return model
 @dataclass(frozen=True)
 class ModelRoute:
     """One model behind the gateway: single-node (an InferencePool over its pods) or multi-node (Ray Serve)."""
@@ -43,6 +46,9 @@ class ModelRoute:
     # longest answer). None: a model that keeps a warm replica (flow control off, the stack's timeout).
     cold_start_s: int | None = None
     first_request_s: int | None = None
+    # The plan's ceiling on the model's concurrent requests: max replicas x the requests one replica holds within
+    # the SLA (Topology.concurrency_per_replica); the gateway's circuit breaker for the model (503 beyond it).
+    max_concurrency: int | None = None
 
     @property
     def path(self) -> str:
@@ -108,7 +114,7 @@ def http_route_spec(r: ModelRoute, timeout_s: int, hostname: str | None) -> dict
     the prefix is rewritten to /v1 so vLLM / Serve see the OpenAI paths. The request timeout is the stack's
     gateway.requestTimeoutS, raised to the first request's wait for a model that scales to zero."""
     if r.multi_node:
-        backend = {"kind": "Service", "name": f"{r.model}{SERVE_SERVICE_SUFFIX}", "port": SERVE_PORT}
+        backend = {"kind": "Service", "name": serve_service(r.model), "port": SERVE_PORT}
     else:
         backend = {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": r.model}
     spec: dict = {
@@ -130,7 +136,8 @@ def _route_ref(model: str) -> dict:
 
 
 def security_policy_spec(model: str, keys_secret: str, keys_namespace: str) -> dict:
-    """API keys: a request without one of the Secret's keys gets 401 from Envoy and never reaches a pod."""
+    """API keys: a request without one of the Secret's keys gets 401 from Envoy and never reaches a pod.
+    `model`: the HTTPRoute it guards (a model's, or the shared route AI Gateway generates)."""
     return {"targetRefs": [_route_ref(model)],
             "apiKeyAuth": {"credentialRefs": [{"group": "", "kind": "Secret", "name": keys_secret,
                                                "namespace": keys_namespace}],
@@ -138,19 +145,25 @@ def security_policy_spec(model: str, keys_secret: str, keys_namespace: str) -> d
                            "forwardClientIDHeader": CLIENT_HEADER, "sanitize": True}}
 
 
-def backend_traffic_policy_spec(model: str, clients: list[str], requests_per_second: int, concurrent: int,
-                                max_request_mib: int, auth: bool) -> dict:
-    """Per key: requests/s (local rate limit per client id, 429 beyond it); per route: concurrent requests
-    (circuit breaker, 503 beyond it) and the request size (buffered up to the limit, 413 beyond it)."""
+def backend_traffic_policy_spec(model: str, clients: list[str], requests_per_second: int, concurrent: int | None,
+                                max_request_mib: int, auth: bool, targets: list[dict] | None = None) -> dict:
+    """Per key: requests/s (local rate limit per client id, 429 beyond it); per model: concurrent requests
+    (circuit breaker on the model's backend, 503 beyond it; None: no breaker, for a route without a backend of its
+    own) and the request size (buffered up to the limit, 413 beyond it). targets: the HTTPRoute (rules) it
+    governs, by default the model's own route."""
     if auth:
         rules = [{"clientSelectors": [{"headers": [{"name": CLIENT_HEADER, "type": "Exact", "value": c}]}],
                   "limit": {"requests": requests_per_second, "unit": "Second"}} for c in clients]
     else:  # no identity: one bucket for everyone
         rules = [{"limit": {"requests": requests_per_second, "unit": "Second"}}]
-    return {"targetRefs": [_route_ref(model)],
-            "rateLimit": {"type": "Local", "local": {"rules": rules}},
-            "circuitBreaker": {"maxParallelRequests": concurrent, "maxPendingRequests": concurrent},
-            "requestBuffer": {"limit": f"{max_request_mib}Mi"}}
+    spec: dict = {"targetRefs": targets or [_route_ref(model)],
+                  "rateLimit": {"type": "Local", "local": {"rules": rules}},
+                  "requestBuffer": {"limit": f"{max_request_mib}Mi"}}
+    if concurrent is not None:
+        # maxPendingRequests only queues for an upstream connection; a request beyond maxParallelRequests is
+        # refused at once (Envoy: 503 with x-envoy-overloaded: true)
+        spec["circuitBreaker"] = {"maxParallelRequests": concurrent, "maxPendingRequests": concurrent}
+    return spec
 
 
 def url(host: str, tls_mode: str, r: ModelRoute) -> str:

@@ -9,6 +9,10 @@ from .core import MANDATORY, StackResource, as_dict, as_list, get, stack_rule
 from .production import environment_of, environments, metadata, namespace_of
 
 HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
+# Envoy AI Gateway generates an HTTPRoute of the same name and namespace from each AIGatewayRoute (v1.1.0
+# internal/controller/ai_gateway_route.go): a policy guards it by targeting that HTTPRoute name.
+AIGATEWAYROUTE = "kubernetes:aigateway.envoyproxy.io/v1beta1:AIGatewayRoute"
+ROUTES = {HTTPROUTE: "HTTPRoute", AIGATEWAYROUTE: "AIGatewayRoute"}
 SECURITY_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
 # Envoy Gateway SecurityPolicy fields that authenticate a caller (v1.9.0 CRD: apiKeyAuth, basicAuth, jwt, oidc,
 # extAuth); cors / authorization alone admit anonymous callers.
@@ -30,18 +34,18 @@ def _guarded(resources: list[StackResource]) -> set[tuple[str, str]]:
 
 
 @stack_rule("gateway-auth-outside-dev", MANDATORY,
-            "Outside dev every HTTPRoute to a model is authenticated at the gateway (an Envoy Gateway "
-            "SecurityPolicy with API keys, JWT, OIDC, basic or external auth targets it), so an anonymous request "
-            "gets 401 and never reaches a GPU.",
+            "Outside dev every HTTPRoute (or AIGatewayRoute) to a model is authenticated at the gateway (an Envoy "
+            "Gateway SecurityPolicy with API keys, JWT, OIDC, basic or external auth targets it), so an anonymous "
+            "request gets 401 and never reaches a GPU.",
             "keep gateway.auth: apiKeys (the default) and set the secret gatewayApiKeys, or attach your own "
             "authenticating SecurityPolicy to the route")
 def gateway_auth_outside_dev(resources: list[StackResource]):
     by_namespace = environments(resources)
     guarded = _guarded(resources)
     for r in resources:
-        if r.type != HTTPROUTE or environment_of(r, by_namespace) == DEV:
+        if r.type not in ROUTES or environment_of(r, by_namespace) == DEV:
             continue
         name = str(metadata(r).get("name"))
         if (namespace_of(r), name) not in guarded:
             env = environment_of(r, by_namespace) or "an unlabelled namespace"
-            yield r, f"HTTPRoute {namespace_of(r)}/{name} in {env} has no authenticating SecurityPolicy"
+            yield r, f"{ROUTES[r.type]} {namespace_of(r)}/{name} in {env} has no authenticating SecurityPolicy"

@@ -18,6 +18,7 @@ DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 RAYSERVICE = "kubernetes:ray.io/v1:RayService"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+AIGWROUTE = "kubernetes:aigateway.envoyproxy.io/v1beta1:AIGatewayRoute"
 
 
 def _of(resources, type_token):
@@ -54,18 +55,27 @@ def test_every_model_is_reachable_through_the_gateway(stack):
             ports = {p["containerPort"] for c in pod["spec"]["containers"] for p in c.get("ports", [])}
             assert [p["number"] for p in servers["targetPorts"]] == [8000] and 8000 in ports
         else:
-            assert backend == {"kind": "Service", "name": f"{model}-serve-svc", "port": 8000}
+            # KubeRay keeps the serveService name the RayService gives (the model's), not `<name>-serve-svc`
+            assert backend == {"kind": "Service", "name": model, "port": 8000}
+            ray = next(r for r in _of(res, RAYSERVICE) if r.inputs["metadata"]["name"] == model)
+            assert ray.inputs["spec"]["serveService"]["metadata"]["name"] == model
             assert any(r.inputs["metadata"]["name"] == model for r in _of(res, RAYSERVICE))
 
 
 @pytest.mark.parametrize("stack", stack_names())
 def test_auth_is_on_for_every_route_outside_dev(stack):
+    """Every HTTPRoute, the one AI Gateway generates for the shared URL (named as its AIGatewayRoute) included,
+    has its limits, and outside dev its key check; every model's rule on the shared route has its own limits."""
     res = planned(stack).resources
-    routes = {r.inputs["metadata"]["name"] for r in _of(res, ROUTE)}
+    shared = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in _of(res, AIGWROUTE)}
+    assert shared, f"{stack}: no shared route"
+    routes = {r.inputs["metadata"]["name"] for r in _of(res, ROUTE)} | set(shared)
+    refs = [t for r in _of(res, BTP) for t in r.inputs["spec"]["targetRefs"]]
     guarded = {t["name"] for r in _of(res, SECPOL) for t in r.inputs["spec"]["targetRefs"]
-               if r.inputs["spec"].get("apiKeyAuth")}
-    limited = {t["name"] for r in _of(res, BTP) for t in r.inputs["spec"]["targetRefs"]}
-    assert limited == routes
+               if r.inputs["spec"].get("apiKeyAuth") and "sectionName" not in t}
+    assert {t["name"] for t in refs if "sectionName" not in t} == routes
+    assert {(t["name"], t["sectionName"]) for t in refs if "sectionName" in t} == {
+        (name, rule["name"]) for name, spec in shared.items() for rule in spec["rules"]}
     if _environment(res) != "dev":
         assert guarded == routes, f"{stack}: routes without API keys: {sorted(routes - guarded)}"
 
@@ -96,7 +106,8 @@ def test_rate_limits_are_per_client_and_the_size_limit_is_set():
         "clientSelectors": [{"headers": [{"name": "x-vllm-platform-client", "type": "Exact", "value": "team-b"}]}],
         "limit": {"requests": 5, "unit": "Second"}}
     assert spec["requestBuffer"] == {"limit": "4Mi"}
-    assert spec["circuitBreaker"]["maxParallelRequests"] == 32
+    assert spec["circuitBreaker"] == {"maxParallelRequests": 32, "maxPendingRequests": 32}
+    assert "circuitBreaker" not in o.backend_traffic_policy_spec("m", ["a"], 5, None, 4, auth=True)
 
 
 def test_the_key_is_read_from_the_openai_authorization_header():
@@ -262,6 +273,8 @@ def test_a_stack_on_a_shared_gateway_makes_only_its_models_objects():
     assert not [r for r in resources if r.type.endswith(":Gateway") or r.type.endswith("CustomResourceDefinition")]
     assert len(_of(resources, ROUTE)) == len(_of(resources, SECPOL)) == 1
     assert exports["gateway"]["endpoints"] == {"llama-8b": "http://GATEWAY_ADDRESS/llama-8b/v1"}
+    # no shared URL without a hostname of its own there (another stack's catch-all would check the key)
+    assert not _of(resources, AIGWROUTE) and exports["gateway"]["url"] is None and "apiUrl" not in exports
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod-llama70b-aws", "prod-qwen72b-gcp"])

@@ -56,3 +56,14 @@ def test_shipped_production_stacks_pass_and_fail_without_their_policies():
     from components.offline.render import sanitize
     verdicts = evaluate_resources(StackResource(r.type, r.name, sanitize(r.inputs)) for r in stripped if r.custom)
     assert [v for v in verdicts if v.rule == "gateway-auth-outside-dev" and v.level == MANDATORY]
+
+
+def test_the_shared_ai_gateway_route_needs_keys_too():
+    """The AIGatewayRoute's generated HTTPRoute carries its name: keys on that name guard it, none is a violation."""
+    shared = StackResource("kubernetes:aigateway.envoyproxy.io/v1beta1:AIGatewayRoute", "shared",
+                           {"metadata": {"name": "all-models.v1", "namespace": "llm"}, "spec": {}})
+    [m] = _messages([_ns("prod"), _route(), _policy(KEYS), shared])
+    assert m.startswith("AIGatewayRoute llm/all-models.v1 in prod has no authenticating SecurityPolicy")
+    guarded = StackResource(SECPOL, "auth-shared", {"metadata": {"name": "s", "namespace": "llm"}, "spec": {
+        "targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "all-models.v1"}], **KEYS}})
+    assert not _messages([_ns("prod"), _route(), _policy(KEYS), shared, guarded])
