@@ -1,15 +1,15 @@
 """Whole-plan: every served model is reachable through the gateway by both URLs, read as Kubernetes and the
-gateway controllers will (tests/helpers_consistency.py): its own `/<model>/v1` HTTPRoute and the stack's shared
+gateway controllers will (tests/support/consistency.py): its own `/<model>/v1` HTTPRoute and the stack's shared
 `/v1` AIGatewayRoute rule matching the body's model, each -> backend (InferencePool of the model's EPP release /
 AIServiceBackend -> Backend -> the RayService's Serve Service) -> the pods it selects -> a port they declare;
 and each route the keys and limits attach to exists under the name they target. On every plan of
-tests/helpers_plans.py (shipped stacks, variants, fabric test stacks)."""
+tests/support/stacks.py (shipped stacks, variants, fabric test stacks)."""
 from __future__ import annotations
 
 import pytest
 
-from tests.helpers_consistency import Plan, admitted, label_selector_matches, namespace_labels
-from tests.helpers_plans import PLANS, plan
+from tests.support.consistency import Plan, admitted, label_selector_matches, namespace_labels
+from tests.support.stacks import PLANS, plan
 
 # Envoy Gateway's proxy pods (v1.9.0 internal/infrastructure/kubernetes/proxy/resource.go envoyLabels)
 ENVOY = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",

@@ -8,6 +8,7 @@ from components.config.load import ConfigError, parse
 from components.gateway import objects as o
 from components.gateway.component import check_keys
 from components.offline.runner import stack_names
+from tests.support.crds import crd_validator, spec_errors
 from tests.support.plans import planned
 
 ROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
@@ -193,8 +194,8 @@ def test_multi_node_models_use_ray_serves_prefix_cache_router():
 
 
 def test_without_a_gateway_vllm_reads_its_key_from_the_secret_never_from_args():
-    from tests.support.plans import plan_config
     from components.offline.runner import load_stack_yaml, stack_file
+    from tests.support.plans import plan_config
     raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("dev")).items()
            if k.startswith("vllm-platform:")}
     resources, exports = plan_config({**raw, "gateway": {"enabled": False, "clients": ["team-a", "team-b"]}})
@@ -209,47 +210,23 @@ def test_without_a_gateway_vllm_reads_its_key_from_the_secret_never_from_args():
     assert secret.inputs["metadata"]["namespace"] == "vllm"
 
 
-def _validator(group_file: str, version: str):
-    """The vendored upstream CRD's schema for `version`, closed (unknown fields fail, as the API server would
-    prune them)."""
-    import copy
-    from pathlib import Path
-
-    import jsonschema
-    import yaml
-
-    def strict(s):
-        if isinstance(s, dict):
-            out = {k: strict(v) for k, v in s.items()}
-            if "properties" in out and "additionalProperties" not in out \
-                    and not out.get("x-kubernetes-preserve-unknown-fields"):
-                out["additionalProperties"] = False
-            return out
-        return [strict(v) for v in s] if isinstance(s, list) else s
-    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "schemas" / "crds" / group_file).read_text())
-    [v] = [v for v in doc["spec"]["versions"] if v["name"] == version]
-    return jsonschema.Draft7Validator(strict(copy.deepcopy(v["schema"]["openAPIV3Schema"])))
-
-
-def _errors(validator, spec: dict) -> list[str]:
-    return [e.message for e in validator.iter_errors({"spec": spec})]
 
 
 def test_specs_no_shipped_stack_reaches_validate_against_their_crds():
     """TLS from a Secret with a hostname, ACM on the NLB, no auth (dev): the CRDs accept each."""
-    gateways = _validator("gateway-api/gateway.networking.k8s.io_gateways.yaml", "v1")
-    assert not _errors(gateways, o.gateway_spec("secret", "api-tls", "llm.example.com"))
-    assert not _errors(gateways, o.gateway_spec("acm", None, None))
-    routes = _validator("gateway-api/gateway.networking.k8s.io_httproutes.yaml", "v1")
+    gateways = crd_validator("gateway-api/gateway.networking.k8s.io_gateways.yaml", "v1")
+    assert not spec_errors(gateways, o.gateway_spec("secret", "api-tls", "llm.example.com"))
+    assert not spec_errors(gateways, o.gateway_spec("acm", None, None))
+    routes = crd_validator("gateway-api/gateway.networking.k8s.io_httproutes.yaml", "v1")
     r = o.ModelRoute("m", "llm", False, {"a": "b"})
-    assert not _errors(routes, o.http_route_spec(r, 600, "llm.example.com"))
-    btp = _validator("envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.yaml", "v1alpha1")
-    assert not _errors(btp, o.backend_traffic_policy_spec("m", [], 5, 8, 1, auth=False))
-    proxy = _validator("envoy-gateway/gateway.envoyproxy.io_envoyproxies.yaml", "v1alpha1")
+    assert not spec_errors(routes, o.http_route_spec(r, 600, "llm.example.com"))
+    btp = crd_validator("envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.yaml", "v1alpha1")
+    assert not spec_errors(btp, o.backend_traffic_policy_spec("m", [], 5, 8, 1, auth=False))
+    proxy = crd_validator("envoy-gateway/gateway.envoyproxy.io_envoyproxies.yaml", "v1alpha1")
     acm = o.lb_annotations("aws", "internet-facing", "acm", "arn:aws:acm:us-east-1:123456789012:certificate/ab")
-    assert not _errors(proxy, o.envoy_proxy_spec(acm, ["203.0.113.0/24"]))
+    assert not spec_errors(proxy, o.envoy_proxy_spec(acm, ["203.0.113.0/24"]))
     # and the check bites: a misspelt field is refused
-    assert _errors(btp, {**o.backend_traffic_policy_spec("m", [], 5, 8, 1, auth=False), "rateLimits": {}})
+    assert spec_errors(btp, {**o.backend_traffic_policy_spec("m", [], 5, 8, 1, auth=False), "rateLimits": {}})
 
 
 def test_urls_follow_tls_and_hostname():
@@ -263,8 +240,8 @@ def test_urls_follow_tls_and_hostname():
 def test_a_stack_on_a_shared_gateway_makes_only_its_models_objects():
     """gateway.install: false (a workloads stack on a cluster stack's gateway): no controllers, no Gateway;
     the model's pool and picker, route, policies and key Secret still."""
-    from tests.support.plans import plan_config
     from components.offline.runner import load_stack_yaml, stack_file
+    from tests.support.plans import plan_config
     raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("dev")).items()
            if k.startswith("vllm-platform:")}
     resources, exports = plan_config({**raw, "gateway": {"install": False}})
@@ -282,7 +259,7 @@ def test_the_pool_the_epp_chart_renders_validates_against_the_gaie_crd(stack):
     """The llm-d-router-gateway chart (v0.10.0 routerlib templates/_inferencepool.yaml) renders the InferencePool
     from our values: name = release, selector.matchLabels, targetPorts, appProtocol http (protocol http),
     endpointPickerRef {name: <release>-epp, port: epp.extProcPort (9002 default), failureMode}."""
-    pools = _validator("gateway-api-inference-extension/inference.networking.k8s.io_inferencepools.yaml", "v1")
+    pools = crd_validator("gateway-api-inference-extension/inference.networking.k8s.io_inferencepools.yaml", "v1")
     releases = [r for r in _of(planned(stack).resources, RELEASE) if r.inputs["chart"].endswith("/llm-d-router-gateway")]
     assert releases
     for rel in releases:
@@ -293,5 +270,5 @@ def test_the_pool_the_epp_chart_renders_validates_against_the_gaie_crd(stack):
                 "endpointPickerRef": {"name": f"{rel.inputs['name']}-epp",
                                       "port": {"number": router["epp"].get("extProcPort", 9002)},
                                       "failureMode": router["inferencePool"]["failureMode"]}}
-        assert not _errors(pools, spec), _errors(pools, spec)
+        assert not spec_errors(pools, spec), spec_errors(pools, spec)
         assert router["epp"]["image"]["tag"] == "v0.10.0"  # never the chart's moving `main`

@@ -8,7 +8,8 @@ import pytest
 from components.gateway import objects as o
 from components.gateway import shared as sh
 from components.offline.runner import load_stack_yaml, stack_file, stack_names
-from tests.conftest import plan_config, planned
+from tests.support.crds import crd_validator, spec_errors
+from tests.support.plans import plan_config, planned
 
 AIGWROUTE = "kubernetes:aigateway.envoyproxy.io/v1beta1:AIGatewayRoute"
 SECPOL = "kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy"
@@ -19,29 +20,6 @@ def _of(resources, type_token):
     return [r for r in resources if r.type == type_token]
 
 
-def _validator(group_file: str, version: str):
-    """The vendored upstream CRD's schema, closed (an unknown field fails, as the API server would prune it)."""
-    import copy
-    from pathlib import Path
-
-    import jsonschema
-    import yaml
-
-    def strict(s):
-        if isinstance(s, dict):
-            out = {k: strict(v) for k, v in s.items()}
-            if "properties" in out and "additionalProperties" not in out \
-                    and not out.get("x-kubernetes-preserve-unknown-fields"):
-                out["additionalProperties"] = False
-            return out
-        return [strict(v) for v in s] if isinstance(s, list) else s
-    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "schemas" / "crds" / group_file).read_text())
-    [v] = [v for v in doc["spec"]["versions"] if v["name"] == version]
-    return jsonschema.Draft7Validator(strict(copy.deepcopy(v["schema"]["openAPIV3Schema"])))
-
-
-def _errors(validator, spec: dict) -> list[str]:
-    return [e.message for e in validator.iter_errors({"spec": spec})]
 
 
 POOL = o.ModelRoute("qwen", "llm", False, {"app": "qwen"}, max_concurrency=48)
@@ -73,20 +51,20 @@ def test_ray_serve_is_reached_through_a_backend_naming_its_serve_service():
 
 
 def test_the_shared_objects_validate_against_their_crds():
-    routes = _validator("ai-gateway/aigateway.envoyproxy.io_aigatewayroutes.yaml", "v1beta1")
+    routes = crd_validator("ai-gateway/aigateway.envoyproxy.io_aigatewayroutes.yaml", "v1beta1")
     spec = sh.ai_gateway_route_spec([POOL, RAY], 600, "llm.example.com")
-    assert not _errors(routes, spec), _errors(routes, spec)
-    backends = _validator("ai-gateway/aigateway.envoyproxy.io_aiservicebackends.yaml", "v1beta1")
-    assert not _errors(backends, sh.ai_service_backend_spec(RAY))
-    eg_backends = _validator("envoy-gateway/gateway.envoyproxy.io_backends.yaml", "v1alpha1")
-    assert not _errors(eg_backends, sh.serve_backend_spec(RAY))
-    btp = _validator("envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.yaml", "v1alpha1")
+    assert not spec_errors(routes, spec), spec_errors(routes, spec)
+    backends = crd_validator("ai-gateway/aigateway.envoyproxy.io_aiservicebackends.yaml", "v1beta1")
+    assert not spec_errors(backends, sh.ai_service_backend_spec(RAY))
+    eg_backends = crd_validator("envoy-gateway/gateway.envoyproxy.io_backends.yaml", "v1alpha1")
+    assert not spec_errors(eg_backends, sh.serve_backend_spec(RAY))
+    btp = crd_validator("envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.yaml", "v1alpha1")
     rule_level = o.backend_traffic_policy_spec("qwen", ["a"], 5, 48, 4, auth=True,
                                                targets=[sh.route_ref("qwen"), sh.route_ref(sh.SHARED_ROUTE, "qwen")])
-    assert not _errors(btp, rule_level), _errors(btp, rule_level)
+    assert not spec_errors(btp, rule_level), spec_errors(btp, rule_level)
     # and the check bites: a misspelt rule field is refused
     bad = {**spec, "rules": [{**spec["rules"][0], "backendRef": spec["rules"][0]["backendRefs"]}]}
-    assert _errors(routes, bad)
+    assert spec_errors(routes, bad)
 
 
 def test_more_than_fifteen_models_split_over_routes_on_the_same_url():
