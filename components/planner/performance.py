@@ -78,8 +78,12 @@ def peak_flops(precision: str, acc: Accelerator) -> float:
     return (acc.fp8_tflops if fp8_math else acc.bf16_tflops) * 1e12
 
 
-def _attn_width(model: ModelSpec) -> int:
-    return model.heads * (model.head_dim if not model.is_mla else 192)
+def _attn_width(model: ModelSpec, decode: bool = False) -> int:
+    """Attention FLOPs per context token per layer, over 4 (QK^T and PV, 2 FLOPs a multiply-add). MLA prefills
+    with decompressed heads (q/k 192 wide); it decodes absorbed, q/k and v over the latent (about mla_dim)."""
+    if not model.is_mla:
+        return model.heads * model.head_dim
+    return model.heads * (model.mla_dim if decode else 192)
 
 
 def hop_s(model: ModelSpec, inst: InstanceType, tokens: float) -> float:
@@ -156,8 +160,9 @@ def step_cost(model: ModelSpec, precision: str, acc: Accelerator, inst: Instance
     kv = kv_bytes_for_request(model, tp, 1, kv_cache_dtype, max(1, int(context)), batched_tokens=1)
     pf = kv_bytes_for_request(model, tp, 1, kv_cache_dtype, max(1, int(prefill_context)), 1)
     active = (model.active_params_b or model.params_b) * 1e9
-    width = 4 * model.layers * _attn_width(model)
     flop = pp * tp * peak_flops(precision, acc) * eff.mfu
+    attn = pp * tp * acc.bf16_tflops * 1e12 * eff.mfu  # attention math is BF16 whatever the weights
+    width_d, width_p = (4 * model.layers * _attn_width(model, d) / attn for d in (True, False))
     layers = math.ceil(model.layers / pp)
     alpha = tp_comm_s(model, acc, tp, 0.0, layers)
     per_token = tp_comm_s(model, acc, tp, 1.0, layers) - alpha
@@ -165,7 +170,7 @@ def step_cost(model: ModelSpec, precision: str, acc: Accelerator, inst: Instance
     one = hop_s(model, inst, 1.0)
     return StepCost(pp, weights, expert, model.experts if model.is_moe else 0, keep,
                     kv / pp / hbm, pf / pp / hbm,
-                    (2 * active + width * context) / flop, (2 * active + width * prefill_context) / flop,
+                    2 * active / flop + width_d * context, 2 * active / flop + width_p * prefill_context,
                     alpha, per_token, latency, one - latency if math.isfinite(one) else math.inf,
                     eff.step_overhead_s, eff.seq_overhead_s)
 
