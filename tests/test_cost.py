@@ -71,8 +71,8 @@ def test_min_max_total_and_per_million_lines():
     plans = plan_stack(aws([SMALL, IDLE]))
     assert cost_lines(plans["small"])[0] == (
         "  cost: $0.80/h at min 1 replica(s) (1 node(s)), $2.41/h at max 3 (3 node(s)); "
-        "$0.80/node-hour on-demand us-east-1; $1.40 per million output tokens (159 tokens/s per replica at "
-        "16 concurrent)")  # the capacity model's knee: $0.80/h / (158.6 tok/s x 3600 s) = $1.40 per M
+        "$0.80/node-hour on-demand us-east-1; $3.73 per million output tokens (60 tokens/s per replica at "
+        "6 concurrent)")  # the capacity model's knee: $0.80/h / (59.6 tok/s x 3600 s) = $3.73 per M
     assert total_line(plans) == "total for 2 models: $5.40/h at min replicas, $5.40/h as planned, $7.01/h at max"
     assert "  cost: $0.80/h at min 1 replica(s)" in summary(plans["small"])
 
@@ -149,7 +149,7 @@ def test_the_shipped_llama70b_stack_pays_for_idle_gpus_and_is_told_of_a_cheaper_
     # 64 users at 24 per replica (the knee at TPOT 30 ms): 3 replicas of TP 4, two per 8-GPU node, on 2 nodes
     assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 4, 3, 2)
     assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (4, 110.08, 220.16)
-    assert t.idle_alternative == "4 x TP 8 on 4 x p4d.24xlarge at $87.84/h"
+    assert t.idle_alternative == "4 x TP 8 on 4 x p4de.24xlarge at $109.80/h"
 
 
 def test_an_existing_cluster_keeps_its_configured_node_price():
