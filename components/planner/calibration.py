@@ -1,11 +1,11 @@
 """The capacity model against published measurements (components/catalog/measurements.py). Pure.
 
 `predict` evaluates one measurement's setup with the capacity model: the planner's memory model sizes the KV
-cache for that GPU, TP x PP and max_model_len; a closed-loop row is evaluated at its concurrency, a burst row
-(every prompt sent at once) flat out (capacity.at_capacity: as many running as the KV limit at the row's
-lengths, max_num_seqs and the number of prompts admit, the prefill budget never idle). `errors` gives absolute percentage errors of mean TPOT and of
-throughput (total tokens/s where published, else output tokens/s). bench/calibrate.py fits the efficiencies
-on the `fit` half (`split`) and tests/test_calibration.py reports the error on the held-out half.
+cache for that GPU, TP x PP and max_model_len (at least one max_model_len request: the source's engine started),
+counted in tokens of the row's requests; a closed-loop row is evaluated at its concurrency (capacity.at_load), a
+burst row (every prompt sent at once) replayed step by step with vLLM V1's scheduling (burst.py). `errors` gives
+absolute percentage errors of mean TPOT and of throughput (total tokens/s where published, else output
+tokens/s). bench/calibrate.py fits the efficiencies on the `fit` half (`split`) and tests/test_calibration.py reports the error on the held-out half.
 """
 from __future__ import annotations
 
