@@ -5,7 +5,8 @@ cache for that GPU, TP x PP and max_model_len (at least one max_model_len reques
 counted in tokens of the row's requests; a closed-loop row is evaluated at its concurrency (capacity.at_load), a
 burst row (every prompt sent at once) replayed step by step with vLLM V1's scheduling (burst.py). `errors` gives
 absolute percentage errors of mean TPOT and of throughput (total tokens/s where published, else output
-tokens/s). bench/calibrate.py fits the efficiencies on the `fit` half (`split`) and tests/test_calibration.py reports the error on the held-out half.
+tokens/s). bench/calibrate.py fits the efficiencies on the `fit` half (`split`) and tests/test_calibration.py
+reports the error on the held-out half.
 """
 from __future__ import annotations
 
