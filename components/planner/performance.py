@@ -8,10 +8,10 @@ parameter per token (at the weights' math peak) plus the attention FLOPs (at the
 takes the larger of the two times (`HBM_EFFICIENCY` x peak bandwidth, `MFU` x peak dense FLOPS), plus two
 all-reduces per layer when TP > 1 (NVLink or PCIe latency and bandwidth). Pipeline stages
 run micro-batches (PP "virtual engines"): a token passes every stage in turn and crosses PP - 1 node
-hand-offs that move only activations (tokens x hidden x 2 bytes) over the instance's network; with fewer micro-batches than
-stages the idle stages are the pipeline bubble. Every step pays `STEP_OVERHEAD_S` of CPU work plus
-`SEQ_OVERHEAD_S` per running request (scheduling, sampling, detokenisation). The efficiencies are fitted to published vLLM
-measurements by bench/calibrate.py (components/planner/calibrated.py names the date and the split).
+hand-offs that move only activations (tokens x hidden x 2 bytes) over the instance's network;
+with fewer micro-batches than stages the idle stages are the pipeline bubble. Every step pays
+`STEP_OVERHEAD_S` of CPU work plus `SEQ_OVERHEAD_S` per running request (scheduling, sampling,
+detokenisation). The efficiencies are fitted to published vLLM measurements by bench/calibrate.py (components/planner/calibrated.py names the date and the split).
 """
 from __future__ import annotations
 
