@@ -11,7 +11,8 @@ run micro-batches (PP "virtual engines"): a token passes every stage in turn and
 hand-offs that move only activations (tokens x hidden x 2 bytes) over the instance's network;
 with fewer micro-batches than stages the idle stages are the pipeline bubble. Every step pays
 `STEP_OVERHEAD_S` of CPU work plus `SEQ_OVERHEAD_S` per running request (scheduling, sampling,
-detokenisation). The efficiencies are fitted to published vLLM measurements by bench/calibrate.py (components/planner/calibrated.py names the date and the split).
+detokenisation). The efficiencies are fitted to published vLLM measurements by
+bench/calibrate.py (components/planner/calibrated.py names the date and the split).
 """
 from __future__ import annotations
 
