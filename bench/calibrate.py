@@ -4,7 +4,8 @@ components/planner/calibrated.py (with the date and the split), then print the e
     .venv/bin/python bench/calibrate.py            # fit, write, report
     .venv/bin/python bench/calibrate.py --check    # report only, with the constants in calibrated.py
 
-The fit searches the grids below for (HBM efficiency, MFU, step overhead, per-request overhead), four parameters
+The fit searches the grids below for (HBM efficiency, MFU, step overhead, per-request overhead, KV-read
+efficiency), five parameters
 for 15 training points, minimising the sum of squared log errors of mean TPOT and of throughput over the `fit`
 half of components/catalog/measurements.py (calibration.split). Burst rows are replayed step by step
 (planner/burst.py), which is too slow for the full grid, so the search is coordinate descent over the grids from
@@ -31,7 +32,8 @@ HBM = [round(0.50 + 0.05 * i, 2) for i in range(10)]  # 0.50 .. 0.95
 MFU = [round(0.20 + 0.05 * i, 2) for i in range(11)]  # 0.20 .. 0.70
 OVERHEAD_S = [0.0005, 0.001, 0.002, 0.003, 0.004, 0.006]
 SEQ_GRID = [0.0, 20e-6, 40e-6, 80e-6, 120e-6, 160e-6, 200e-6, 250e-6]
-GRIDS = {"hbm": HBM, "mfu": MFU, "step_overhead_s": OVERHEAD_S, "seq_overhead_s": SEQ_GRID}
+KV_HBM = [0.0, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5]  # 0: KV reads at the weights' efficiency
+GRIDS = {"hbm": HBM, "mfu": MFU, "step_overhead_s": OVERHEAD_S, "seq_overhead_s": SEQ_GRID, "kv_hbm": KV_HBM}
 START = Efficiency(0.75, 0.45, 0.0005, 250e-6)  # the previous fit (steady-state model, 2026-12-02)
 
 
@@ -74,6 +76,7 @@ HBM_EFFICIENCY = {eff.hbm}
 MFU = {eff.mfu}
 STEP_OVERHEAD_S = {eff.step_overhead_s}
 SEQ_OVERHEAD_S = {eff.seq_overhead_s}
+KV_HBM_EFFICIENCY = {eff.kv_hbm}
 FITTED_ON = "{today}"
 SPLIT = "alternate usable rows in table order: 1st, 3rd, ... fit; 2nd, 4th, ... held out"
 TRAIN: tuple[str, ...] = (
@@ -102,7 +105,7 @@ def main() -> int:
     if not args.check:
         eff, value = fit(fit_rows)
         print(f"fitted HBM efficiency {eff.hbm}, MFU {eff.mfu}, step overhead {eff.step_overhead_s * 1e3:g} ms "
-              f"+ {eff.seq_overhead_s * 1e6:g} us per running request "
+              f"+ {eff.seq_overhead_s * 1e6:g} us per running request, KV reads at {eff.kv_hbm} "
               f"(loss {value:.3f}) on {len(fit_rows)} points")
         write(eff, [m.id for m in fit_rows], [m.id for m in test_rows])
     report("fit", fit_rows, eff)

@@ -5,7 +5,8 @@ and `prefill` prompt tokens of a chunked prefill (vLLM V1 mixes both in one step
 max_num_batched_tokens). Per pipeline stage it reads that stage's weights (an MoE step only the experts
 its tokens route to) and the decoding requests' KV cache from HBM, and does ~2 FLOPs per active
 parameter per token (at the weights' math peak) plus the attention FLOPs (at the BF16 peak); the stage
-takes the larger of the two times (`HBM_EFFICIENCY` x peak bandwidth, `MFU` x peak dense FLOPS), plus two
+takes the larger of the two times (`HBM_EFFICIENCY` x peak bandwidth for weights, `KV_HBM_EFFICIENCY` for the
+KV cache; `MFU` x peak dense FLOPS), plus two
 all-reduces per layer when TP > 1 (NVLink or PCIe latency and bandwidth). Pipeline stages
 run micro-batches (PP "virtual engines"): a token passes every stage in turn and crosses PP - 1 node
 hand-offs that move only activations (tokens x hidden x 2 bytes) over the instance's network;
@@ -30,10 +31,11 @@ class Efficiency:
     mfu: float  # share of dense peak FLOPS a prefill reaches
     step_overhead_s: float  # CPU work per engine step
     seq_overhead_s: float = 0.0  # CPU work per running request per step (scheduling, sampling, detokenising)
+    kv_hbm: float = 0.0  # share of peak HBM bandwidth the paged-attention kernels reach reading KV (0: `hbm`)
 
 
 EFFICIENCY = Efficiency(calibrated.HBM_EFFICIENCY, calibrated.MFU, calibrated.STEP_OVERHEAD_S,
-                        calibrated.SEQ_OVERHEAD_S)
+                        calibrated.SEQ_OVERHEAD_S, calibrated.KV_HBM_EFFICIENCY)
 HBM_EFFICIENCY, MFU, STEP_OVERHEAD_S = EFFICIENCY.hbm, EFFICIENCY.mfu, EFFICIENCY.step_overhead_s
 SEQ_OVERHEAD_S = EFFICIENCY.seq_overhead_s
 
@@ -149,6 +151,7 @@ def step_cost(model: ModelSpec, precision: str, acc: Accelerator, inst: Instance
     """The step model for decoding requests at average `context` and prefill chunks attending to
     `prefill_context` tokens on average (see stage_s in the module docstring for the terms)."""
     hbm = acc.hbm_gbps * 1e9 * eff.hbm
+    kv_bw = acc.hbm_gbps * 1e9 * (eff.kv_hbm or eff.hbm)  # paged attention's gathers reach less than GEMMs
     bw = hbm * tp * pp  # weights: a stage's share is 1/PP of the layers, each split over TP
     total = model.weight_bytes(precision)
     if model.is_moe:
@@ -170,7 +173,7 @@ def step_cost(model: ModelSpec, precision: str, acc: Accelerator, inst: Instance
     latency = hop_s(model, inst, 0.0)
     one = hop_s(model, inst, 1.0)
     return StepCost(pp, weights, expert, model.experts if model.is_moe else 0, keep,
-                    kv / pp / hbm, pf / pp / hbm,
+                    kv / pp / kv_bw, pf / pp / kv_bw,
                     2 * active / flop + width_d * context, 2 * active / flop + width_p * prefill_context,
                     alpha, per_token, latency, one - latency if math.isfinite(one) else math.inf,
                     eff.step_overhead_s, eff.seq_overhead_s)
