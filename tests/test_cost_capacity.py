@@ -19,10 +19,12 @@ def _small():
 
 def test_per_million_tokens_uses_the_knee_throughput():
     t = _small()
-    assert (t.concurrency_per_replica, t.knee_output_tokens_per_s) == (16, 158.6)
-    assert t.output_tokens_per_s_per_replica == 158.6
-    assert t.cost_per_million_output_tokens == 1.4011  # $0.80/h / (158.6 tok/s x 3600 s) x 1e6
-    assert "$1.40 per million output tokens (159 tokens/s per replica at 16 concurrent)" in cost_lines(t)[0]
+    # 8B BF16 on one L4: 16 GB of weights at 0.95 x 300 GB/s = 56 ms a step, plus each user's KV at 0.15 x 300
+    # GB/s: 10 users fit the 100 ms TPOT SLA
+    assert (t.concurrency_per_replica, t.knee_output_tokens_per_s) == (10, 99.6)
+    assert t.output_tokens_per_s_per_replica == 99.6
+    assert t.cost_per_million_output_tokens == 2.2311  # $0.80/h / (99.6 tok/s x 3600 s) x 1e6
+    assert "$2.23 per million output tokens (100 tokens/s per replica at 10 concurrent)" in cost_lines(t)[0]
 
 
 def test_a_different_knee_changes_the_price_per_token_and_the_fleet_load_together():

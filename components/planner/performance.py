@@ -4,14 +4,16 @@ These are planning estimates, not benchmarks. A step runs `decode` running reque
 and `prefill` prompt tokens of a chunked prefill (vLLM V1 mixes both in one step, up to
 max_num_batched_tokens). Per pipeline stage it reads that stage's weights (an MoE step only the experts
 its tokens route to) and the decoding requests' KV cache from HBM, and does ~2 FLOPs per active
-parameter per token plus the attention FLOPs; the stage takes the larger of the two times
-(`HBM_EFFICIENCY` x peak bandwidth, `MFU` x peak dense FLOPS), plus two all-reduces per layer when
-TP > 1 (NVLink or PCIe latency and bandwidth). Pipeline stages run micro-batches (PP "virtual
-engines"): a token passes every stage in turn and crosses PP - 1 node hand-offs that move only
-activations (tokens x hidden x 2 bytes) over the instance's network; with fewer micro-batches than
-stages the idle stages are the pipeline bubble. Every step pays `STEP_OVERHEAD_S` of CPU work plus
-`SEQ_OVERHEAD_S` per running request (scheduling, sampling, detokenisation). The efficiencies are fitted to published vLLM
-measurements by bench/calibrate.py (components/planner/calibrated.py names the date and the split).
+parameter per token (at the weights' math peak) plus the attention FLOPs (at the BF16 peak); the stage
+takes the larger of the two times (`HBM_EFFICIENCY` x peak bandwidth for weights, `KV_HBM_EFFICIENCY` for the
+KV cache; `MFU` x peak dense FLOPS), plus two
+all-reduces per layer when TP > 1 (NVLink or PCIe latency and bandwidth). Pipeline stages
+run micro-batches (PP "virtual engines"): a token passes every stage in turn and crosses PP - 1 node
+hand-offs that move only activations (tokens x hidden x 2 bytes) over the instance's network;
+with fewer micro-batches than stages the idle stages are the pipeline bubble. Every step pays
+`STEP_OVERHEAD_S` of CPU work plus `SEQ_OVERHEAD_S` per running request (scheduling, sampling,
+detokenisation). The efficiencies are fitted to published vLLM measurements by
+bench/calibrate.py (components/planner/calibrated.py names the date and the split).
 """
 from __future__ import annotations
 
@@ -29,10 +31,11 @@ class Efficiency:
     mfu: float  # share of dense peak FLOPS a prefill reaches
     step_overhead_s: float  # CPU work per engine step
     seq_overhead_s: float = 0.0  # CPU work per running request per step (scheduling, sampling, detokenising)
+    kv_hbm: float = 0.0  # share of peak HBM bandwidth the paged-attention kernels reach reading KV (0: `hbm`)
 
 
 EFFICIENCY = Efficiency(calibrated.HBM_EFFICIENCY, calibrated.MFU, calibrated.STEP_OVERHEAD_S,
-                        calibrated.SEQ_OVERHEAD_S)
+                        calibrated.SEQ_OVERHEAD_S, calibrated.KV_HBM_EFFICIENCY)
 HBM_EFFICIENCY, MFU, STEP_OVERHEAD_S = EFFICIENCY.hbm, EFFICIENCY.mfu, EFFICIENCY.step_overhead_s
 SEQ_OVERHEAD_S = EFFICIENCY.seq_overhead_s
 
@@ -78,8 +81,12 @@ def peak_flops(precision: str, acc: Accelerator) -> float:
     return (acc.fp8_tflops if fp8_math else acc.bf16_tflops) * 1e12
 
 
-def _attn_width(model: ModelSpec) -> int:
-    return model.heads * (model.head_dim if not model.is_mla else 192)
+def _attn_width(model: ModelSpec, decode: bool = False) -> int:
+    """Attention FLOPs per context token per layer, over 4 (QK^T and PV, 2 FLOPs a multiply-add). MLA prefills
+    with decompressed heads (q/k 192 wide); it decodes absorbed, q/k and v over the latent (about mla_dim)."""
+    if not model.is_mla:
+        return model.heads * model.head_dim
+    return model.heads * (model.mla_dim if decode else 192)
 
 
 def hop_s(model: ModelSpec, inst: InstanceType, tokens: float) -> float:
@@ -144,6 +151,7 @@ def step_cost(model: ModelSpec, precision: str, acc: Accelerator, inst: Instance
     """The step model for decoding requests at average `context` and prefill chunks attending to
     `prefill_context` tokens on average (see stage_s in the module docstring for the terms)."""
     hbm = acc.hbm_gbps * 1e9 * eff.hbm
+    kv_bw = acc.hbm_gbps * 1e9 * (eff.kv_hbm or eff.hbm)  # paged attention's gathers reach less than GEMMs
     bw = hbm * tp * pp  # weights: a stage's share is 1/PP of the layers, each split over TP
     total = model.weight_bytes(precision)
     if model.is_moe:
@@ -156,16 +164,17 @@ def step_cost(model: ModelSpec, precision: str, acc: Accelerator, inst: Instance
     kv = kv_bytes_for_request(model, tp, 1, kv_cache_dtype, max(1, int(context)), batched_tokens=1)
     pf = kv_bytes_for_request(model, tp, 1, kv_cache_dtype, max(1, int(prefill_context)), 1)
     active = (model.active_params_b or model.params_b) * 1e9
-    width = 4 * model.layers * _attn_width(model)
     flop = pp * tp * peak_flops(precision, acc) * eff.mfu
+    attn = pp * tp * acc.bf16_tflops * 1e12 * eff.mfu  # attention math is BF16 whatever the weights
+    width_d, width_p = (4 * model.layers * _attn_width(model, d) / attn for d in (True, False))
     layers = math.ceil(model.layers / pp)
     alpha = tp_comm_s(model, acc, tp, 0.0, layers)
     per_token = tp_comm_s(model, acc, tp, 1.0, layers) - alpha
     latency = hop_s(model, inst, 0.0)
     one = hop_s(model, inst, 1.0)
     return StepCost(pp, weights, expert, model.experts if model.is_moe else 0, keep,
-                    kv / pp / hbm, pf / pp / hbm,
-                    (2 * active + width * context) / flop, (2 * active + width * prefill_context) / flop,
+                    kv / pp / kv_bw, pf / pp / kv_bw,
+                    2 * active / flop + width_d * context, 2 * active / flop + width_p * prefill_context,
                     alpha, per_token, latency, one - latency if math.isfinite(one) else math.inf,
                     eff.step_overhead_s, eff.seq_overhead_s)
 

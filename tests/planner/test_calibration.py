@@ -8,9 +8,8 @@ from components.planner import calibrated
 from components.planner.calibration import split, summary
 
 TARGET_MEDIAN_TPOT_ERROR = 0.15  # issue 14
-# What the model reaches today (docs/capacity.md); a change that makes it worse fails here.
-ACHIEVED_MEDIAN_TPOT_ERROR = 0.39
-ACHIEVED_MEDIAN_THROUGHPUT_ERROR = 0.36
+# What the model reaches today (docs/capacity.md: 14.0 % and 29.0 %); a change that makes it worse fails here.
+ACHIEVED_MEDIAN_THROUGHPUT_ERROR = 0.30
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +41,15 @@ def test_held_out_error_is_reported(held_out, capsys):
               f"worst {held_out['tpot_worst']:.1%}; throughput median {held_out['throughput_median']:.1%}, "
               f"worst {held_out['throughput_worst']:.1%}")
     assert held_out["points"] >= 14 and held_out["skipped"] == 0
-    assert held_out["tpot_median"] <= ACHIEVED_MEDIAN_TPOT_ERROR
     assert held_out["throughput_median"] <= ACHIEVED_MEDIAN_THROUGHPUT_ERROR
 
 
-@pytest.mark.xfail(strict=True, reason="the held-out median TPOT error is 38 %, above the 15 % target of issue 14 "
-                                       "(docs/capacity.md): the published points are burst runs the steady-state "
-                                       "model fits poorly; this turns into a failure once the target is met")
 def test_median_tpot_error_meets_the_target(held_out):
-    assert held_out["tpot_median"] <= TARGET_MEDIAN_TPOT_ERROR
+    assert held_out["tpot_median"] <= TARGET_MEDIAN_TPOT_ERROR, (
+        f"held-out median TPOT error {held_out['tpot_median']:.1%} exceeds the {TARGET_MEDIAN_TPOT_ERROR:.0%} target")
+
+
+def test_the_fitted_constants_are_the_ones_calibrate_wrote():
+    # bench/calibrate.py on the fit half (docs/capacity.md); a hand edit or a refit shows here
+    assert (calibrated.HBM_EFFICIENCY, calibrated.KV_HBM_EFFICIENCY, calibrated.MFU) == (0.95, 0.15, 0.45)
+    assert (calibrated.STEP_OVERHEAD_S, calibrated.SEQ_OVERHEAD_S) == (0.001, 0.00012)
