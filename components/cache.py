@@ -24,6 +24,7 @@ import pulumi_kubernetes as k8s
 from .cluster.facts import ClusterFacts, GpuPool
 from .cache_sources import WeightsSource, adapter_repos, apply_source, sources_problem
 from .cluster.pools import model_cache_gib
+from .source_access import service_accounts
 from .config import ConfigError
 from .config.schema import ModelCache as ModelCacheSettings
 from .planner import Topology
@@ -344,12 +345,21 @@ class ModelCache(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=facts.provider, depends_on=list(depends_on or []))
         base = {**labels, "app.kubernetes.io/name": "model-cache"}
         self.jobs: list[k8s.batch.v1.Job] = []
+        self.service_accounts: list[k8s.core.v1.ServiceAccount] = []
         if self.facts.kind == "rwx":
             size = cache_size_gib(args, topologies)
             self.claim = k8s.core.v1.PersistentVolumeClaim(
                 f"{name}-pvc", metadata={"name": CLAIM, "namespace": ns, "labels": base},
                 spec=pvc_spec(facts.rwx_storage_class, size), opts=child)
-            job_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.claim]))
+            # models[].source s3 / gcs: the Jobs run as these ServiceAccounts, which the cloud identity is bound to
+            # (facts.weights_access); both exist before a Job's first pod (components/source_access.py)
+            self.service_accounts = [k8s.core.v1.ServiceAccount(
+                f"{name}-sa-{account}", metadata={"name": account, "namespace": ns, "labels": base},
+                automount_service_account_token=False, opts=child)
+                for account in service_accounts(args.sources.values())]
+            job_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[self.claim, *self.service_accounts,
+                            *(facts.weights_access if self.service_accounts else [])]))
             repos: dict[str, Topology] = {}
             for t in topologies.values():
                 repos.setdefault(t.model_repo, t)
