@@ -22,7 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .cluster.facts import ClusterFacts, GpuPool
-from .cache_sources import WeightsSource, adapter_repos, apply_source, sources_problem
+from .cache_sources import WeightsSource, hub_extras, apply_source, sources_problem
 from .cluster.pools import model_cache_gib
 from .source_access import service_accounts
 from .config import ConfigError
@@ -375,7 +375,7 @@ class ModelCache(pulumi.ComponentResource):
                               "annotations": {"pulumi.com/skipAwait": "true"}},
                     spec=apply_source(prefetch_job_spec(repo, facts.system_node_selector, job_labels,
                                                         self.facts.revision(repo), t.weights_gib),
-                                      args.sources.get(model), adapter_repos(t)), opts=job_opts))
+                                      args.sources.get(model), hub_extras(t)), opts=job_opts))
         self.prepull = []
         by_pool: dict[str, tuple[GpuPool, list[str]]] = {}
         for itype, imgs in sorted(images.items()):

@@ -80,7 +80,7 @@ def job_volumes(src: WeightsSource) -> tuple[list[dict], list[dict]]:
 
 
 def adapters_script(repos: tuple[str, ...]) -> str:
-    """LoRA adapters from the Hub, downloaded before the base model's marker is written (serving pods start
+    """LoRA adapters and speculative drafts from the Hub (hub_extras), downloaded before the base model's marker is written (serving pods start
     with HF_HUB_OFFLINE=1 and vLLM resolves `--lora-modules name=REPO` from the cache)."""
     return "\n".join(f"hf download {shlex.quote(r)} --max-workers 8" for r in repos)
 
@@ -106,10 +106,17 @@ def apply_source(job_spec: dict, src: WeightsSource | None, adapters: tuple[str,
     return job_spec
 
 
-def adapter_repos(t) -> tuple[str, ...]:
-    """The Hub repositories of a topology's LoRA adapters (a path starts with /: already in the pod)."""
-    lora = t.engine.options.lora if t.engine is not None else None
-    return tuple(p for _, p in lora.adapters if not p.startswith("/")) if lora else ()
+def hub_extras(t) -> tuple[str, ...]:
+    """The Hub repositories a topology loads besides its model: LoRA adapters and the speculative draft / EAGLE
+    head (`engine.speculative.model`); a path (starts with /) is already in the pod. Serving pods start with
+    HF_HUB_OFFLINE=1, so the prefetch downloads each of them."""
+    o = t.engine.options if t.engine is not None else None
+    if o is None:
+        return ()
+    repos = [p for _, p in o.lora.adapters] if o.lora else []
+    if o.speculative and o.speculative.model:
+        repos.append(o.speculative.model)
+    return tuple(dict.fromkeys(r for r in repos if not r.startswith("/")))
 
 
 def sources_problem(models: list[str], cache_kind: str) -> str:
@@ -120,8 +127,8 @@ def sources_problem(models: list[str], cache_kind: str) -> str:
 
 
 def check_sources(models: list, cache_kind: str) -> str | None:
-    """A problem with the deployments' (ModelDeployment) sources and Hub LoRA adapters for this cache kind (the
-    CacheError text), or None."""
+    """A problem with the deployments' (ModelDeployment) sources, Hub LoRA adapters and Hub speculative drafts for
+    this cache kind (the CacheError text), or None."""
     if cache_kind == "rwx":
         return None
     odd = [f"models[{i}] ({d.name})" for i, d in enumerate(models) if d.source.kind != "hf"]
@@ -132,4 +139,11 @@ def check_sources(models: list, cache_kind: str) -> str | None:
     if lora:
         return (f"models[].engine.lora.adapters: {', '.join(lora)} name Hub adapters, which the shared cache's prefetch "
                 f"Job downloads; with modelCache.kind {cache_kind} use kind rwx or give each adapter a path")
+    drafts = [f"models[{i}] ({d.name}) {d.engine.speculative.model}" for i, d in enumerate(models)
+              if d.engine.speculative and d.engine.speculative.model
+              and not d.engine.speculative.model.startswith("/")]
+    if drafts:
+        return (f"models[].engine.speculative.model: {', '.join(drafts)}: a Hub draft / EAGLE head, which the shared "
+                f"cache's prefetch Job downloads (serving pods run offline); with modelCache.kind {cache_kind} use "
+                f"kind rwx")
     return None
