@@ -22,7 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .cluster.facts import ClusterFacts, GpuPool
-from .cache_sources import WeightsSource, hub_extras, apply_source, sources_problem
+from .cache_sources import WeightsSource, apply_source, extras_by_repo, sources_problem
 from .cluster.pools import model_cache_gib
 from .source_access import service_accounts
 from .config import ConfigError
@@ -153,10 +153,13 @@ def prefetch_container(repo: str, image: str = PREFETCH_IMAGE, resources: dict |
     }
 
 
-def wait_container(repo: str, image: str = PREFETCH_IMAGE, revision: str | None = None) -> dict:
-    marker = ready_marker(repo, revision)
-    script = (f'until [ -f {marker} ]; do echo "waiting for {repo} in the model cache ({marker}); the '
-              f'prefetch Job logs its progress"; sleep 15; done')
+def wait_container(repo: str, image: str = PREFETCH_IMAGE, revision: str | None = None,
+                   extras: tuple[str, ...] = ()) -> dict:
+    """Waits for the model's marker and each Hub adapter's / draft's own (written once the Job downloaded it)."""
+    markers = [ready_marker(repo, revision), *(ready_marker(r) for r in extras)]
+    until = " && ".join(f"[ -f {m} ]" for m in markers)
+    script = (f'until {until}; do echo "waiting for {" + ".join([repo, *extras])} in the model cache '
+              f'({" ".join(markers)}); the prefetch Job logs its progress"; sleep 15; done')
     return {
         "name": "wait-for-cache", "image": image, "command": ["/bin/sh", "-c", script],
         "volumeMounts": [cache_mount(read_only=True)],
@@ -174,6 +177,7 @@ class CacheFacts:
     nvme_paths: dict[str, str] = field(default_factory=dict)  # instance type -> host path
     loader: str = "auto"  # modelCache.loader
     revisions: dict[str, str] = field(default_factory=dict)  # repo -> pinned commit (models[].revision)
+    extras: dict[str, tuple[str, ...]] = field(default_factory=dict)  # repo -> Hub adapters / drafts (hub_extras)
 
     def volume(self, instance_type: str) -> dict:
         if self.kind == "rwx":
@@ -191,7 +195,7 @@ class CacheFacts:
         limit, and an init container's resources do not add to the pod's."""
         rev = self.revision(repo)
         if self.kind == "rwx":
-            return wait_container(repo, image, rev)
+            return wait_container(repo, image, rev, self.extras.get(repo, ()))
         res = pod_resources or guaranteed(PREFETCH_RESOURCES["limits"])
         return prefetch_container(repo, image, res, rev, expected_gib, warm)
 
@@ -263,7 +267,7 @@ def cache_facts(args: ModelCacheArgs, topologies: dict[str, Topology], facts: Cl
     if mc.kind != "rwx" and args.sources:
         raise CacheError(sources_problem(sorted(args.sources), mc.kind))
     check_loader(mc.loader, topologies)
-    pins = {"loader": mc.loader, "revisions": dict(args.revisions)}
+    pins = {"loader": mc.loader, "revisions": dict(args.revisions), "extras": extras_by_repo(topologies)}
     if mc.kind == "rwx":
         if not facts.rwx_storage_class:
             raise CacheError(f"modelCache.kind: rwx needs a ReadWriteMany StorageClass and cluster "
@@ -351,8 +355,7 @@ class ModelCache(pulumi.ComponentResource):
             self.claim = k8s.core.v1.PersistentVolumeClaim(
                 f"{name}-pvc", metadata={"name": CLAIM, "namespace": ns, "labels": base},
                 spec=pvc_spec(facts.rwx_storage_class, size), opts=child)
-            # models[].source s3 / gcs: the Jobs run as these ServiceAccounts, which the cloud identity is bound to
-            # (facts.weights_access); both exist before a Job's first pod (components/source_access.py)
+            # models[].source s3 / gcs: Jobs run as these, bound to the cloud identity (facts.weights_access)
             self.service_accounts = [k8s.core.v1.ServiceAccount(
                 f"{name}-sa-{account}", metadata={"name": account, "namespace": ns, "labels": base},
                 automount_service_account_token=False, opts=child)
@@ -375,7 +378,7 @@ class ModelCache(pulumi.ComponentResource):
                               "annotations": {"pulumi.com/skipAwait": "true"}},
                     spec=apply_source(prefetch_job_spec(repo, facts.system_node_selector, job_labels,
                                                         self.facts.revision(repo), t.weights_gib),
-                                      args.sources.get(model), hub_extras(t)), opts=job_opts))
+                                      args.sources.get(model), self.facts.extras.get(repo, ())), opts=job_opts))
         self.prepull = []
         by_pool: dict[str, tuple[GpuPool, list[str]]] = {}
         for itype, imgs in sorted(images.items()):

@@ -82,7 +82,8 @@ def job_volumes(src: WeightsSource) -> tuple[list[dict], list[dict]]:
 def adapters_script(repos: tuple[str, ...]) -> str:
     """LoRA adapters and speculative drafts from the Hub (hub_extras), downloaded before the base model's marker is written (serving pods start
     with HF_HUB_OFFLINE=1 and vLLM resolves `--lora-modules name=REPO` from the cache)."""
-    return "\n".join(f"hf download {shlex.quote(r)} --max-workers 8" for r in repos)
+    return "\n".join(f"hf download {shlex.quote(r)} --max-workers 8\nmkdir -p {READY_DIR} && touch {ready_marker(r)}"
+                     for r in repos)
 
 
 def apply_source(job_spec: dict, src: WeightsSource | None, adapters: tuple[str, ...] = ()) -> dict:
@@ -117,6 +118,15 @@ def hub_extras(t) -> tuple[str, ...]:
     if o.speculative and o.speculative.model:
         repos.append(o.speculative.model)
     return tuple(dict.fromkeys(r for r in repos if not r.startswith("/")))
+
+
+def extras_by_repo(topologies: dict) -> dict[str, tuple[str, ...]]:
+    """Model repository -> the Hub extras of every deployment of it: its one prefetch Job downloads them all, and
+    each serving pod waits for their markers (cache.wait_container)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for t in topologies.values():
+        out[t.model_repo] = tuple(dict.fromkeys([*out.get(t.model_repo, ()), *hub_extras(t)]))
+    return {r: e for r, e in out.items() if e}
 
 
 def sources_problem(models: list[str], cache_kind: str) -> str:
