@@ -48,6 +48,7 @@ class EngineOptions:
     reasoning_parser: str | None = None
     chat_template_path: str | None = None  # where the pod reads the template
     chat_template_config_map: str | None = None  # the ConfigMap mounted there
+    chat_template_sha256: str | None = None  # an inline template's hash: a change rolls the pods (vLLM reads it once)
     prefix_caching: bool | None = None
     quantization: str | None = None
     max_num_seqs: int | None = None
