@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from .serving.k8s import CACHE_MOUNT, READY_DIR, ready_marker, slug
+from .serving.k8s import CACHE_MOUNT, HF_HOME, READY_DIR, ready_marker, slug
 
 SOURCES_DIR = f"{CACHE_MOUNT}/sources"
 SOURCE_VOLUME = "weights-source"
@@ -82,8 +82,11 @@ def job_volumes(src: WeightsSource) -> tuple[list[dict], list[dict]]:
 def adapters_script(repos: tuple[str, ...]) -> str:
     """LoRA adapters and speculative drafts from the Hub (hub_extras), downloaded before the base model's marker is written (serving pods start
     with HF_HUB_OFFLINE=1 and vLLM resolves `--lora-modules name=REPO` from the cache)."""
-    return "\n".join(f"hf download {shlex.quote(r)} --max-workers 8\nmkdir -p {READY_DIR} && touch {ready_marker(r)}"
-                     for r in repos)
+    downloads = [f"hf download {shlex.quote(r)} --max-workers 8\nmkdir -p {READY_DIR} && touch {ready_marker(r)}"
+                 for r in repos]
+    # the script may exit early (the model cached already, or an s3 / gcs / pvc copy that never opens HF_HOME):
+    # the uid-1000 serving pods must still be able to write the Hub client's lock and ref files beside them
+    return "\n".join([*downloads, f"chmod -R a+rwX {HF_HOME}"]) if repos else ""
 
 
 def apply_source(job_spec: dict, src: WeightsSource | None, adapters: tuple[str, ...] = ()) -> dict:

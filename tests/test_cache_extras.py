@@ -3,7 +3,7 @@ are cached already waits until the prefetch Job has downloaded an adapter added 
 import shlex
 
 from components.cache import CacheFacts, prefetch_job_spec
-from components.cache_sources import apply_source, extras_by_repo
+from components.cache_sources import WeightsSource, apply_source, extras_by_repo
 from components.config import parse
 from components.planner import plan_topology
 from components.planning import plan_request
@@ -39,3 +39,13 @@ def test_the_job_writes_each_extras_marker_after_its_download_for_every_deployme
     assert lines[i + 1] == "mkdir -p /models/.ready && touch /models/.ready/example-org-qwen3-sql-lora"
     j = lines.index("hf download example-org/Qwen3-32B-eagle3 --max-workers 8")
     assert shlex.split(lines[j + 1])[-1] == "/models/.ready/example-org-qwen3-32b-eagle3"
+
+
+def test_adapters_are_opened_to_the_serving_pods_before_any_early_exit():
+    ts = topologies({"lora": LORA})
+    for src in (None, WeightsSource("s3", "s3://b/qwen", service_account="reader")):
+        job = apply_source(prefetch_job_spec("Qwen/Qwen3-32B", {}, {}), src, extras_by_repo(ts)["Qwen/Qwen3-32B"])
+        lines = job["template"]["spec"]["containers"][0]["command"][2].splitlines()
+        chmod = lines.index("chmod -R a+rwX /models/hf")
+        exit_ = next(i for i, x in enumerate(lines) if x.endswith("is cached\"; exit 0; fi"))
+        assert lines.index("hf download example-org/qwen3-sql-lora --max-workers 8") < chmod < exit_
