@@ -22,7 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .cluster.facts import ClusterFacts, GpuPool
-from .cache_sources import WeightsSource, apply_source, extras_by_repo, sources_problem
+from .cache_sources import EXCLUDE, WeightsSource, apply_source, extras_by_repo, sources_problem
 from .cluster.pools import model_cache_gib
 from .source_access import service_accounts
 from .config import ConfigError
@@ -40,9 +40,6 @@ MOUNT = CACHE_MOUNT
 VOLUME = CACHE_VOLUME
 CLAIM = "model-cache"
 __all__ = ["MOUNT", "HF_HOME", "READY_DIR", "COMPILE_CACHE", "VOLUME", "CLAIM", "ready_marker", "slug"]
-# Llama repositories also ship the original consolidated checkpoint (as large as the safetensors);
-# vLLM reads only the safetensors.
-EXCLUDE = ("original/*",)
 # Sustained Hub download of one prefetch (about 1.6 Gbit/s); only used to size how long a first
 # `pulumi up` waits for the serving pods, never to cut a download short.
 HUB_DOWNLOAD_GBPS = 0.2

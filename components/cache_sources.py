@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from .serving.k8s import CACHE_MOUNT, HF_HOME, READY_DIR, ready_marker, slug
 
 SOURCES_DIR = f"{CACHE_MOUNT}/sources"
+# Llama repositories also ship the original consolidated checkpoint (`original/`, as large as the safetensors);
+# vLLM reads only the safetensors: neither the Hub prefetch (cache.py) nor an s3 / gcs copy fetches it.
+EXCLUDE = ("original/*",)
 SOURCE_VOLUME = "weights-source"
 SOURCE_MOUNT = "/weights-source"
 
@@ -47,14 +50,23 @@ class WeightsSource:
         return f"{SOURCES_DIR}/{slug(self.key)}"
 
 
+def ignore_patterns(src: WeightsSource) -> list[str]:
+    """What an s3 / gcs copy skips: the checkpoint's `original/` copy (cache.EXCLUDE, as the Hub prefetch). The
+    streamer matches fnmatch patterns against whole object keys, the prefix included (run-ai/runai-model-streamer
+    py/runai_model_streamer_s3/files/files.py and ..._gcs/files/files.py, list_files), so the prefix leads."""
+    prefix = src.uri.split("://", 1)[1].partition("/")[2].strip("/")
+    literal = "".join(f"[{c}]" if c in "*?[" else c for c in prefix)
+    return [f"{literal}/{p}" if literal else p for p in EXCLUDE]
+
+
 def pull_script(src: WeightsSource, expected_gib: float | None = None) -> str:
     """The prefetch for a non-Hub source: idempotent (the ready marker), resumable (a partial copy is replaced
     file by file), and world-readable for the uid-1000 serving pods."""
     marker, dst = ready_marker(src.local_dir), src.local_dir
     of = f" of ~{int(expected_gib * 1024)} MiB" if expected_gib else ""
     if src.kind in ("s3", "gcs"):
-        py = ("from runai_model_streamer import pull_files; "
-              f"pull_files({src.uri!r}, {dst!r}, None, None)")  # (path, dst, allow, ignore) as vLLM calls it
+        py = ("from runai_model_streamer import pull_files; "  # (path, dst, allow, ignore) as vLLM calls it
+              f"pull_files({src.uri!r}, {dst!r}, None, {ignore_patterns(src)!r})")
         copy = f"python3 -c {shlex.quote(py)}"
     else:
         copy = f"cp -a {shlex.quote(SOURCE_MOUNT + ('/' + src.path if src.path else ''))}/. {dst}/"
