@@ -7,7 +7,6 @@ the planner (planner/extras.py); docs/engine.md documents each field.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from typing import Literal, Union
 
@@ -179,7 +178,8 @@ ExtraValue = Union[bool, int, float, str, dict, list]
 
 def check_extra_args(args: dict[str, ExtraValue]) -> dict[str, ExtraValue]:
     """extraArgs: `--flag: value` pairs. Every flag must be a full `vllm serve` flag of vLLM 0.31 that
-    nothing else sets; true is a bare switch, false its --no- form, a map or list is passed as JSON."""
+    nothing else sets; true is a bare switch, false its --no- form, a map is passed as JSON, a list as vLLM's
+    parser takes it (planner/engine_args.py list_arg)."""
     problems = []
     for flag, value in args.items():
         if not re.match(r"^--[a-z0-9][-a-z0-9]*$", flag):
@@ -200,20 +200,6 @@ def check_extra_args(args: dict[str, ExtraValue]) -> dict[str, ExtraValue]:
     if problems:
         raise ValueError("; ".join(problems))
     return args
-
-
-def extra_cli(args: dict[str, ExtraValue]) -> list[str]:
-    out: list[str] = []
-    for flag, value in args.items():
-        if value is True:
-            out.append(flag)
-        elif value is False:
-            out.append(f"--no-{flag[2:]}")
-        elif isinstance(value, (dict, list)):
-            out += [flag, json.dumps(value, separators=(",", ":"), sort_keys=True)]
-        else:
-            out += [flag, str(value)]
-    return out
 
 
 class Source(_Base):
