@@ -109,3 +109,10 @@ def test_existing_cluster_gets_the_service_account_and_no_cloud_iam():
 def test_docs_name_both_gcs_roles_the_streamer_needs():
     text = (ROOT / "docs" / "engine.md").read_text()
     assert "`roles/storage.objectViewer` and\n    `roles/storage.legacyBucketReader`" in text
+
+
+def test_a_long_service_account_keeps_the_iam_role_name_within_64_characters():
+    from components.cluster.aws.source_access import role_name
+    long = role_name("vllm-cluster", "llm", "weights-reader-for-the-finance-team-fine-tunes-" + "x" * 16)
+    assert len(long) + len("-role") + 8 <= 64 and long.startswith("vllm-cluster-weights-weights-reader")
+    assert role_name("vllm-cluster", "llm", "model-reader") == "vllm-cluster-weights-model-reader"

@@ -3,11 +3,26 @@
 NAMESPACE/SA by an EKS Pod Identity association (pod_identity_role)."""
 from __future__ import annotations
 
+import hashlib
+
 import pulumi
 import pulumi_aws as aws
 
 from ...source_access import BucketReader, s3_read_policy
 from .iam import pod_identity_role
+
+
+# IAM role names are at most 64 characters and Pulumi appends 8 to the resource name (`<name>-role-1a2b3c4`):
+# a long service account name is cut and made unique with a hash of NAMESPACE/SA.
+MAX_ROLE_RESOURCE = 56 - len("-role")
+
+
+def role_name(name: str, namespace: str, account: str) -> str:
+    full = f"{name}-weights-{account}"
+    if len(full) <= MAX_ROLE_RESOURCE:
+        return full
+    digest = hashlib.sha256(f"{namespace}/{account}".encode()).hexdigest()[:8]
+    return f"{full[:MAX_ROLE_RESOURCE - 9]}-{digest}"
 
 
 def s3_readers(name: str, cluster: aws.eks.Cluster, partition: str, readers: tuple[BucketReader, ...],
@@ -20,7 +35,7 @@ def s3_readers(name: str, cluster: aws.eks.Cluster, partition: str, readers: tup
     out = []
     for (namespace, account), rs in sorted(by_account.items()):
         _, association = pod_identity_role(
-            f"{name}-weights-{account}", cluster, namespace, account, s3_read_policy(partition, rs), parent,
+            role_name(name, namespace, account), cluster, namespace, account, s3_read_policy(partition, rs), parent,
             f"reads model weights ({', '.join(sorted({r.bucket for r in rs}))}) for {namespace}/{account} "
             f"(Pod Identity)", depends_on)
         out.append(association)
