@@ -22,8 +22,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .cluster.facts import ClusterFacts, GpuPool
-from .cache_sources import WeightsSource, adapter_repos, apply_source, sources_problem
+from .cache_sources import EXCLUDE, WeightsSource, apply_source, extras_by_repo, sources_problem
 from .cluster.pools import model_cache_gib
+from .source_access import service_accounts
 from .config import ConfigError
 from .config.schema import ModelCache as ModelCacheSettings
 from .planner import Topology
@@ -39,9 +40,6 @@ MOUNT = CACHE_MOUNT
 VOLUME = CACHE_VOLUME
 CLAIM = "model-cache"
 __all__ = ["MOUNT", "HF_HOME", "READY_DIR", "COMPILE_CACHE", "VOLUME", "CLAIM", "ready_marker", "slug"]
-# Llama repositories also ship the original consolidated checkpoint (as large as the safetensors);
-# vLLM reads only the safetensors.
-EXCLUDE = ("original/*",)
 # Sustained Hub download of one prefetch (about 1.6 Gbit/s); only used to size how long a first
 # `pulumi up` waits for the serving pods, never to cut a download short.
 HUB_DOWNLOAD_GBPS = 0.2
@@ -152,10 +150,13 @@ def prefetch_container(repo: str, image: str = PREFETCH_IMAGE, resources: dict |
     }
 
 
-def wait_container(repo: str, image: str = PREFETCH_IMAGE, revision: str | None = None) -> dict:
-    marker = ready_marker(repo, revision)
-    script = (f'until [ -f {marker} ]; do echo "waiting for {repo} in the model cache ({marker}); the '
-              f'prefetch Job logs its progress"; sleep 15; done')
+def wait_container(repo: str, image: str = PREFETCH_IMAGE, revision: str | None = None,
+                   extras: tuple[str, ...] = ()) -> dict:
+    """Waits for the model's marker and each Hub adapter's / draft's own (written once the Job downloaded it)."""
+    markers = [ready_marker(repo, revision), *(ready_marker(r) for r in extras)]
+    until = " && ".join(f"[ -f {m} ]" for m in markers)
+    script = (f'until {until}; do echo "waiting for {" + ".join([repo, *extras])} in the model cache '
+              f'({" ".join(markers)}); the prefetch Job logs its progress"; sleep 15; done')
     return {
         "name": "wait-for-cache", "image": image, "command": ["/bin/sh", "-c", script],
         "volumeMounts": [cache_mount(read_only=True)],
@@ -173,6 +174,7 @@ class CacheFacts:
     nvme_paths: dict[str, str] = field(default_factory=dict)  # instance type -> host path
     loader: str = "auto"  # modelCache.loader
     revisions: dict[str, str] = field(default_factory=dict)  # repo -> pinned commit (models[].revision)
+    extras: dict[str, tuple[str, ...]] = field(default_factory=dict)  # repo -> Hub adapters / drafts (hub_extras)
 
     def volume(self, instance_type: str) -> dict:
         if self.kind == "rwx":
@@ -190,7 +192,7 @@ class CacheFacts:
         limit, and an init container's resources do not add to the pod's."""
         rev = self.revision(repo)
         if self.kind == "rwx":
-            return wait_container(repo, image, rev)
+            return wait_container(repo, image, rev, self.extras.get(repo, ()))
         res = pod_resources or guaranteed(PREFETCH_RESOURCES["limits"])
         return prefetch_container(repo, image, res, rev, expected_gib, warm)
 
@@ -262,7 +264,7 @@ def cache_facts(args: ModelCacheArgs, topologies: dict[str, Topology], facts: Cl
     if mc.kind != "rwx" and args.sources:
         raise CacheError(sources_problem(sorted(args.sources), mc.kind))
     check_loader(mc.loader, topologies)
-    pins = {"loader": mc.loader, "revisions": dict(args.revisions)}
+    pins = {"loader": mc.loader, "revisions": dict(args.revisions), "extras": extras_by_repo(topologies)}
     if mc.kind == "rwx":
         if not facts.rwx_storage_class:
             raise CacheError(f"modelCache.kind: rwx needs a ReadWriteMany StorageClass and cluster "
@@ -344,12 +346,20 @@ class ModelCache(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=facts.provider, depends_on=list(depends_on or []))
         base = {**labels, "app.kubernetes.io/name": "model-cache"}
         self.jobs: list[k8s.batch.v1.Job] = []
+        self.service_accounts: list[k8s.core.v1.ServiceAccount] = []
         if self.facts.kind == "rwx":
             size = cache_size_gib(args, topologies)
             self.claim = k8s.core.v1.PersistentVolumeClaim(
                 f"{name}-pvc", metadata={"name": CLAIM, "namespace": ns, "labels": base},
                 spec=pvc_spec(facts.rwx_storage_class, size), opts=child)
-            job_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.claim]))
+            # models[].source s3 / gcs: Jobs run as these, bound to the cloud identity (facts.weights_access)
+            self.service_accounts = [k8s.core.v1.ServiceAccount(
+                f"{name}-sa-{account}", metadata={"name": account, "namespace": ns, "labels": base},
+                automount_service_account_token=False, opts=child)
+                for account in service_accounts(args.sources.values())]
+            job_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[self.claim, *self.service_accounts,
+                            *(facts.weights_access if self.service_accounts else [])]))
             repos: dict[str, Topology] = {}
             for t in topologies.values():
                 repos.setdefault(t.model_repo, t)
@@ -365,7 +375,7 @@ class ModelCache(pulumi.ComponentResource):
                               "annotations": {"pulumi.com/skipAwait": "true"}},
                     spec=apply_source(prefetch_job_spec(repo, facts.system_node_selector, job_labels,
                                                         self.facts.revision(repo), t.weights_gib),
-                                      args.sources.get(model), adapter_repos(t)), opts=job_opts))
+                                      args.sources.get(model), self.facts.extras.get(repo, ())), opts=job_opts))
         self.prepull = []
         by_pool: dict[str, tuple[GpuPool, list[str]]] = {}
         for itype, imgs in sorted(images.items()):

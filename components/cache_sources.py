@@ -17,9 +17,12 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from .serving.k8s import CACHE_MOUNT, READY_DIR, ready_marker, slug
+from .serving.k8s import CACHE_MOUNT, HF_HOME, READY_DIR, ready_marker, slug
 
 SOURCES_DIR = f"{CACHE_MOUNT}/sources"
+# Llama repositories also ship the original consolidated checkpoint (`original/`, as large as the safetensors);
+# vLLM reads only the safetensors: neither the Hub prefetch (cache.py) nor an s3 / gcs copy fetches it.
+EXCLUDE = ("original/*",)
 SOURCE_VOLUME = "weights-source"
 SOURCE_MOUNT = "/weights-source"
 
@@ -47,14 +50,23 @@ class WeightsSource:
         return f"{SOURCES_DIR}/{slug(self.key)}"
 
 
+def ignore_patterns(src: WeightsSource) -> list[str]:
+    """What an s3 / gcs copy skips: the checkpoint's `original/` copy (cache.EXCLUDE, as the Hub prefetch). The
+    streamer matches fnmatch patterns against whole object keys, the prefix included (run-ai/runai-model-streamer
+    py/runai_model_streamer_s3/files/files.py and ..._gcs/files/files.py, list_files), so the prefix leads."""
+    prefix = src.uri.split("://", 1)[1].partition("/")[2].strip("/")
+    literal = "".join(f"[{c}]" if c in "*?[" else c for c in prefix)
+    return [f"{literal}/{p}" if literal else p for p in EXCLUDE]
+
+
 def pull_script(src: WeightsSource, expected_gib: float | None = None) -> str:
     """The prefetch for a non-Hub source: idempotent (the ready marker), resumable (a partial copy is replaced
     file by file), and world-readable for the uid-1000 serving pods."""
     marker, dst = ready_marker(src.local_dir), src.local_dir
     of = f" of ~{int(expected_gib * 1024)} MiB" if expected_gib else ""
     if src.kind in ("s3", "gcs"):
-        py = ("from runai_model_streamer import pull_files; "
-              f"pull_files({src.uri!r}, {dst!r}, None, None)")  # (path, dst, allow, ignore) as vLLM calls it
+        py = ("from runai_model_streamer import pull_files; "  # (path, dst, allow, ignore) as vLLM calls it
+              f"pull_files({src.uri!r}, {dst!r}, None, {ignore_patterns(src)!r})")
         copy = f"python3 -c {shlex.quote(py)}"
     else:
         copy = f"cp -a {shlex.quote(SOURCE_MOUNT + ('/' + src.path if src.path else ''))}/. {dst}/"
@@ -80,9 +92,13 @@ def job_volumes(src: WeightsSource) -> tuple[list[dict], list[dict]]:
 
 
 def adapters_script(repos: tuple[str, ...]) -> str:
-    """LoRA adapters from the Hub, downloaded before the base model's marker is written (serving pods start
+    """LoRA adapters and speculative drafts from the Hub (hub_extras), downloaded before the base model's marker is written (serving pods start
     with HF_HUB_OFFLINE=1 and vLLM resolves `--lora-modules name=REPO` from the cache)."""
-    return "\n".join(f"hf download {shlex.quote(r)} --max-workers 8" for r in repos)
+    downloads = [f"hf download {shlex.quote(r)} --max-workers 8\nmkdir -p {READY_DIR} && touch {ready_marker(r)}"
+                 for r in repos]
+    # the script may exit early (the model cached already, or an s3 / gcs / pvc copy that never opens HF_HOME):
+    # the uid-1000 serving pods must still be able to write the Hub client's lock and ref files beside them
+    return "\n".join([*downloads, f"chmod -R a+rwX {HF_HOME}"]) if repos else ""
 
 
 def apply_source(job_spec: dict, src: WeightsSource | None, adapters: tuple[str, ...] = ()) -> dict:
@@ -106,10 +122,26 @@ def apply_source(job_spec: dict, src: WeightsSource | None, adapters: tuple[str,
     return job_spec
 
 
-def adapter_repos(t) -> tuple[str, ...]:
-    """The Hub repositories of a topology's LoRA adapters (a path starts with /: already in the pod)."""
-    lora = t.engine.options.lora if t.engine is not None else None
-    return tuple(p for _, p in lora.adapters if not p.startswith("/")) if lora else ()
+def hub_extras(t) -> tuple[str, ...]:
+    """The Hub repositories a topology loads besides its model: LoRA adapters and the speculative draft / EAGLE
+    head (`engine.speculative.model`); a path (starts with /) is already in the pod. Serving pods start with
+    HF_HUB_OFFLINE=1, so the prefetch downloads each of them."""
+    o = t.engine.options if t.engine is not None else None
+    if o is None:
+        return ()
+    repos = [p for _, p in o.lora.adapters] if o.lora else []
+    if o.speculative and o.speculative.model:
+        repos.append(o.speculative.model)
+    return tuple(dict.fromkeys(r for r in repos if not r.startswith("/")))
+
+
+def extras_by_repo(topologies: dict) -> dict[str, tuple[str, ...]]:
+    """Model repository -> the Hub extras of every deployment of it: its one prefetch Job downloads them all, and
+    each serving pod waits for their markers (cache.wait_container)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for t in topologies.values():
+        out[t.model_repo] = tuple(dict.fromkeys([*out.get(t.model_repo, ()), *hub_extras(t)]))
+    return {r: e for r, e in out.items() if e}
 
 
 def sources_problem(models: list[str], cache_kind: str) -> str:
@@ -120,8 +152,8 @@ def sources_problem(models: list[str], cache_kind: str) -> str:
 
 
 def check_sources(models: list, cache_kind: str) -> str | None:
-    """A problem with the deployments' (ModelDeployment) sources and Hub LoRA adapters for this cache kind (the
-    CacheError text), or None."""
+    """A problem with the deployments' (ModelDeployment) sources, Hub LoRA adapters and Hub speculative drafts for
+    this cache kind (the CacheError text), or None."""
     if cache_kind == "rwx":
         return None
     odd = [f"models[{i}] ({d.name})" for i, d in enumerate(models) if d.source.kind != "hf"]
@@ -132,4 +164,11 @@ def check_sources(models: list, cache_kind: str) -> str | None:
     if lora:
         return (f"models[].engine.lora.adapters: {', '.join(lora)} name Hub adapters, which the shared cache's prefetch "
                 f"Job downloads; with modelCache.kind {cache_kind} use kind rwx or give each adapter a path")
+    drafts = [f"models[{i}] ({d.name}) {d.engine.speculative.model}" for i, d in enumerate(models)
+              if d.engine.speculative and d.engine.speculative.model
+              and not d.engine.speculative.model.startswith("/")]
+    if drafts:
+        return (f"models[].engine.speculative.model: {', '.join(drafts)}: a Hub draft / EAGLE head, which the shared "
+                f"cache's prefetch Job downloads (serving pods run offline); with modelCache.kind {cache_kind} use "
+                f"kind rwx")
     return None

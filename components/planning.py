@@ -1,6 +1,7 @@
 """config -> plan: turn each model deployment of a StackConfig into a Topology. Pure (no Pulumi)."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 
 from .cache_sources import WeightsSource
@@ -73,6 +74,7 @@ def engine_options(dep: ModelDeployment) -> EngineOptions:
     """models[].engine and extraArgs as the planner's typed options (the chat template as the pod's path)."""
     e = dep.engine
     tpl = cm = None
+    inline = e.chat_template.inline if e.chat_template else None
     if e.chat_template:
         tpl = f"{CHAT_TEMPLATE_DIR}/{e.chat_template.key or INLINE_TEMPLATE_KEY}"
         cm = e.chat_template.config_map or chat_template_config_map(dep.name)
@@ -84,7 +86,8 @@ def engine_options(dep: ModelDeployment) -> EngineOptions:
                                 tuple((a.name, a.repo or a.path) for a in e.lora.adapters))
     return EngineOptions(
         tool_call_parser=e.tool_call_parser, reasoning_parser=e.reasoning_parser, chat_template_path=tpl,
-        chat_template_config_map=cm, prefix_caching=e.prefix_caching, quantization=e.quantization,
+        chat_template_config_map=cm, chat_template_sha256=inline and hashlib.sha256(inline.encode()).hexdigest(),
+        prefix_caching=e.prefix_caching, quantization=e.quantization,
         max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens, speculative=sp or None,
         lora=lora or None, extra=tuple(dep.extra_args.items()))
 

@@ -26,6 +26,10 @@ VLLM_IMAGE = f"vllm/vllm-openai:{VLLM_VERSION}@{VLLM_IMAGE_DIGEST}"
 # Tags: hub.docker.com/r/rayproject/ray-llm; the AWS one: aws/deep-learning-containers docker/ray_llm
 # (same Ray 2.58.0 / vLLM 0.26.0 plus the EFA installer 1.49: libfabric and the aws-ofi-nccl plugin).
 RAY_VERSION = "2.58.0"
+# The vLLM inside both Ray images (the note above ⚠ not re-checked in the review of issue 13): engine options and
+# extraArgs are validated against vLLM 0.31's registry only (config/vllm_registry.py); no 0.26 registry is
+# vendored, so the plan warns instead of refusing (serving/service.py engine_version_note).
+RAY_LLM_VLLM_VERSION = "0.26.0"
 RAY_LLM_IMAGE = f"rayproject/ray-llm:{RAY_VERSION}-py312-cu130"
 RAY_LLM_EFA_IMAGE = "public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0"
 # The model-cache prefetch runs `hf download` from the vLLM image: its huggingface_hub writes the cache

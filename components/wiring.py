@@ -28,6 +28,7 @@ from .config.schema import ModelDeployment
 from .planner import NoFeasibleTopology, Topology
 from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
 from .providers import CloudProviderArgs
+from .source_access import bucket_readers, cross_cloud_problems
 from .serving.service import ServingArgs
 
 
@@ -50,14 +51,16 @@ def cluster_args(cfg: StackConfig, topologies: dict[str, Topology], kubeconfig: 
         return ExistingClusterArgs(existing=cfg.existing, cluster=cfg.cluster, model_cache=cfg.model_cache,
                                    topologies=dict(topologies), kubeconfig=kubeconfig)
     pools = tuple(gpu_pool_specs(topologies))
+    readers = bucket_readers(cfg.namespace, model_sources(cfg).values())
     if cfg.cloud == "aws":
         from .cluster.aws.component import AwsClusterArgs, pool_models
         return AwsClusterArgs(aws=cfg.aws, pools=pools, pool_models=pool_models(topologies), cluster=cfg.cluster,
                               model_cache=cfg.model_cache, environment=cfg.environment,
-                              provider_config=dict(provider_config or {}))
+                              provider_config=dict(provider_config or {}), bucket_readers=readers)
     from .cluster.gcp.component import GcpClusterArgs
     return GcpClusterArgs(gcp=cfg.gcp, pools=pools, cache_gib=model_cache_gib(cfg.model_cache.size_gib, topologies),
-                          cluster=cfg.cluster, model_cache=cfg.model_cache, environment=cfg.environment)
+                          cluster=cfg.cluster, model_cache=cfg.model_cache, environment=cfg.environment,
+                          bucket_readers=readers)
 
 
 def pinned_revisions(models: list[ModelDeployment], topologies: dict[str, Topology]) -> dict[str, str]:
@@ -196,6 +199,7 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
                      if t.instance_type not in INSTANCE_TYPES or not INSTANCE_TYPES[t.instance_type].nvme_gb]
     if (problem := check_sources(cfg.models, cfg.model_cache.kind)):
         problems.append(problem)
+    problems += cross_cloud_problems(cfg.models, cfg.cloud)
     for check in (lambda: check_loader(cfg.model_cache.loader, topologies),
                   lambda: pinned_revisions(cfg.models, topologies)):
         try:

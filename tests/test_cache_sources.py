@@ -38,7 +38,7 @@ def test_s3_prefetch_pulls_with_the_runai_streamer_as_the_service_account():
     assert pod["serviceAccountName"] == "model-reader"
     line = next(x for x in script.splitlines() if x.startswith("python3 -c"))
     assert shlex.split(line)[2] == ("from runai_model_streamer import pull_files; "
-                                    "pull_files('s3://my-bucket/qwen', '/models/sources/s3-my-bucket-qwen', None, None)")
+                                    "pull_files('s3://my-bucket/qwen', '/models/sources/s3-my-bucket-qwen', None, ['qwen/original/*'])")
     assert "touch /models/.ready/models-sources-s3-my-bucket-qwen" in script and "hf download" not in script
 
 

@@ -60,7 +60,8 @@ def test_a_config_file_model_in_a_gated_org_needs_the_token_and_others_do_not(tm
     gated["models"][0]["model"] = "meta-llama/Llama-3.1-8B-Tuned"
     (e,) = errors(gated, set())
     assert e.startswith("hfToken: missing; set the Hugging Face token")
-    assert e.endswith("models[0] (tuned) downloads meta-llama/Llama-3.1-8B-Tuned is a gated repository")
+    assert "models[0] (tuned) downloads meta-llama/Llama-3.1-8B-Tuned is a gated repository; any gated or private " \
+           "Hugging Face repository needs the token" in e
 
 
 def test_a_config_file_models_revision_reaches_the_cache_the_prefetch_and_vllm(tmp_path):

@@ -9,6 +9,7 @@ fetcher is a parameter so that tests run without a network: whatever fetches, th
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -18,6 +19,9 @@ from typing import Callable
 
 CONFIG = "config.json"
 INDEX = "model.safetensors.index.json"
+# Written beside a cached config.json that the Hub refused to send anonymously (401 / 403) and sent with the
+# token: the repository is gated or private, and the stack must carry hfToken for the prefetch to download it.
+GATED = "gated"
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENDPOINT = "https://huggingface.co"
 TIMEOUT_S = 20
@@ -31,7 +35,11 @@ class NotFound(Exception):
     """The Hub answered that the file does not exist (404) — a normal answer for the safetensors index."""
 
 
-# (repo, revision, filename, token) -> bytes; raises NotFound, or anything else for "could not reach".
+class Unauthorized(ConnectionError):
+    """The Hub refused the request without (or with this) token: HTTP 401 / 403, a gated or private repository."""
+
+
+# (repo, revision, filename, token) -> bytes; raises NotFound, Unauthorized, or anything else for "could not reach".
 Fetcher = Callable[[str, str, str, str | None], bytes]
 
 
@@ -62,6 +70,12 @@ def http_fetch(repo: str, revision: str, filename: str, tok: str | None) -> byte
             path = hh.hf_hub_download(repo, filename, revision=revision, token=tok)
         except hh.errors.EntryNotFoundError as e:
             raise NotFound(str(e)) from None
+        except hh.errors.GatedRepoError as e:
+            raise Unauthorized(str(e)) from None
+        except hh.errors.RepositoryNotFoundError as e:  # the Hub answers 401 for a private repo, as for none
+            if tok is None:
+                raise Unauthorized(str(e)) from None
+            raise
         return Path(path).read_bytes()
     import urllib.error
     import urllib.request
@@ -77,7 +91,7 @@ def http_fetch(repo: str, revision: str, filename: str, tok: str | None) -> byte
             raise NotFound(filename) from None
         hint = {401: "gated or private: set HF_TOKEN to a token with access", 403: "gated: accept the model's "
                 "licence on the Hub and set HF_TOKEN", 404: "no such repository or revision"}.get(e.code, "")
-        raise ConnectionError(f"HTTP {e.code}{': ' + hint if hint else ''}") from None
+        raise (Unauthorized if e.code in (401, 403) else ConnectionError)(f"HTTP {e.code}{': ' + hint if hint else ''}") from None
 
 
 @dataclass
@@ -85,6 +99,7 @@ class HubConfig:
     config: dict
     index: dict | None  # the safetensors index, when the repo has one
     path: Path  # the cached config.json
+    gated: bool = False  # the Hub sent it only with a token (gated or private repository)
 
 
 def _read_cached(d: Path) -> HubConfig | None:
@@ -92,7 +107,8 @@ def _read_cached(d: Path) -> HubConfig | None:
     if not cfg.is_file():
         return None
     index = d / INDEX
-    return HubConfig(json.loads(cfg.read_text()), json.loads(index.read_text()) if index.is_file() else None, cfg)
+    return HubConfig(json.loads(cfg.read_text()), json.loads(index.read_text()) if index.is_file() else None, cfg,
+                     (d / GATED).is_file())
 
 
 IN_STACK = "models[].configFile, or --model-config PATH on `topology`"
@@ -120,10 +136,19 @@ def fetch_config(repo: str, revision: str | None = None, fetcher: Fetcher | None
         raise HubUnavailable(f"offline (HF_HUB_OFFLINE / VLLM_PLATFORM_OFFLINE) and no cached config.json; "
                              f"{ways_out(repo, revision, where)}")
     fetch = fetcher or http_fetch
-    rev, tok = revision or "main", token()
+    rev, tok, gated = revision or "main", token(), False
     try:
-        raw = fetch(repo, rev, CONFIG, tok)
+        try:  # anonymously first: whether the repository needs a token is what the stack must know
+            raw = fetch(repo, rev, CONFIG, None)
+        except Unauthorized as e:
+            if tok is None:
+                raise HubUnavailable(f"{repo} is gated, private or not there (the Hub refused it without a token: {e}); set "
+                                     f"HF_TOKEN to a token of an account with access and plan again, or "
+                                     f"{ways_out(repo, revision, where)}") from None
+            raw, gated = fetch(repo, rev, CONFIG, tok), True
         config = json.loads(raw)
+    except HubUnavailable:
+        raise
     except NotFound:
         raise HubUnavailable(f"{repo} has no config.json at {rev}; {ways_out(repo, revision, where)}") from None
     except ValueError as e:
@@ -133,7 +158,7 @@ def fetch_config(repo: str, revision: str | None = None, fetcher: Fetcher | None
                              f"{ways_out(repo, revision, where)}") from None
     index_raw = None
     try:
-        index_raw = fetch(repo, rev, INDEX, tok)
+        index_raw = fetch(repo, rev, INDEX, tok if gated else None)
         json.loads(index_raw)
     except Exception:  # noqa: BLE001 (a single-file checkpoint has no index; the size check is skipped)
         index_raw = None
@@ -141,7 +166,9 @@ def fetch_config(repo: str, revision: str | None = None, fetcher: Fetcher | None
     (d / CONFIG).write_bytes(raw)
     if index_raw is not None:
         (d / INDEX).write_bytes(index_raw)
-    return HubConfig(config, json.loads(index_raw) if index_raw is not None else None, d / CONFIG)
+    if gated:
+        (d / GATED).write_text("the Hub sent config.json only with a token (HTTP 401/403 anonymously)\n")
+    return HubConfig(config, json.loads(index_raw) if index_raw is not None else None, d / CONFIG, gated)
 
 
 def read_config_file(path: Path) -> HubConfig:
@@ -180,5 +207,6 @@ def spec_from_hub(repo: str, revision: str | None = None, name: str | None = Non
     from .hf_config import describe
 
     found = fetch_config(repo, revision, fetcher, where)
-    return describe(found.config, found.index, name=name or repo.split("/")[-1], repo=repo,
+    spec = describe(found.config, found.index, name=name or repo.split("/")[-1], repo=repo,
                     source=f"huggingface.co/{repo} config.json at {revision or 'main'} (cached {found.path})")
+    return dataclasses.replace(spec, gated=True) if found.gated else spec

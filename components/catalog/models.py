@@ -49,6 +49,7 @@ class ModelSpec:
     architectures: tuple[str, ...] = ()  # config.json `architectures` (config-derived specs; checked against vLLM's)
     mtp_layers: int | None = None  # config.json num_nextn_predict_layers; None: planner/extras.py MTP_LAYERS
     quant_method: str | None = None  # config.json quantization_config.quant_method (config-derived specs)
+    gated: bool = False  # Hub-described: its config.json needed a token (catalog/hub.py GATED), so hfToken is required
 
     @property
     def is_moe(self) -> bool:

@@ -154,6 +154,9 @@ class ClusterFacts:
     # EKS: the AWS Load Balancer Controller's identity, for the add-on that installs it (None: no NLB controller;
     # a LoadBalancer Service gets whatever the cluster's own cloud provider gives it).
     load_balancer_controller: LoadBalancerController | None = None
+    # What a prefetch Job that reads a models[].source bucket waits for: the cloud identity the cluster component
+    # granted its service account (EKS Pod Identity associations, GKE bucket IAM members; components/source_access.py)
+    weights_access: list[Any] = field(default_factory=list)
 
     def pool_for(self, instance_type: str) -> GpuPool:
         return self.gpu_pools[instance_type]

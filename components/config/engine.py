@@ -7,7 +7,6 @@ the planner (planner/extras.py); docs/engine.md documents each field.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from typing import Literal, Union
 
@@ -179,7 +178,8 @@ ExtraValue = Union[bool, int, float, str, dict, list]
 
 def check_extra_args(args: dict[str, ExtraValue]) -> dict[str, ExtraValue]:
     """extraArgs: `--flag: value` pairs. Every flag must be a full `vllm serve` flag of vLLM 0.31 that
-    nothing else sets; true is a bare switch, false its --no- form, a map or list is passed as JSON."""
+    nothing else sets; true is a bare switch, false its --no- form, a map is passed as JSON, a list as vLLM's
+    parser takes it (planner/engine_args.py list_arg)."""
     problems = []
     for flag, value in args.items():
         if not re.match(r"^--[a-z0-9][-a-z0-9]*$", flag):
@@ -200,20 +200,6 @@ def check_extra_args(args: dict[str, ExtraValue]) -> dict[str, ExtraValue]:
     if problems:
         raise ValueError("; ".join(problems))
     return args
-
-
-def extra_cli(args: dict[str, ExtraValue]) -> list[str]:
-    out: list[str] = []
-    for flag, value in args.items():
-        if value is True:
-            out.append(flag)
-        elif value is False:
-            out.append(f"--no-{flag[2:]}")
-        elif isinstance(value, (dict, list)):
-            out += [flag, json.dumps(value, separators=(",", ":"), sort_keys=True)]
-        else:
-            out += [flag, str(value)]
-    return out
 
 
 class Source(_Base):
@@ -307,17 +293,26 @@ def engine_problems(dep) -> list[tuple[str, str]]:
     return out
 
 
-# Hugging Face repositories of the catalog that are gated (the Hub asks to accept a licence; a download needs a
-# token of an account that did). Source: the repositories' pages on huggingface.co ("You need to agree to share
-# your contact information to access this model"), from memory of 2026 ⚠ not re-checked in this session.
-GATED_REPO_PREFIXES = ("meta-llama/", "mistralai/")
+# Hugging Face organisations / families whose repositories are gated (the Hub asks to accept a licence; a download
+# needs a token of an account that did): the Hub's answer "Cannot access gated repo ... Access to model ... is
+# restricted" (HTTP 401 / 403) to an anonymous download, as quoted in public bug reports, 2024-2025:
+# meta-llama/Llama-3.* (the catalog's), mistralai/Mistral-7B-Instruct-v0.2 and mistralai/Mixtral-8x7B-Instruct-v0.1
+# (github.com/McGill-NLP/llm2vec/issues/130, huggingface/transformers/issues/31367), google/gemma-2-2b-it,
+# google/gemma-3-4b-pt, google/gemma-3-1b-it, google/embeddinggemma-300m (city96/ComfyUI_ExtraModels/issues/99,
+# ariG23498/gemma3-object-detection/issues/5, cactus-compute/cactus/issues/197, vllm-project/semantic-router
+# /issues/817). ⚠ A prefix is a family rule: a single repository may differ. Any other repository counts as gated
+# when its config.json came from the Hub only with a token (ModelSpec.gated, catalog/hub.py).
+GATED_REPO_PREFIXES = ("meta-llama/", "mistralai/", "google/gemma", "google/embeddinggemma")
 
 
 def needs_hf_token(dep) -> str | None:
     """The gated Hub repository a deployment downloads (model or LoRA adapter), or None."""
     repos = []
     if dep.source.kind == "hf":
-        repos.append(dep.spec.repo_for(dep.effective_precision) if dep.spec else dep.model)
+        repo = dep.spec.repo_for(dep.effective_precision) if dep.spec else dep.model
+        if dep.spec is not None and dep.spec.gated:
+            return repo  # its config.json came from the Hub only with a token: gated or private
+        repos.append(repo)
     if dep.engine.lora:
         repos += [a.repo for a in dep.engine.lora.adapters if a.repo]
     sp = dep.engine.speculative

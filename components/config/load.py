@@ -226,13 +226,14 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     cfg, problems = _validate(values, base_dir)
     errors += problems
     if "hfToken" in required and "hfToken" not in secrets | plain:
-        # only gated Hub repositories need a token (config/engine.py GATED_REPO_PREFIXES)
+        # only gated or private Hub repositories need a token (config/engine.py GATED_REPO_PREFIXES, ModelSpec.gated)
         from .engine import gated_downloads
         gated = gated_downloads(cfg, values)
         if gated:
             errors.insert(0, f"hfToken: missing; set the Hugging Face token with `pulumi config set --secret hfToken "
                              f"hf_...` (an account that accepted the licence): {'; '.join(gated)} "
-                             f"{'is a gated repository' if len(gated) == 1 else 'are gated repositories'}")
+                             f"{'is a gated repository' if len(gated) == 1 else 'are gated repositories'}; any "
+                             f"gated or private Hugging Face repository needs the token")
     if errors:
         raise ConfigError(errors)
     return cfg

@@ -184,3 +184,15 @@ def _reservation(args):
 
 
 __all__: list[str] = []
+
+
+@invoke("gcp:organizations/getProject:getProject")
+def _get_project(args):
+    """projects.get: the project's number is made up (12 digits from its id), like GCP's."""
+    p = args.get("projectId") or _provider["project"]
+    return {"id": f"projects/{p}", "projectId": p, "number": str(10**11 + _n(p, 9 * 10**11)), "name": p}
+
+
+@cloud_outputs("gcp:storage/bucketIAMMember:BucketIAMMember")
+def _bucket_iam_member(name, inputs):
+    return {"etag": f"CAE{_n(name, 10**6):06d}=", "id": f"b/{inputs['bucket']}/{inputs['role']}/{inputs['member']}"}

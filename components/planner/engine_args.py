@@ -48,6 +48,7 @@ class EngineOptions:
     reasoning_parser: str | None = None
     chat_template_path: str | None = None  # where the pod reads the template
     chat_template_config_map: str | None = None  # the ConfigMap mounted there
+    chat_template_sha256: str | None = None  # an inline template's hash: a change rolls the pods (vLLM reads it once)
     prefix_caching: bool | None = None
     quantization: str | None = None
     max_num_seqs: int | None = None
@@ -164,7 +165,7 @@ class EngineArgs:
             elif isinstance(value, dict):
                 args += [flag, json.dumps(value, separators=(",", ":"))]
             elif isinstance(value, list):
-                args += [flag, *value]  # nargs="+" (e.g. --lora-modules a=/p b=/q)
+                args += list_arg(flag, value)
             elif isinstance(value, float):
                 args += [flag, ratio_arg(value)]
             else:
@@ -184,6 +185,23 @@ class EngineArgs:
                 continue
             kwargs[key] = value
         return kwargs
+
+
+# How vLLM's `vllm serve` parser takes a list (vllm/entrypoints/openai/cli_args.py FrontendArgs, its "Special
+# case" kwargs; vllm/engine/arg_utils.py get_kwargs: any other list field is nargs="+"): one JSON argument for the
+# CORS lists, the flag repeated for --middleware (action "append"), else the flag once and one argument per item.
+LIST_AS_JSON = frozenset({"--allowed-origins", "--allowed-methods", "--allowed-headers"})
+LIST_REPEATED = frozenset({"--middleware"})
+
+
+def list_arg(flag: str, value: list) -> list[str]:
+    """`--flag` with a list value (models[].extraArgs, --lora-modules) as vLLM's parser reads it; strings only."""
+    if flag in LIST_AS_JSON:
+        return [flag, json.dumps(value, separators=(",", ":"))]
+    items = [v if isinstance(v, str) else json.dumps(v, separators=(",", ":")) for v in value]
+    if flag in LIST_REPEATED:
+        return [x for v in items for x in (flag, v)]
+    return [flag, *items]  # nargs="+" (e.g. --lora-modules a=/p b=/q, --cudagraph-capture-sizes 1 2 4)
 
 
 def ratio_arg(value: float) -> str:

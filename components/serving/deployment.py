@@ -52,6 +52,18 @@ def template_volumes(t: Topology) -> list[dict]:
     return [{"name": TEMPLATE_VOLUME, "configMap": {"name": o.chat_template_config_map}}] if o else []
 
 
+CHAT_TEMPLATE_ANNOTATION = "vllm-platform/chat-template-sha256"
+
+
+def template_metadata(t: Topology, meta: dict) -> dict:
+    """An inline chat template's hash on the pod template: vLLM reads the file once at start, so editing the
+    template (its ConfigMap) must roll the pods; a template from the team's own ConfigMap is theirs to roll."""
+    o = _template(t)
+    if o is None or not o.chat_template_sha256:
+        return meta
+    return {**meta, "annotations": {**meta.get("annotations", {}), CHAT_TEMPLATE_ANNOTATION: o.chat_template_sha256}}
+
+
 def template_mounts(t: Topology) -> list[dict]:
     o = _template(t)
     if not o:
@@ -138,7 +150,8 @@ def deployment_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, l
         # and it counts while the pod is Pending for its GPU node
         "progressDeadlineSeconds": first_start_s(t, cache, node_ready_s),
         "revisionHistoryLimit": 3,
-        "template": {"metadata": pod_metadata(labels, pool), "spec": pod_spec(t, pool, cache, budget)},
+        "template": {"metadata": template_metadata(t, pod_metadata(labels, pool)),
+                     "spec": pod_spec(t, pool, cache, budget)},
     }
 
 

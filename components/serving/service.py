@@ -20,7 +20,7 @@ from ..gateway.component import KEYS_SECRET
 from ..gateway.objects import with_api_key
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
-from ..versions import VLLM_IMAGE
+from ..versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_IMAGE, VLLM_VERSION
 from .autoscaling import scaled_object_spec, waiting_threshold
 from .cold_start import cold_start, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
@@ -69,6 +69,19 @@ def second_replica(t: Topology) -> tuple[int, float]:
     return extra, extra * t.price_per_node_hour
 
 
+def engine_version_note(t: Topology) -> str | None:
+    """A multi-node replica runs the Ray Serve LLM image and its own vLLM: what the stack sets beyond the plan's
+    numbers was checked against vLLM 0.31 only."""
+    o = t.engine.options if t.engine is not None else None
+    set_ = o.summary() if o is not None else []
+    if not set_:
+        return None
+    return (f"ENGINE VERSION: {t.served_model_name} runs multi-node on the Ray Serve LLM image (Ray {RAY_VERSION}), "
+            f"which carries vLLM {RAY_LLM_VLLM_VERSION}, not {VLLM_VERSION.lstrip('v')}; its engine options "
+            f"({'; '.join(set_)}) were checked against vLLM {VLLM_VERSION.lstrip('v')}'s parsers and flags only: "
+            f"one that vLLM {RAY_LLM_VLLM_VERSION} lacks fails the Serve app at start (DEPLOY_FAILED)")
+
+
 def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> dict:
     """What the plan prints under each model: the start-up budget's terms, the rollout and drain, the wait
     of a first request after scaling to zero, and what a production reviewer must see (a single replica, an
@@ -88,6 +101,8 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
     if t.multi_node:
         out["firstDeployS"] = first_deploy_s(t, cache, node_ready_s)
         warn.append(maintenance_notes(t.served_model_name))
+        if (note := engine_version_note(t)):
+            warn.append(note)
         image_note = image_pin_note(t.served_model_name, serving_images(args, t)[0]) if args.production else None
         if image_note:
             warn.append(image_note)

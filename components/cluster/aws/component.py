@@ -18,6 +18,7 @@ from ...config.schema import AwsSettings, ClusterSettings
 from ...config.schema import ModelCache as ModelCacheSettings
 from ...planner import Topology
 from ...versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
+from ...source_access import BucketReader
 from ..facts import (COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, NEW_GPU_NODE_READY_S, ClusterFacts,
                      LoadBalancerController)
 from ..pools import PoolSpec, pool_name
@@ -28,6 +29,7 @@ from .iam import (LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, load_b
                   pod_identity_role)
 from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, EksAddons, EksControlPlane, endpoint_reachability,
                             preview_secret_reader, token_identity)
+from .source_access import s3_readers
 from .network import AwsNetwork, network_zones
 from .node_pools import SYSTEM_LABELS, AwsNodeGroups
 from .storage import BLOCK_STORAGE_CLASS, EFS_CLIENT_READ_GBPS, STORAGE_CLASS, EfsModelCache, block_storage_class
@@ -49,6 +51,7 @@ class AwsClusterArgs:
     model_cache: ModelCacheSettings = field(default_factory=ModelCacheSettings)
     environment: str = "dev"
     provider_config: dict[str, Any] = field(default_factory=dict)  # LoadedConfig.provider_config["aws"]
+    bucket_readers: tuple[BucketReader, ...] = ()  # models[].source kind s3: who reads which bucket prefix
 
     @property
     def production(self) -> bool:
@@ -156,6 +159,8 @@ class AwsGpuCluster(pulumi.ComponentResource):
             highly_available=args.production, depends_on=[lbc_identity])
         if settings.viewer_role_arns:
             preview_secret_reader(f"{name}-preview", self.provider, control.deployer_rules, self)
+        weights_access = s3_readers(name, self.cluster, partition.partition, args.bucket_readers, self,
+                                    [addons["eks-pod-identity-agent"], *control.deployer_rules])
         storage_class, read_gbps = cache_facts(args)
         self.facts = ClusterFacts(
             cloud="aws", name=cluster_name, provider=self.provider, gpu_pools=nodes.pools,
@@ -163,6 +168,7 @@ class AwsGpuCluster(pulumi.ComponentResource):
             driver_preinstalled=True, kubeconfig=self.kubeconfig, depends_on=ready,
             block_storage_class=BLOCK_STORAGE_CLASS, network_policy_enforced=True,
             gpu_stack=EKS_GPU_STACK, fabric_software=dict(EKS_FABRIC_SOFTWARE), managed_control_plane=True,
-            cluster_dns=COREDNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S, load_balancer_controller=lb_controller)
+            cluster_dns=COREDNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S, load_balancer_controller=lb_controller,
+            weights_access=weights_access)
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})

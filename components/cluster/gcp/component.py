@@ -18,11 +18,13 @@ import pulumi_kubernetes as k8s
 from ...config.load import ConfigError
 from ...config.schema import ClusterSettings, GcpSettings
 from ...config.schema import ModelCache as ModelCacheSettings
+from ...source_access import BucketReader
 from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, NEW_GPU_NODE_READY_S, ClusterFacts, GpuPool
 from ..pools import PoolSpec
 from . import storage
 from .control_plane import GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
+from .source_access import gcs_readers
 from .network import control_plane_firewall, fabric_networks, primary_network
 from .node_pools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, capacity_errors, checked_zone,
                          gpu_node_pool_args, local_ssd_read_gbps, pool_options, system_node_pool_args)
@@ -39,6 +41,7 @@ class GcpClusterArgs:
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
     model_cache: ModelCacheSettings = field(default_factory=ModelCacheSettings)
     environment: str = "dev"
+    bucket_readers: tuple[BucketReader, ...] = ()  # models[].source kind gcs: who reads which bucket prefix
 
     @property
     def production(self) -> bool:
@@ -141,6 +144,7 @@ class GcpGpuCluster(pulumi.ComponentResource):
         else:
             read = min(local_ssd_read_gbps(bundled_local_ssds(s)) for s in specs)
 
+        weights_access = gcs_readers(name, g.project, args.bucket_readers, self, [self.cluster])
         self.facts = ClusterFacts(
             cloud="gcp", name=args.cluster.name, provider=self.provider,
             gpu_pools=gpu_pools(specs), system_node_selector=dict(SYSTEM_SELECTOR),
@@ -155,6 +159,7 @@ class GcpGpuCluster(pulumi.ComponentResource):
             # (a stockout, a reservation not yet active) leaves serving pods Pending instead of failing the run.
             depends_on=[self.system_pool, *self.network_objects, *cache_resources],
             gpu_stack=GKE_GPU_STACK, fabric_software=dict(GKE_FABRIC_SOFTWARE), managed_control_plane=True,
-            cluster_dns=KUBE_DNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S)
+            cluster_dns=KUBE_DNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S,
+            weights_access=weights_access)
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})
