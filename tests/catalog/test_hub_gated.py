@@ -1,6 +1,5 @@
 """hfToken for gated and private Hub repositories: the known gated families (Gemma among them), and any repository
 whose config.json the Hub sent only with a token (recorded in the Hub cache)."""
-import json
 from pathlib import Path
 
 import pytest
