@@ -150,15 +150,21 @@ class InferenceGateway(pulumi.ComponentResource):
                                                     metadata={**meta, "labels": LABELS}, spec=spec, opts=opts)
 
         if args.install:
-            cr("envoyproxy", "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy",
-               {"name": ENVOY_PROXY, "namespace": o.NAMESPACE},
-               o.envoy_proxy_spec(o.lb_annotations(args.cloud, args.scheme, args.tls_mode, args.certificate_arn),
-                                  args.source_ranges), ready)
-            cr("gatewayclass", "gateway.networking.k8s.io/v1", "GatewayClass", {"name": o.CLASS_NAME},
-               o.gateway_class(ENVOY_PROXY), ready)
+            # strictly in order: Envoy Gateway provisions a Gateway whose class's EnvoyProxy does not exist yet
+            # with a bare LoadBalancer Service (no annotations: a public Classic ELB on EKS that the LB controller
+            # never deletes, a public LB on GKE), so the EnvoyProxy exists before the class, the class before the
+            # Gateway
+            proxy = cr("envoyproxy", "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy",
+                       {"name": ENVOY_PROXY, "namespace": o.NAMESPACE},
+                       o.envoy_proxy_spec(o.lb_annotations(args.cloud, args.scheme, args.tls_mode,
+                                                           args.certificate_arn), args.source_ranges), ready)
+            gateway_class = cr("gatewayclass", "gateway.networking.k8s.io/v1", "GatewayClass",
+                               {"name": o.CLASS_NAME}, o.gateway_class(ENVOY_PROXY),
+                               after(self.envoy_gateway, self.ai_gateway, proxy))
             self.gateway = cr("gateway", "gateway.networking.k8s.io/v1", "Gateway",
                               {"name": o.GATEWAY_NAME, "namespace": o.NAMESPACE},
-                              o.gateway_spec(args.tls_mode, args.tls_secret, args.hostname), ready)
+                              o.gateway_spec(args.tls_mode, args.tls_secret, args.hostname),
+                              after(self.envoy_gateway, self.ai_gateway, proxy, gateway_class))
         keys = api_key_secret(f"{name}-api-keys", args.namespace, args.api_keys, args.clients, base) \
             if args.auth and args.routes else None
         model_ready = model_ready or {}
