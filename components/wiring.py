@@ -122,7 +122,9 @@ def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, moni
         request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
         tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
         system_node_selector=dict(facts.system_node_selector), api_keys=api_keys, install=gw.install,
-        monitor_labels=dict(monitor_labels or {}))
+        monitor_labels=dict(monitor_labels or {}),
+        # production: no single Envoy proxy or endpoint picker whose drain takes a model's endpoint down
+        proxy_replicas=2 if cfg.production else 1, epp_replicas=2 if cfg.production else 1)
 
 
 def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any = None, node_ready_s: int = 0) -> list:

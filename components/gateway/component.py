@@ -26,6 +26,7 @@ INFERENCEPOOL_CRD = (Path(__file__).resolve().parents[2] / "schemas" / "crds" / 
 KEYS_SECRET = "gateway-api-keys"
 ENVOY_PROXY = "vllm-platform"
 RELEASE_TIMEOUT_S = 600
+ZONED_CLOUDS = ("aws", "gcp")  # nodes carry topology.kubernetes.io/zone (an existing cluster's may not)
 LABELS = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
 
 
@@ -55,6 +56,10 @@ class GatewayArgs:
     # False: the cluster already runs the gateway (a cluster stack installed it: install_only=True there);
     # only the per-model objects (pools and pickers, routes, policies, the key Secret) are made
     install: bool = True
+    # High availability (production, components/wiring.py): Envoy proxies (with a PodDisruptionBudget and a spread
+    # across nodes and zones) and endpoint pickers per model (leader-elected, spread across nodes)
+    proxy_replicas: int = 1
+    epp_replicas: int = 1
 
     @property
     def host(self) -> str:
@@ -157,7 +162,9 @@ class InferenceGateway(pulumi.ComponentResource):
             proxy = cr("envoyproxy", "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy",
                        {"name": ENVOY_PROXY, "namespace": o.NAMESPACE},
                        o.envoy_proxy_spec(o.lb_annotations(args.cloud, args.scheme, args.tls_mode,
-                                                           args.certificate_arn), args.source_ranges), ready)
+                                                           args.certificate_arn), args.source_ranges,
+                                          args.proxy_replicas, args.system_node_selector,
+                                          zones=args.cloud in ZONED_CLOUDS), ready)
             gateway_class = cr("gatewayclass", "gateway.networking.k8s.io/v1", "GatewayClass",
                                {"name": o.CLASS_NAME}, o.gateway_class(ENVOY_PROXY),
                                after(self.envoy_gateway, self.ai_gateway, proxy))
