@@ -180,9 +180,10 @@ class InferenceGateway(pulumi.ComponentResource):
         for r in args.routes:
             deps = [d for d in (self.gateway, *model_ready.get(r.model, [])) if d is not None]
             if not r.multi_node:
+                values = epp_values(r, args.system_node_selector, args.monitor_labels, args.epp_replicas,
+                                    zones=args.cloud in ZONED_CLOUDS)
                 deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
-                    "llm-d-router-gateway", args.namespace, epp_values(r, args.system_node_selector, args.monitor_labels),
-                    name=r.model),
+                    "llm-d-router-gateway", args.namespace, values, name=r.model),
                     opts=after(self.pool_crd, *model_ready.get(r.model, []))))
             meta = {"name": r.model, "namespace": args.namespace}
             # the policies first: the route never serves a request without its key check and limits. One
