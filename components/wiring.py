@@ -24,6 +24,7 @@ from .catalog.revisions import resolved_revision
 from .cluster.existing import ExistingClusterArgs
 from .cluster.pools import gpu_pool_specs, model_cache_gib
 from .config import ConfigError, StackConfig
+from .config.gateway import production_tls_problems
 from .config.schema import ModelDeployment
 from .planner import NoFeasibleTopology, Topology
 from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
@@ -204,7 +205,8 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
             check()
         except CacheError as e:
             problems += e.errors
-    return problems + scale_to_zero_problems(cfg, topologies)
+    return problems + scale_to_zero_problems(cfg, topologies) + production_tls_problems(cfg.gateway, cfg.cloud,
+                                                                                        cfg.environment)
 
 
 class ValidatedPlan(dict):
