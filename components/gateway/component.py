@@ -232,7 +232,8 @@ class InferenceGateway(pulumi.ComponentResource):
 
     def _install(self, name: str, base: pulumi.ResourceOptions, after) -> None:
         """What a cluster runs once: the controllers, their namespaces and the InferencePool CRD."""
-        namespaces = [k8s.core.v1.Namespace(f"{name}-ns-{ns}", metadata={"name": ns, "labels": LABELS}, opts=base)
+        namespaces = [k8s.core.v1.Namespace(f"{name}-ns-{ns}", metadata={"name": ns, "labels": {
+            **LABELS, **(o.readiness_gate_labels(self.args.cloud) if ns == o.NAMESPACE else {})}}, opts=base)
                       for ns in (o.NAMESPACE, o.AI_GATEWAY_NAMESPACE)]
         crd = yaml.safe_load(INFERENCEPOOL_CRD.read_text())
         self.pool_crd = k8s.apiextensions.v1.CustomResourceDefinition(

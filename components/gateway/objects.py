@@ -100,6 +100,18 @@ def proxy_spread(zones: bool) -> list[dict]:
     return out
 
 
+# AWS: the Load Balancer Controller's webhook adds a target-health readiness gate to every pod created in a
+# namespace labelled so (aws-load-balancer-controller v2.17 docs/deploy/pod_readiness_gate.md; the chart's
+# enablePodReadinessGateInject defaults to true; IP targets only, which the NLB uses): a new Envoy pod counts as
+# ready only once the NLB reports it healthy, so a rollout never removes the last registered target. The label is
+# on the namespace from its creation, before the Envoy pods (created after the Gateway) exist.
+READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject"
+
+
+def readiness_gate_labels(cloud: str) -> dict[str, str]:
+    return {READINESS_GATE_LABEL: "enabled"} if cloud == "aws" else {}
+
+
 def envoy_proxy_spec(annotations: dict[str, str], source_ranges: list[str], replicas: int = 1,
                      node_selector: dict[str, str] | None = None, zones: bool = False) -> dict:
     """The Envoy proxies' Service and Deployment (EnvoyProxy v1alpha1 provider.kubernetes). replicas >= 2
