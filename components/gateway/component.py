@@ -239,7 +239,10 @@ class InferenceGateway(pulumi.ComponentResource):
         self.pool_crd = k8s.apiextensions.v1.CustomResourceDefinition(
             f"{name}-inferencepool-crd", metadata={"name": crd["metadata"]["name"],
                                                    "annotations": crd["metadata"].get("annotations", {})},
-            spec=crd["spec"], opts=base)
+            spec=crd["spec"],
+            # cluster-wide: deleting it deletes every InferencePool in the cluster (other stacks', GKE's own), so a
+            # destroy leaves it, as Helm leaves the CRDs in its charts' crds/ (docs/gateway.md, UPGRADING.md)
+            opts=pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(retain_on_delete=True)))
         self.envoy_gateway = k8s.helm.v3.Release(
             f"{name}-envoy-gateway", **release_args("gateway-helm", o.NAMESPACE, envoy_gateway_values()),
             opts=after(namespaces[0], self.pool_crd))

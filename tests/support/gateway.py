@@ -11,9 +11,22 @@ from components.offline.mocks import RecordingMocks
 from tests.support.addons import DependencyMonitor
 
 
+class OptionsMonitor(DependencyMonitor):
+    """Also records the resources registered with retainOnDelete."""
+
+    def __init__(self, mocks):
+        super().__init__(mocks)
+        self.retained: set[str] = set()
+
+    def RegisterResource(self, request):
+        if request.retainOnDelete:
+            self.retained.add(request.name)
+        return super().RegisterResource(request)
+
+
 class GatewayRun:
-    def __init__(self, monitor: DependencyMonitor):
-        self.resources, self.deps = monitor.recorded, monitor.deps
+    def __init__(self, monitor: OptionsMonitor):
+        self.resources, self.deps, self.retained = monitor.recorded, monitor.deps, monitor.retained
 
     def named(self, name: str):
         (found,) = [r for r in self.resources if r.name == name]
@@ -26,7 +39,7 @@ def run_gateway(args) -> GatewayRun:
     settings.ROOT.set(None)
     rc.set_all_config({}, [])
     mocks = RecordingMocks()
-    monitor = DependencyMonitor(mocks)
+    monitor = OptionsMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project="vllm-platform", stack="test", preview=False, monitor=monitor)
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
