@@ -71,7 +71,11 @@ def cluster_outputs(cluster: pulumi.ComponentResource) -> dict[str, Any]:
 
 def gateway_outputs(gateway: Any) -> dict[str, Any] | None:
     """The gateway's URL per model, how to read the load balancer's address and where the keys live
-    (components/gateway/, docs/gateway.md); None when the stack runs no gateway."""
+    (components/gateway/, docs/gateway.md); None when the stack runs no gateway.
+
+    Without gateway.hostname the URLs carry the placeholder GATEWAY_ADDRESS, also after `pulumi up`: the load
+    balancer's address appears in the Gateway's status only once the cloud has made it, after Pulumi registered
+    the Gateway (Pulumi does not wait for it), so `address` is the kubectl command that reads it."""
     if gateway is None:
         return None
     from .gateway.component import KEYS_SECRET
@@ -98,7 +102,8 @@ def gateway_lines(gw: dict[str, Any] | None) -> list[str]:
                      "(docs/gateway.md)")
     lines += [f"  {model}: {url}" for model, url in sorted(gw["endpoints"].items())]
     if gw.get("address"):
-        lines.append(f"  GATEWAY_ADDRESS: {gw['address']}")
+        lines.append(f"  GATEWAY_ADDRESS is a placeholder, also in the stack outputs (the load balancer's address "
+                     f"exists only after `pulumi up`); read it with: {gw['address']}")
     if gw.get("keysSecret"):
         lines.append(f"  API keys: secret gatewayApiKeys -> Secret {gw['keysSecret']} "
                      f"(clients: {', '.join(gw.get('clients', []))})")

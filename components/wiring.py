@@ -24,6 +24,7 @@ from .catalog.revisions import resolved_revision
 from .cluster.existing import ExistingClusterArgs
 from .cluster.pools import gpu_pool_specs, model_cache_gib
 from .config import ConfigError, StackConfig
+from .config.gateway import production_tls_problems
 from .config.schema import ModelDeployment
 from .planner import NoFeasibleTopology, Topology
 from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
@@ -125,7 +126,9 @@ def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, moni
         request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
         tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
         system_node_selector=dict(facts.system_node_selector), api_keys=api_keys, install=gw.install,
-        monitor_labels=dict(monitor_labels or {}))
+        monitor_labels=dict(monitor_labels or {}),
+        # production: no single Envoy proxy or endpoint picker whose drain takes a model's endpoint down
+        proxy_replicas=2 if cfg.production else 1, epp_replicas=2 if cfg.production else 1)
 
 
 def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any = None, node_ready_s: int = 0) -> list:
@@ -206,7 +209,8 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
             check()
         except CacheError as e:
             problems += e.errors
-    return problems + scale_to_zero_problems(cfg, topologies)
+    return problems + scale_to_zero_problems(cfg, topologies) + production_tls_problems(cfg.gateway, cfg.cloud,
+                                                                                        cfg.environment)
 
 
 class ValidatedPlan(dict):

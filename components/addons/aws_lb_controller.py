@@ -10,12 +10,6 @@ from __future__ import annotations
 
 from ..cluster.facts import LoadBalancerController
 
-# The class a Service sets so that this controller, not the in-tree cloud provider, reconciles it (the
-# controller's default --load-balancer-class; the chart's `loadBalancerClass` value left unset keeps it).
-NLB_CLASS = "service.k8s.aws/nlb"
-SCHEME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-scheme"
-TARGET_TYPE_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"
-
 
 def lb_controller_values(lbc: LoadBalancerController, system_selector: dict[str, str]) -> dict:
     """Installed in lbc.namespace under lbc.service_account: the ones its Pod Identity association names."""
@@ -27,7 +21,9 @@ def lb_controller_values(lbc: LoadBalancerController, system_selector: dict[str,
         "vpcId": lbc.vpc_id,
         "serviceAccount": {"create": True, "name": lbc.service_account},
         # Off: with the webhook on (the chart's default) the controller stamps its class on EVERY new
-        # LoadBalancer Service in the cluster. Only Services that ask for NLB_CLASS get an NLB here.
+        # LoadBalancer Service in the cluster. A Service that asks for this controller gets an NLB here: the gateway's
+        # Envoy Service by the annotations aws-load-balancer-type external + nlb-target-type ip
+        # (components/gateway/objects.py lb_annotations; docs/aws-load-balancer.md).
         "enableServiceMutatorWebhook": False,
         "nodeSelector": dict(system_selector),
         # One leader works, the others stand by; they also serve the TargetGroupBinding webhook, whose
@@ -37,12 +33,3 @@ def lb_controller_values(lbc: LoadBalancerController, system_selector: dict[str,
     if lbc.highly_available:
         values["podDisruptionBudget"] = {"maxUnavailable": 1}
     return values
-
-
-def nlb_service_fields(internet_facing: bool) -> dict:
-    """What a LoadBalancer Service sets to get an NLB from this controller: spec.loadBalancerClass and the
-    annotations. `ip` targets send traffic to the pods straight from the NLB (no NodePort hop, the VPC CNI gives
-    pods VPC addresses); the scheme is internal unless asked (the controller's own default too)."""
-    return {"loadBalancerClass": NLB_CLASS,
-            "annotations": {SCHEME_ANNOTATION: "internet-facing" if internet_facing else "internal",
-                            TARGET_TYPE_ANNOTATION: "ip"}}

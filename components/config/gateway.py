@@ -103,3 +103,14 @@ def check_gateway(gw: GatewaySettings, cloud: str, environment: str) -> None:
     if gw.scheme == "internet-facing" and gw.tls.mode == "none" and environment != "dev":
         raise field_error("gateway.tls.mode", f"none on an internet-facing gateway in {environment}: API keys would "
                                               f"cross the internet in clear text; use secret or acm")
+
+
+def production_tls_problems(gw: GatewaySettings, cloud: str, environment: str) -> list[str]:
+    """Plain HTTP is for dev: a production Gateway this stack installs terminates TLS (components/wiring.py runs it
+    with every other plan-time rule, so it is reported beside them)."""
+    if not (gw.enabled and gw.install and gw.tls.mode == "none" and environment == "prod"):
+        return []
+    fix = ("tls: {mode: acm, certificateArn: arn:aws:acm:REGION:ACCOUNT:certificate/ID}" if cloud == "aws" else
+           "tls: {mode: secret, secretName: NAME} (a kubernetes.io/tls Secret in envoy-gateway-system)")
+    return [f"gateway.tls.mode: none in prod: the API keys and prompts would cross the network in clear text (plain "
+            f"HTTP is for dev); set gateway.{fix}"]

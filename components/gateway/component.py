@@ -26,6 +26,7 @@ INFERENCEPOOL_CRD = (Path(__file__).resolve().parents[2] / "schemas" / "crds" / 
 KEYS_SECRET = "gateway-api-keys"
 ENVOY_PROXY = "vllm-platform"
 RELEASE_TIMEOUT_S = 600
+ZONED_CLOUDS = ("aws", "gcp")  # nodes carry topology.kubernetes.io/zone (an existing cluster's may not)
 LABELS = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
 
 
@@ -55,6 +56,10 @@ class GatewayArgs:
     # False: the cluster already runs the gateway (a cluster stack installed it: install_only=True there);
     # only the per-model objects (pools and pickers, routes, policies, the key Secret) are made
     install: bool = True
+    # High availability (production, components/wiring.py): Envoy proxies (with a PodDisruptionBudget and a spread
+    # across nodes and zones) and endpoint pickers per model (leader-elected, spread across nodes)
+    proxy_replicas: int = 1
+    epp_replicas: int = 1
 
     @property
     def host(self) -> str:
@@ -150,15 +155,23 @@ class InferenceGateway(pulumi.ComponentResource):
                                                     metadata={**meta, "labels": LABELS}, spec=spec, opts=opts)
 
         if args.install:
-            cr("envoyproxy", "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy",
-               {"name": ENVOY_PROXY, "namespace": o.NAMESPACE},
-               o.envoy_proxy_spec(o.lb_annotations(args.cloud, args.scheme, args.tls_mode, args.certificate_arn),
-                                  args.source_ranges), ready)
-            cr("gatewayclass", "gateway.networking.k8s.io/v1", "GatewayClass", {"name": o.CLASS_NAME},
-               o.gateway_class(ENVOY_PROXY), ready)
+            # strictly in order: Envoy Gateway provisions a Gateway whose class's EnvoyProxy does not exist yet
+            # with a bare LoadBalancer Service (no annotations: a public Classic ELB on EKS that the LB controller
+            # never deletes, a public LB on GKE), so the EnvoyProxy exists before the class, the class before the
+            # Gateway
+            proxy = cr("envoyproxy", "gateway.envoyproxy.io/v1alpha1", "EnvoyProxy",
+                       {"name": ENVOY_PROXY, "namespace": o.NAMESPACE},
+                       o.envoy_proxy_spec(o.lb_annotations(args.cloud, args.scheme, args.tls_mode,
+                                                           args.certificate_arn), args.source_ranges,
+                                          args.proxy_replicas, args.system_node_selector,
+                                          zones=args.cloud in ZONED_CLOUDS), ready)
+            gateway_class = cr("gatewayclass", "gateway.networking.k8s.io/v1", "GatewayClass",
+                               {"name": o.CLASS_NAME}, o.gateway_class(ENVOY_PROXY),
+                               after(self.envoy_gateway, self.ai_gateway, proxy))
             self.gateway = cr("gateway", "gateway.networking.k8s.io/v1", "Gateway",
                               {"name": o.GATEWAY_NAME, "namespace": o.NAMESPACE},
-                              o.gateway_spec(args.tls_mode, args.tls_secret, args.hostname), ready)
+                              o.gateway_spec(args.tls_mode, args.tls_secret, args.hostname),
+                              after(self.envoy_gateway, self.ai_gateway, proxy, gateway_class))
         keys = api_key_secret(f"{name}-api-keys", args.namespace, args.api_keys, args.clients, base) \
             if args.auth and args.routes else None
         model_ready = model_ready or {}
@@ -167,9 +180,10 @@ class InferenceGateway(pulumi.ComponentResource):
         for r in args.routes:
             deps = [d for d in (self.gateway, *model_ready.get(r.model, [])) if d is not None]
             if not r.multi_node:
+                values = epp_values(r, args.system_node_selector, args.monitor_labels, args.epp_replicas,
+                                    zones=args.cloud in ZONED_CLOUDS)
                 deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
-                    "llm-d-router-gateway", args.namespace, epp_values(r, args.system_node_selector, args.monitor_labels),
-                    name=r.model),
+                    "llm-d-router-gateway", args.namespace, values, name=r.model),
                     opts=after(self.pool_crd, *model_ready.get(r.model, []))))
             meta = {"name": r.model, "namespace": args.namespace}
             # the policies first: the route never serves a request without its key check and limits. One
@@ -218,13 +232,17 @@ class InferenceGateway(pulumi.ComponentResource):
 
     def _install(self, name: str, base: pulumi.ResourceOptions, after) -> None:
         """What a cluster runs once: the controllers, their namespaces and the InferencePool CRD."""
-        namespaces = [k8s.core.v1.Namespace(f"{name}-ns-{ns}", metadata={"name": ns, "labels": LABELS}, opts=base)
+        namespaces = [k8s.core.v1.Namespace(f"{name}-ns-{ns}", metadata={"name": ns, "labels": {
+            **LABELS, **(o.readiness_gate_labels(self.args.cloud) if ns == o.NAMESPACE else {})}}, opts=base)
                       for ns in (o.NAMESPACE, o.AI_GATEWAY_NAMESPACE)]
         crd = yaml.safe_load(INFERENCEPOOL_CRD.read_text())
         self.pool_crd = k8s.apiextensions.v1.CustomResourceDefinition(
             f"{name}-inferencepool-crd", metadata={"name": crd["metadata"]["name"],
                                                    "annotations": crd["metadata"].get("annotations", {})},
-            spec=crd["spec"], opts=base)
+            spec=crd["spec"],
+            # cluster-wide: deleting it deletes every InferencePool in the cluster (other stacks', GKE's own), so a
+            # destroy leaves it, as Helm leaves the CRDs in its charts' crds/ (docs/gateway.md, UPGRADING.md)
+            opts=pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(retain_on_delete=True)))
         self.envoy_gateway = k8s.helm.v3.Release(
             f"{name}-envoy-gateway", **release_args("gateway-helm", o.NAMESPACE, envoy_gateway_values()),
             opts=after(namespaces[0], self.pool_crd))

@@ -79,11 +79,57 @@ def lb_annotations(cloud: str, scheme: str, tls_mode: str, certificate_arn: str 
     return {}
 
 
-def envoy_proxy_spec(annotations: dict[str, str], source_ranges: list[str]) -> dict:
+# Envoy Gateway labels each Gateway's proxies with its owner (v1.9.0 internal/gatewayapi/translator.go
+# OwningGatewayNameLabel / OwningGatewayNamespaceLabel): the spread counts this Gateway's proxies only.
+OWNING_GATEWAY_LABELS = {"gateway.envoyproxy.io/owning-gateway-name": GATEWAY_NAME,
+                         "gateway.envoyproxy.io/owning-gateway-namespace": NAMESPACE}
+HOST_KEY, ZONE_KEY = "kubernetes.io/hostname", "topology.kubernetes.io/zone"
+
+
+def proxy_spread(zones: bool) -> list[dict]:
+    """The proxies on different nodes (DoNotSchedule; with one eligible node both still run there) and, where the
+    cloud has zones, preferably in different zones. Tainted nodes (GPU pools) are no domain (nodeTaintsPolicy
+    Honor), else a skew towards them would leave the second proxy Pending; pod-template-hash: a rollout's new pods
+    are spread among themselves."""
+    selector = {"matchLabels": {**PROXY_POD_LABELS, **OWNING_GATEWAY_LABELS}}
+    out = [{"maxSkew": 1, "topologyKey": HOST_KEY, "whenUnsatisfiable": "DoNotSchedule",
+            "nodeTaintsPolicy": "Honor", "labelSelector": selector, "matchLabelKeys": ["pod-template-hash"]}]
+    if zones:
+        out.append({"maxSkew": 1, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "ScheduleAnyway",
+                    "nodeTaintsPolicy": "Honor", "labelSelector": selector, "matchLabelKeys": ["pod-template-hash"]})
+    return out
+
+
+# AWS: the Load Balancer Controller's webhook adds a target-health readiness gate to every pod created in a
+# namespace labelled so (aws-load-balancer-controller v2.17 docs/deploy/pod_readiness_gate.md; the chart's
+# enablePodReadinessGateInject defaults to true; IP targets only, which the NLB uses): a new Envoy pod counts as
+# ready only once the NLB reports it healthy, so a rollout never removes the last registered target. The label is
+# on the namespace from its creation, before the Envoy pods (created after the Gateway) exist.
+READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject"
+
+
+def readiness_gate_labels(cloud: str) -> dict[str, str]:
+    return {READINESS_GATE_LABEL: "enabled"} if cloud == "aws" else {}
+
+
+def envoy_proxy_spec(annotations: dict[str, str], source_ranges: list[str], replicas: int = 1,
+                     node_selector: dict[str, str] | None = None, zones: bool = False) -> dict:
+    """The Envoy proxies' Service and Deployment (EnvoyProxy v1alpha1 provider.kubernetes). replicas >= 2
+    (production, components/wiring.py): a PodDisruptionBudget keeps one proxy up through a node drain
+    (envoyPDB minAvailable 1) and the proxies are spread across nodes (and zones)."""
     service: dict = {"type": "LoadBalancer", "annotations": dict(annotations)}
     if source_ranges:
         service["loadBalancerSourceRanges"] = list(source_ranges)
-    return {"provider": {"type": "Kubernetes", "kubernetes": {"envoyService": service}}}
+    kubernetes: dict = {"envoyService": service}
+    pod: dict = {}
+    if node_selector:
+        pod["nodeSelector"] = dict(node_selector)
+    if replicas > 1:
+        pod["topologySpreadConstraints"] = proxy_spread(zones)
+        kubernetes["envoyPDB"] = {"minAvailable": 1}
+    if replicas != 1 or pod:
+        kubernetes["envoyDeployment"] = {"replicas": replicas, **({"pod": pod} if pod else {})}
+    return {"provider": {"type": "Kubernetes", "kubernetes": kubernetes}}
 
 
 def listener_port(tls_mode: str) -> int:

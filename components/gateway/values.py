@@ -13,6 +13,10 @@ from .objects import AI_GATEWAY_NAMESPACE, CONTROLLER_NAME, ModelRoute
 # the extension programs Envoy's ext-proc call to the pool's endpoint picker.
 EXTENSION_SERVER = f"ai-gateway-controller.{AI_GATEWAY_NAMESPACE}.svc.cluster.local"
 EXTENSION_PORT = 1063
+# What the gateway does when the picker is down: Envoy AI Gateway v1.1.0 hard-codes fail-closed (its ext-proc
+# filter's FailureModeAllow false, a 300 s message timeout) and never reads the pool's failureMode; the pool
+# states that rather than the chart's default FailOpen, which would promise a fallback that does not exist.
+EPP_FAILURE_MODE = "FailClose"
 
 
 def envoy_gateway_values() -> dict:
@@ -47,6 +51,21 @@ def node_affinity(node_selector: dict[str, str]) -> dict:
         return {}
     terms = [{"matchExpressions": [{"key": k, "operator": "In", "values": [v]} for k, v in node_selector.items()]}]
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
+# The EPP pods' selector label (llm-d-router v0.10.0 routerlib templates/_helpers.tpl llm-d-router.selectorLabels,
+# with the chart's InferencePool: `llm-d-router-gateway: <release>-epp`).
+EPP_POD_LABEL = "llm-d-router-gateway"
+
+
+def epp_spread(model: str, zones: bool) -> dict:
+    """Two pickers of one model on different nodes (and zones), preferred: the chart takes no
+    topologySpreadConstraints, only an affinity (values.yaml router.epp.affinity)."""
+    selector = {"matchLabels": {EPP_POD_LABEL: f"{model}-epp"}}
+    keys = ["kubernetes.io/hostname", *(["topology.kubernetes.io/zone"] if zones else [])]
+    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100 if key.endswith("hostname") else 50,
+         "podAffinityTerm": {"labelSelector": selector, "topologyKey": key}} for key in keys]}}
 
 
 # A model that scales to zero runs its EPP with this config file (router.epp.pluginsCustomConfig): the chart's
@@ -86,20 +105,26 @@ def epp_monitoring(model: str, monitor_labels: dict[str, str]) -> dict:
 
 
 def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
-               monitor_labels: dict[str, str] | None = None) -> dict:
+               monitor_labels: dict[str, str] | None = None, replicas: int = 1, zones: bool = False) -> dict:
     """llm-d-router-gateway (the release is named after the model): it creates the model's InferencePool (named
     after the release, selecting the vLLM pods on their port) and its endpoint picker `<model>-epp`, whose default
     plugin set scores queue depth, KV-cache use (vLLM's gauges, metrics.EPP_READS_VLLM) and prefix-
     cache affinity (routerlib templates/_config.yaml default-plugins.yaml: queue-scorer 2, kv-cache-utilization-
     scorer 2, prefix-cache-scorer 3). provider none: the gateway is Envoy Gateway, no GKE / Istio objects.
-    monitor_labels: the labels Prometheus selects ServiceMonitors by (AddonsFacts.monitor_labels)."""
+    monitor_labels: the labels Prometheus selects ServiceMonitors by (AddonsFacts.monitor_labels).
+
+    replicas 2 (production): the chart then runs the pickers leader-elected (`--ha-enable-leader-election`, only the
+    leader reports ready; routerlib templates/_deployment.yaml), so a drained or failed leader is replaced by the
+    standby. Envoy AI Gateway v1.1.0 calls the picker fail-closed whatever the pool says
+    (internal/extensionserver/inferencepool.go: FailureModeAllow false): without a ready picker the model's
+    requests fail, so the pool says FailClose, what actually happens (docs/gateway.md)."""
     epp: dict = {
-        "replicas": 1,
+        "replicas": replicas,
         # the chart's default tag is `main`, pulled Always: pin the release
         "image": {"tag": EPP_IMAGE_TAG, "pullPolicy": "IfNotPresent"},
         # the chart asks 8 CPUs / 8 GiB, sized for large pools; one model's handful of replicas needs less
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
-        "affinity": node_affinity(system_node_selector),
+        "affinity": {**node_affinity(system_node_selector), **(epp_spread(r.model, zones) if replicas > 1 else {})},
     }
     if r.cold_start_s:
         epp["pluginsConfigFile"] = FLOW_CONTROL_CONFIG
@@ -109,7 +134,7 @@ def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
         "router": {
             "modelServers": {"type": "vllm", "protocol": "http", "targetPorts": [{"number": r.port}],
                              "matchLabels": dict(r.pod_selector)},
-            "inferencePool": {"create": True, "failureMode": "FailOpen"},
+            "inferencePool": {"create": True, "failureMode": EPP_FAILURE_MODE},
             "epp": epp,
             "monitoring": epp_monitoring(r.model, monitor_labels or {}),
         },

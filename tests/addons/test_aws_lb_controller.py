@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from components.addons.aws_lb_controller import nlb_service_fields
 from components.cluster.aws.iam import load_balancer_controller_policy
 from components.cluster.aws.lb_controller_policy import POLICY_JSON
 from components.versions import CHARTS
@@ -169,12 +168,3 @@ def test_an_existing_cluster_has_no_nlb_controller():
     raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("prod-llama405b-onprem")).items()
            if k.startswith("vllm-platform:")}
     assert recorded_cluster_facts(raw).load_balancer_controller is None
-
-
-def test_nlb_fields_ask_this_controller_for_an_ip_target_nlb():
-    assert nlb_service_fields(False) == {
-        "loadBalancerClass": "service.k8s.aws/nlb",
-        "annotations": {"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
-                        "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip"}}
-    assert nlb_service_fields(True)["annotations"]["service.beta.kubernetes.io/aws-load-balancer-scheme"] == \
-        "internet-facing"

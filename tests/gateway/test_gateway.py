@@ -88,7 +88,9 @@ def test_the_exported_url_is_the_routes_path(stack):
     for r in _of(plan.resources, ROUTE):
         model = r.inputs["metadata"]["name"]
         path = r.inputs["spec"]["rules"][0]["matches"][0]["path"]["value"]
-        assert gw["endpoints"][model] == f"http://GATEWAY_ADDRESS{path}"
+        # plain HTTP only in dev: the shipped prod stacks terminate TLS (ACM / a Secret)
+        scheme = "http" if _environment(plan.resources) == "dev" else "https"
+        assert gw["endpoints"][model] == f"{scheme}://GATEWAY_ADDRESS{path}"
 
 
 def test_network_policy_admits_the_gateway_proxies_on_the_api_port():

@@ -13,7 +13,7 @@ from components.cache import prefetch_job_spec
 from components.cli import main
 from components.planner import Topology
 from components.serving.network import pdb_spec
-from tests.support.plans import manifests, plan_config, planned
+from tests.support.plans import manifests, plan_config, planned, prod_gateway
 
 MODEL = "llama-405b"
 RAY_STACKS = ["prod-llama405b-onprem", "prod-llama405b-aws"]
@@ -171,7 +171,7 @@ def test_single_node_models_get_no_ray_warnings():
 
 
 def test_a_ray_image_pinned_by_digest_silences_the_image_warning():
-    cfg = {"cloud": "existing", "environment": "prod", "namespace": "llm",
+    cfg = {"cloud": "existing", "environment": "prod", "namespace": "llm", "gateway": prod_gateway("existing"),
            "existing": {"blockStorageClass": "standard", "networkPolicyEnforced": True,
                         "gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048,
                                      "fabric": "infiniband"}},
@@ -192,7 +192,7 @@ def test_a_ray_image_pinned_by_digest_silences_the_image_warning():
 REV_A, REV_B = "a" * 40, "b" * 40
 LLAMA_70B = "meta-llama/Llama-3.1-70B-Instruct"
 EXISTING_70B = {
-    "cloud": "existing", "environment": "prod", "namespace": "llm",
+    "cloud": "existing", "environment": "prod", "namespace": "llm", "gateway": prod_gateway("existing"),
     "existing": {"blockStorageClass": "standard", "networkPolicyEnforced": True,
                  "gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048}},
     "modelCache": {"kind": "rwx", "storageClass": "nfs", "readGbps": 1},

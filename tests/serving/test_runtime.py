@@ -16,7 +16,7 @@ from components.planner import PlanRequest, Sla, plan_topology
 from components.serving import fabric, probes
 from components.serving.deployment import deployment_spec, rollout_strategy
 from components.serving.rayservice import rayservice_spec
-from tests.support.plans import manifests, plan_config, planned
+from tests.support.plans import manifests, plan_config, planned, prod_gateway
 
 STACKS = stack_names()
 DIGEST = "sha256:c1c9f6fd5c109ba7f0546a59f5b2f15fb87f64c77782e90a27b648b42a8e67c3"
@@ -296,7 +296,7 @@ def test_requests_drain_before_the_pod_goes():
 
 
 EXISTING = {
-    "cloud": "existing", "environment": "prod", "namespace": "llm",
+    "cloud": "existing", "environment": "prod", "namespace": "llm", "gateway": prod_gateway("existing"),
     "existing": {"blockStorageClass": "standard", "networkPolicyEnforced": True,
                  "gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048}},
     "modelCache": {"kind": "rwx", "storageClass": "nfs", "readGbps": 1},

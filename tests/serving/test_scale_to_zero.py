@@ -15,7 +15,7 @@ from components.wiring import validated_plan
 from components.serving.cold_start import cold_start, cold_start_seconds, first_request_timeout_s
 from policies.rules import evaluate_resources
 from policies.rules.core import MANDATORY, StackResource
-from tests.support.plans import by_type, plan_config
+from tests.support.plans import by_type, plan_config, prod_gateway
 from tests.support.aws import G6
 
 SCALEDOBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
@@ -26,6 +26,8 @@ def at_zero(base: dict = G6, environment: str = "dev") -> dict:
     cfg = copy.deepcopy(base)
     cfg["environment"] = environment
     cfg["models"][0]["replicas"] = {"min": 0, "max": 3}
+    if environment == "prod":
+        cfg["gateway"] = prod_gateway(cfg["cloud"])
     return cfg
 
 

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from components.offline.runner import OFFLINE_SECRET, run_program
-from tests.support.plans import by_type
+from tests.support.plans import by_type, prod_gateway
 
 CLUSTER_ONLY = """
 import dataclasses
@@ -80,7 +80,7 @@ FILESTORE = "gcp:filestore/instance:Instance"
 
 CASES = {
     # Llama-3.1-405B BF16 does not fit one 8 x H100 node: TP 8 x PP 2 over GPUDirect-TCPX.
-    "a3-high": ({"environment": "prod", "gcp": GCP},
+    "a3-high": ({"environment": "prod", "gcp": GCP, "gateway": prod_gateway("gcp")},
                 {"name": "llama-405b", "model": "llama-3.1-405b", "precision": "bf16", "accelerator": "h100",
                  "instanceTypes": ["a3-highgpu-8g"], "maxModelLen": 16384, "replicas": {"min": 1, "max": 2}}),
     # A 1.4 TB dense model needs two 8 x H200 nodes; A3 Ultra comes through a reservation.

@@ -45,3 +45,12 @@ def one(resources, type_token: str, name: str | None = None):
 
 
 __all__ = ["ROOT", "planned", "plan_config", "by_type", "one", "manifests", "sanitize", "OFFLINE_SECRET"]
+
+
+def prod_gateway(cloud: str) -> dict:
+    """A `gateway:` block production accepts (plain HTTP is for dev, components/config/gateway.py): ACM on AWS, a
+    kubernetes.io/tls Secret elsewhere (placeholders, like the shipped prod stacks')."""
+    if cloud == "aws":
+        return {"tls": {"mode": "acm",
+                        "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-0"}}
+    return {"tls": {"mode": "secret", "secretName": "llm-gateway-tls"}}

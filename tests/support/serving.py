@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from components.planner import Topology
-from tests.support.plans import manifests
+from tests.support.plans import manifests, prod_gateway
 
 DEV_MODEL = "llama-8b"
 
@@ -12,6 +12,7 @@ EXISTING = {
                  "blockStorageClass": "fast-block", "networkPolicyEnforced": True},
     "modelCache": {"kind": "rwx", "storageClass": "nfs", "readGbps": 1},
     "models": [{"name": "chat", "model": "llama-3.1-70b", "maxModelLen": 8192, "replicas": {"min": 2, "max": 6}}],
+    "gateway": prod_gateway("existing"),
 }
 
 

@@ -15,7 +15,7 @@ from components.cluster.gcp.control_plane import cost_labels, label_value
 from components.config import ConfigError
 from components.config.load import parse
 from components.offline import gcp_stubs, runner
-from tests.support.plans import by_type, one, plan_config, planned
+from tests.support.plans import by_type, one, plan_config, planned, prod_gateway
 from tests.support.gcp import CASES, CLUSTER, FILESTORE, GCP, POOL, cluster_plan, gpu_pool, plan
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -149,7 +149,8 @@ def whole(case: str):
     if case == "prod-qwen72b-gcp":
         return planned(case).resources
     model = {"a3-high": CASES["a3-high"][1], "a3-mega": A3_MEGA}[case]
-    return plan_config({"cloud": "gcp", "environment": "prod", "gcp": GCP, "models": [model]})[0]
+    return plan_config({"cloud": "gcp", "environment": "prod", "gcp": GCP, "models": [model],
+                        "gateway": prod_gateway("gcp")})[0]
 
 
 @pytest.mark.parametrize("case", ["prod-qwen72b-gcp", "a3-high", "a3-mega"])
