@@ -24,14 +24,19 @@ def _fits(req: PlanRequest, pool) -> list:
 
 
 def cost_notes(topo: Topology, req: PlanRequest, pool: tuple[InstanceType, ...],
-               unpinned: tuple[InstanceType, ...] | None = None) -> Topology:
+               unpinned: tuple[InstanceType, ...] | None = None, reserved: bool = False) -> Topology:
     """`topo` (the plan of `req`) with its price basis, the cheaper shape among `pool` (the stack's priced
     instance types) that leaves no GPU idle, and, for a deployment that pins instance types, what the pin
-    costs over the planner's best among `unpinned` (the pool on the deployment's accelerator)."""
+    costs over the planner's best among `unpinned` (the pool on the deployment's accelerator).
+
+    `reserved` (a reservation or Capacity Block): the stack pays for the nodes the pool may grow to
+    (max_nodes) whether used or not."""
     chosen = next(i for i in req.candidates if i.name == topo.instance_type)
     notes = {"price_basis": chosen.price_basis}
     if chosen.cloud == "existing":
         return replace(topo, **notes)
+    if reserved:
+        notes["reserved_nodes"] = topo.max_nodes
     if topo.idle_gpus > 0:
         free = [f for f in _fits(req, pool)
                 if idle_gpus(f.nodes, f.inst.gpus, f.replicas, f.gpus_per_replica) == 0
@@ -53,13 +58,14 @@ def cost_lines(t: Topology) -> list[str]:
     tokens = (f"${per_m:,.2f} per million output tokens ({t.output_tokens_per_s_per_replica:,.0f} tokens/s "
               f"per replica at {t.concurrency_per_replica} concurrent)" if per_m is not None else
               "no price per million output tokens (no node price)")
+    basis = (f"reserved: billed for {t.reserved_nodes} node(s) whether used or not; " if t.reserved_nodes else "")
     lines = [f"  cost: ${t.cost_min_per_hour:,.2f}/h at min {t.min_replicas} replica(s) ({t.min_nodes} node(s)), "
-             f"${t.cost_max_per_hour:,.2f}/h at max {t.max_replicas} ({t.max_nodes} node(s)); "
+             f"${t.cost_max_per_hour:,.2f}/h at max {t.max_replicas} ({t.max_nodes} node(s)); {basis}"
              f"${t.price_per_node_hour:,.2f}/node-hour {t.price_basis}; {tokens}"]
     if t.idle_gpus or t.idle_gpus_min or t.idle_gpus_max:
         alt = {None: "", "": "; no cheaper shape avoids them"}.get(
             t.idle_alternative, f"; cheaper without idle GPUs: {t.idle_alternative}")
-        lines.append(f"  idle paid GPUs: {t.idle_gpus} of {t.nodes * t.gpus_per_node} at {t.replicas} replica(s) "
+        lines.append(f"  idle paid GPUs: {t.idle_gpus} of {t.billed_nodes(t.nodes) * t.gpus_per_node} at {t.replicas} replica(s) "
                      f"(min {t.idle_gpus_min}, max {t.idle_gpus_max}){alt}")
     else:
         lines.append("  idle paid GPUs: none")
@@ -73,5 +79,5 @@ def total_line(topologies: dict[str, Topology]) -> str:
     """One line for a stack of several models: what the whole fleet costs."""
     ts = list(topologies.values())
     return (f"total for {len(ts)} models: ${sum(t.cost_min_per_hour for t in ts):,.2f}/h at min replicas, "
-            f"${sum(t.cost_per_hour for t in ts):,.2f}/h as planned, "
+            f"${sum(t.cost_billed_per_hour for t in ts):,.2f}/h as planned, "
             f"${sum(t.cost_max_per_hour for t in ts):,.2f}/h at max")

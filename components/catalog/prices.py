@@ -123,6 +123,8 @@ CAPACITY_BLOCKS: dict[tuple[str, str], float] = {
 # How GPU nodes are bought -> what the hour costs. An On-Demand Capacity Reservation (AWS) and a GCP
 # reservation bill the on-demand rate whether used or not (committed-use discounts are not modelled).
 CAPACITY_TYPES = ("onDemand", "spot", "reservation", "capacityBlock")
+# Bought for a number of nodes ahead and billed for all of them whether used or not.
+RESERVED_CAPACITY_TYPES = ("reservation", "capacityBlock")
 
 
 @dataclass(frozen=True)
