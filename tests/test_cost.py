@@ -135,7 +135,9 @@ def test_every_shipped_stack_shows_min_max_cost_and_idle_gpus():
     for stack, cfg, plans in _stack_plans():
         for name, t in plans.items():
             lines = cost_lines(t)
-            assert lines[0].startswith("  cost: $") and " at min " in lines[0] and " at max " in lines[0], stack
+            unpriced = cfg.cloud == "existing" and not cfg.existing.gpu_nodes.price_per_node_hour
+            head = "  cost: unpriced (set existing.gpuNodes.pricePerNodeHour): " if unpriced else "  cost: $"
+            assert lines[0].startswith(head) and " at min" in lines[0] and " at max" in lines[0], stack
             assert lines[1].startswith("  idle paid GPUs: "), stack
             if cfg.cloud != "existing":
                 assert "per million output tokens" in lines[0], stack
