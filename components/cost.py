@@ -91,7 +91,7 @@ def idle_lines(t: Topology) -> list[str]:
             t.idle_alternative, f"; cheaper without idle GPUs: {t.idle_alternative}")
         paid = t.billed_nodes(t.nodes) * t.gpus_per_node
         lines.append(f"  idle paid GPUs: {t.idle_gpus} of {paid} at {t.replicas} replica(s) "
-                     f"(min {t.idle_gpus_min}, max {t.idle_gpus_max}){alt}")
+                     f"(idle at min replicas: {t.idle_gpus_min}, at max: {t.idle_gpus_max}){alt}")
     else:
         lines.append("  idle paid GPUs: none")
     return lines

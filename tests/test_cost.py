@@ -88,7 +88,7 @@ def test_idle_gpus_are_shown_with_the_cheaper_shape_that_avoids_them():
     t = plan_stack(aws([IDLE]))["idle"]
     assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (3, 3, 2)
     assert t.idle_alternative == "1 x TP 1 on 1 x g6.xlarge at $0.80/h"
-    assert cost_lines(t)[1] == ("  idle paid GPUs: 3 of 4 at 1 replica(s) (min 3, max 2); cheaper without idle "
+    assert cost_lines(t)[1] == ("  idle paid GPUs: 3 of 4 at 1 replica(s) (idle at min replicas: 3, at max: 2); cheaper without idle "
                                 "GPUs: 1 x TP 1 on 1 x g6.xlarge at $0.80/h")
     assert cost_lines(plan_stack(aws([SMALL]))["small"])[1] == "  idle paid GPUs: none"
 
@@ -175,7 +175,7 @@ def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_aske
     from dataclasses import replace
     assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
     assert cost_lines(replace(t, idle_alternative=None))[1] == \
-        "  idle paid GPUs: 4 of 8 at 1 replica(s) (min 4, max 8)"  # `topology` command: not asked
+        "  idle paid GPUs: 4 of 8 at 1 replica(s) (idle at min replicas: 4, at max: 8)"  # `topology` command: not asked
 
 
 def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path, capsys):
