@@ -47,7 +47,9 @@ def cost_notes(topo: Topology, req: PlanRequest, pool: tuple[InstanceType, ...],
     if chosen.cloud == "existing":
         return replace(topo, **notes)
     if reserved:
-        notes["reserved_nodes"] = topo.max_nodes
+        # Bought for one instance type (aws.capacityReservations / gcp.reservation): another type would
+        # need its own reservation at its own rate, so no shape of another type is offered as cheaper.
+        return replace(topo, reserved_nodes=topo.max_nodes, **notes)
     if topo.idle_gpus > 0:
         free = [f for f in _fits(req, pool)
                 if idle_gpus(f.nodes, f.inst.gpus, f.replicas, f.gpus_per_replica) == 0
@@ -78,6 +80,9 @@ def cost_lines(t: Topology) -> list[str]:
              f"${t.cost_max_per_hour:,.2f}/h at max {t.max_replicas} ({t.max_nodes} node(s)); {basis}"
              f"${t.price_per_node_hour:,.2f}/node-hour {t.price_basis}; {tokens}"]
     lines += idle_lines(t)
+    if t.reserved_nodes:
+        lines.append(f"  NOTE: the reservation fixes the instance type ({t.instance_type}): no other type is "
+                     f"compared (it would need its own reservation at its own rate)")
     if t.pinned_best:
         lines.append(f"  NOTE: pinned instanceTypes cost ${t.pinned_extra_per_hour:,.2f}/h more than the planner's "
                      f"best unpinned shape: {t.pinned_best}")
