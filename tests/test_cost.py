@@ -52,7 +52,7 @@ def test_a_gcp_spot_stack_pays_the_gcp_spot_price():
 
 
 @pytest.mark.parametrize("region, price, basis", [
-    ("us-east-1", 39.33, "Capacity Block us-east-1 ⚠"),
+    ("us-east-1", 39.33, "Capacity Block us-east-1 (rate expired 2025-01-01) ⚠"),
     ("us-west-2", 55.04, "on-demand us-west-2 (no Capacity Block rate known) ⚠"),
 ])
 def test_a_region_change_changes_the_capacity_block_price(region, price, basis):

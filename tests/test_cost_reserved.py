@@ -25,7 +25,7 @@ def test_a_capacity_block_copy_of_the_405b_stack_pays_for_all_four_reserved_node
     lines = cost_lines(t)
     assert lines[0].startswith(
         "  cost: $157.32/h at min 1 replica(s) (2 node(s)), $157.32/h at max 2 (4 node(s)); reserved: billed for "
-        "4 node(s) whether used or not; $39.33/node-hour Capacity Block us-east-1 ⚠; ")
+        "4 node(s) whether used or not; $39.33/node-hour Capacity Block us-east-1 (rate expired 2025-01-01) ⚠; ")
     assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (16, 16, 0)  # 2 reserved nodes x 8 H100 unused
     assert lines[1].startswith("  idle paid GPUs: 16 of 32 at 1 replica(s)")
     d = t.to_dict()
