@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from .cache_sources import WeightsSource
 from .catalog import InstanceType, instance_types
-from .catalog.prices import node_price
+from .catalog.prices import RESERVED_CAPACITY_TYPES, node_price
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 from .planner.engine_args import EngineOptions, LoraSlots, Speculation
@@ -121,7 +121,8 @@ def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
     pool = priced_pool(cfg)
     req = deployment_request(dep, pool, cfg.production)
     unpinned = tuple(i for i in pool if not dep.accelerator or i.accelerator == dep.accelerator)
-    return cost_notes(plan_topology(req), req, pool, unpinned if dep.instance_types else None)
+    return cost_notes(plan_topology(req), req, pool, unpinned if dep.instance_types else None,
+                      reserved=(buying(cfg) or ("", ""))[1] in RESERVED_CAPACITY_TYPES)
 
 
 def ray_engine_problem(dep: ModelDeployment, t: Topology) -> str | None:

@@ -4,7 +4,7 @@ rollout, warnings). Pure (no Pulumi)."""
 from __future__ import annotations
 
 from .capacity_table import knee_lines
-from .cost import cost_lines
+from .cost import cost_lines, hourly
 from .planner import Topology
 
 
@@ -13,7 +13,7 @@ def summary(t: Topology) -> str:
     return "\n".join([
         f"{t.served_model_name}: {t.model_name} {t.precision} on {t.instance_type} ({t.gpus_per_node} x {t.accelerator})",
         f"  {par} = {t.gpus_per_replica} GPU(s)/replica, {t.nodes_per_replica} node(s)/replica, "
-        f"{t.replicas_per_node} replica(s)/node; {t.replicas} replica(s) on {t.nodes} node(s), ${t.cost_per_hour:,.2f}/h",
+        f"{t.replicas_per_node} replica(s)/node; {t.replicas} replica(s) on {t.nodes} node(s), {hourly(t, t.cost_per_hour)}",
         f"  KV cache {t.kv_cache_tokens:,} tokens/replica ({t.kv_cache_dtype}), "
         f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
         f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",

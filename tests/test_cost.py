@@ -52,7 +52,7 @@ def test_a_gcp_spot_stack_pays_the_gcp_spot_price():
 
 
 @pytest.mark.parametrize("region, price, basis", [
-    ("us-east-1", 39.33, "Capacity Block us-east-1 ⚠"),
+    ("us-east-1", 39.33, "Capacity Block us-east-1 (rate expired 2025-01-01) ⚠"),
     ("us-west-2", 55.04, "on-demand us-west-2 (no Capacity Block rate known) ⚠"),
 ])
 def test_a_region_change_changes_the_capacity_block_price(region, price, basis):
@@ -88,7 +88,7 @@ def test_idle_gpus_are_shown_with_the_cheaper_shape_that_avoids_them():
     t = plan_stack(aws([IDLE]))["idle"]
     assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (3, 3, 2)
     assert t.idle_alternative == "1 x TP 1 on 1 x g6.xlarge at $0.80/h"
-    assert cost_lines(t)[1] == ("  idle paid GPUs: 3 of 4 at 1 replica(s) (min 3, max 2); cheaper without idle "
+    assert cost_lines(t)[1] == ("  idle paid GPUs: 3 of 4 at 1 replica(s) (idle at min replicas: 3, at max: 2); cheaper without idle "
                                 "GPUs: 1 x TP 1 on 1 x g6.xlarge at $0.80/h")
     assert cost_lines(plan_stack(aws([SMALL]))["small"])[1] == "  idle paid GPUs: none"
 
@@ -135,7 +135,9 @@ def test_every_shipped_stack_shows_min_max_cost_and_idle_gpus():
     for stack, cfg, plans in _stack_plans():
         for name, t in plans.items():
             lines = cost_lines(t)
-            assert lines[0].startswith("  cost: $") and " at min " in lines[0] and " at max " in lines[0], stack
+            unpriced = cfg.cloud == "existing" and not cfg.existing.gpu_nodes.price_per_node_hour
+            head = "  cost: unpriced (set existing.gpuNodes.pricePerNodeHour): " if unpriced else "  cost: $"
+            assert lines[0].startswith(head) and " at min" in lines[0] and " at max" in lines[0], stack
             assert lines[1].startswith("  idle paid GPUs: "), stack
             if cfg.cloud != "existing":
                 assert "per million output tokens" in lines[0], stack
@@ -173,7 +175,7 @@ def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_aske
     from dataclasses import replace
     assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
     assert cost_lines(replace(t, idle_alternative=None))[1] == \
-        "  idle paid GPUs: 4 of 8 at 1 replica(s) (min 4, max 8)"  # `topology` command: not asked
+        "  idle paid GPUs: 4 of 8 at 1 replica(s) (idle at min replicas: 4, at max: 8)"  # `topology` command: not asked
 
 
 def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path, capsys):

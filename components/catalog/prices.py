@@ -108,8 +108,13 @@ SPOT_OBSERVED: dict[tuple[str, str], SpotObserved] = {(o.region, o.family): o fo
     SpotObserved("us-west-2", "g6e", "g6e.12xlarge", 4.9584, 10.49264, 4),
 ]}
 
-CAPACITY_BLOCK_SOURCE = (f"{W} aws.amazon.com/ec2/capacityblocks/pricing, effective instance hourly rate of the "
-                         f"table valid until 2025-01-01 (read 2024-12; AWS updates it regularly, a block pays "
+# ⚠ EXPIRED: AWS said these rates held until 2025-01-01. Re-reading the pricing page with the project's
+# search tools (2026-12) found only copies of that same table ("scheduled to be updated on January 1, 2025"),
+# so no current rate could be verified: the figures stay, marked expired in every price basis they give.
+CAPACITY_BLOCK_VALID_UNTIL = "2025-01-01"
+CAPACITY_BLOCK_SOURCE = (f"{W} EXPIRED {CAPACITY_BLOCK_VALID_UNTIL}: aws.amazon.com/ec2/capacityblocks/pricing, "
+                         f"effective instance hourly rate of the table valid until {CAPACITY_BLOCK_VALID_UNTIL} "
+                         f"(read 2024-12; no current table found 2026-12; AWS updates it regularly, a block pays "
                          f"the rate at purchase), Linux operating-system fee not included")
 # (region, instance type) -> effective instance hourly rate of an EC2 Capacity Block for ML.
 CAPACITY_BLOCKS: dict[tuple[str, str], float] = {
@@ -123,6 +128,8 @@ CAPACITY_BLOCKS: dict[tuple[str, str], float] = {
 # How GPU nodes are bought -> what the hour costs. An On-Demand Capacity Reservation (AWS) and a GCP
 # reservation bill the on-demand rate whether used or not (committed-use discounts are not modelled).
 CAPACITY_TYPES = ("onDemand", "spot", "reservation", "capacityBlock")
+# Bought for a number of nodes ahead and billed for all of them whether used or not.
+RESERVED_CAPACITY_TYPES = ("reservation", "capacityBlock")
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,8 @@ def node_price(inst: InstanceType, region: str, capacity_type: str = "onDemand")
     if capacity_type == "capacityBlock":
         rate = CAPACITY_BLOCKS.get((region, inst.name))
         if rate is not None:
-            return Price(rate, f"Capacity Block {region}", True, CAPACITY_BLOCK_SOURCE)
+            return Price(rate, f"Capacity Block {region} (rate expired {CAPACITY_BLOCK_VALID_UNTIL})", True,
+                         CAPACITY_BLOCK_SOURCE)
         return Price(on_demand, f"on-demand {region} (no Capacity Block rate known)", True,
                      f"{od_source}; no Capacity Block rate for {inst.name} in {region} in "
                      f"components/catalog/prices.py, on-demand shown")

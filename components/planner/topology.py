@@ -105,6 +105,9 @@ class Topology:
     idle_alternative: str | None = None
     pinned_best: str | None = None  # the planner's best shape without models[].instanceTypes, when cheaper
     pinned_extra_per_hour: float = 0.0  # what the pin costs over pinned_best, $/hour at planned replicas
+    # nodes a reservation / Capacity Block holds and bills whether used or not (the pool's max nodes);
+    # 0: nodes are billed as they run (on-demand, spot, an existing cluster)
+    reserved_nodes: int = 0
 
     @property
     def fleet_load(self) -> dict:
@@ -119,26 +122,39 @@ class Topology:
     def multi_node(self) -> bool:
         return self.nodes_per_replica > 1
 
+    def billed_nodes(self, nodes: int) -> int:
+        """Nodes paid for while `nodes` run: a reservation bills every node it holds, used or not."""
+        return max(nodes, self.reserved_nodes)
+
     @property
     def cost_min_per_hour(self) -> float:
-        return round(self.min_nodes * self.price_per_node_hour, 2)
+        return round(self.billed_nodes(self.min_nodes) * self.price_per_node_hour, 2)
 
     @property
     def cost_max_per_hour(self) -> float:
-        return round(self.max_nodes * self.price_per_node_hour, 2)
+        return round(self.billed_nodes(self.max_nodes) * self.price_per_node_hour, 2)
+
+    @property
+    def cost_billed_per_hour(self) -> float:
+        """What the planned replicas cost: cost_per_hour, or the whole reservation where one is held."""
+        if not self.reserved_nodes:
+            return self.cost_per_hour
+        return round(self.billed_nodes(self.nodes) * self.price_per_node_hour, 2)
 
     @property
     def idle_gpus(self) -> int:
-        """GPUs on the planned nodes that no replica uses, at the planned replicas."""
-        return idle_gpus(self.nodes, self.gpus_per_node, self.replicas, self.gpus_per_replica)
+        """GPUs on the planned (or reserved) nodes that no replica uses, at the planned replicas."""
+        return idle_gpus(self.billed_nodes(self.nodes), self.gpus_per_node, self.replicas, self.gpus_per_replica)
 
     @property
     def idle_gpus_min(self) -> int:
-        return idle_gpus(self.min_nodes, self.gpus_per_node, self.min_replicas, self.gpus_per_replica)
+        return idle_gpus(self.billed_nodes(self.min_nodes), self.gpus_per_node, self.min_replicas,
+                         self.gpus_per_replica)
 
     @property
     def idle_gpus_max(self) -> int:
-        return idle_gpus(self.max_nodes, self.gpus_per_node, self.max_replicas, self.gpus_per_replica)
+        return idle_gpus(self.billed_nodes(self.max_nodes), self.gpus_per_node, self.max_replicas,
+                         self.gpus_per_replica)
 
     @property
     def output_tokens_per_s_per_replica(self) -> float:
@@ -149,7 +165,7 @@ class Topology:
 
     @property
     def cost_per_million_output_tokens(self) -> float | None:
-        return cost_per_million_output_tokens(self.cost_per_hour, self.replicas, self.output_tokens_per_s_per_replica)
+        return cost_per_million_output_tokens(self.cost_billed_per_hour, self.replicas, self.output_tokens_per_s_per_replica)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -168,7 +184,7 @@ class Topology:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names})
 
 
-COST_PROPERTIES = ("cost_min_per_hour", "cost_max_per_hour", "idle_gpus", "idle_gpus_min", "idle_gpus_max",
+COST_PROPERTIES = ("cost_min_per_hour", "cost_max_per_hour", "cost_billed_per_hour", "idle_gpus", "idle_gpus_min", "idle_gpus_max",
                    "output_tokens_per_s_per_replica", "cost_per_million_output_tokens")
 
 

@@ -42,7 +42,8 @@ def test_node_price(itype, region, capacity, hour):
 
 def test_the_price_says_what_it_is_and_marks_estimates():
     assert node_price(I["g6.xlarge"], "us-east-1", "spot").label == "spot us-east-1 ⚠"
-    assert node_price(I["p5.48xlarge"], "us-east-1", "capacityBlock").label == "Capacity Block us-east-1 ⚠"
+    assert node_price(I["p5.48xlarge"], "us-east-1", "capacityBlock").label == \
+        "Capacity Block us-east-1 (rate expired 2025-01-01) ⚠"
     assert node_price(I["g6.xlarge"], "us-east-1").label == "on-demand us-east-1"
     assert node_price(I["g6.xlarge"], "us-west-2").label == "on-demand us-west-2 ⚠"
     assert node_price(I["a3-ultragpu-8g"], "us-central1", "reservation").label == \

@@ -1,0 +1,61 @@
+"""A reservation or Capacity Block is bought for the nodes the pool may grow to and billed for all of them
+whether used or not (review of issue 14, item A): cost at min and at max is the reserved node count times
+the rate, and the GPUs of reserved-but-unused nodes are idle paid GPUs. Figures as `plan` prints them."""
+from __future__ import annotations
+
+from components.config import parse
+from components.cost import cost_lines
+from components.offline.runner import load_stack_yaml, stack_file
+from components.planning import plan_stack
+
+RESERVED = {"capacityReservations": {"p5.48xlarge": "cr-0123456789abcdef0", "p4d.24xlarge": "cr-0123456789abcdef1"}}
+
+
+def _shipped(stack: str, **aws) -> dict:
+    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file(stack)).items()}
+    raw["aws"] = {**raw["aws"], **aws}
+    return plan_stack(parse(raw, secrets={"hfToken"}))
+
+
+def test_a_capacity_block_copy_of_the_405b_stack_pays_for_all_four_reserved_nodes():
+    t = _shipped("prod-llama405b-aws", capacityType="capacityBlock", **RESERVED)["llama-405b"]
+    # 1 replica = 2 x p5.48xlarge; max 2 replicas = 4 nodes, all in the block at $39.33 each
+    assert (t.min_nodes, t.max_nodes, t.reserved_nodes) == (2, 4, 4)
+    assert (t.cost_min_per_hour, t.cost_max_per_hour) == (157.32, 157.32)  # 4 x $39.33, not 2 x $39.33 = $78.66
+    lines = cost_lines(t)
+    assert lines[0].startswith(
+        "  cost: $157.32/h at min 1 replica(s) (2 node(s)), $157.32/h at max 2 (4 node(s)); reserved: billed for "
+        "4 node(s) whether used or not; $39.33/node-hour Capacity Block us-east-1 (rate expired 2025-01-01) ⚠; ")
+    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (16, 16, 0)  # 2 reserved nodes x 8 H100 unused
+    assert lines[1].startswith("  idle paid GPUs: 16 of 32 at 1 replica(s)")
+    d = t.to_dict()
+    assert (d["cost_min_per_hour"], d["cost_max_per_hour"], d["reserved_nodes"]) == (157.32, 157.32, 4)
+
+
+def test_the_on_demand_405b_stack_still_pays_by_the_running_node():
+    t = _shipped("prod-llama405b-aws")["llama-405b"]
+    assert (t.reserved_nodes, t.cost_min_per_hour, t.cost_max_per_hour) == (0, 110.08, 220.16)  # 2 / 4 x $55.04
+    assert (t.idle_gpus_min, t.idle_gpus_max) == (0, 0)
+    assert "reserved" not in cost_lines(t)[0]
+
+
+def test_an_on_demand_capacity_reservation_bills_the_reserved_nodes_at_the_on_demand_rate():
+    t = _shipped("prod-llama70b-aws", capacityType="reservation", **RESERVED)["llama-70b"]
+    # min 2 TP 4 replicas share 2 nodes with production spread; max 8 replicas = 4 x p5.48xlarge reserved
+    assert (t.instance_type, t.min_nodes, t.max_nodes, t.reserved_nodes) == ("p5.48xlarge", 2, 4, 4)
+    assert (t.cost_min_per_hour, t.cost_max_per_hour) == (220.16, 220.16)  # 4 x $55.04
+    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (20, 24, 0)  # 32 reserved GPUs - 3 / 2 / 8 x 4
+    assert "reserved: billed for 4 node(s) whether used or not; $55.04/node-hour reserved (on-demand rate) " \
+           "us-east-1 ⚠" in cost_lines(t)[0]
+
+
+def test_a_gke_reservation_is_billed_whole():
+    cfg = parse({"cloud": "gcp", "environment": "dev", "gcp": {
+        "project": "my-project-1", "region": "us-central1", "zone": "us-central1-a", "reservation": "l4-pool",
+        "kubeconfigEndpoint": "dns"}, "models": [{
+            "name": "small", "model": "llama-3.1-8b", "instanceTypes": ["g2-standard-8"], "maxModelLen": 8192,
+            "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 3}}]}, {"hfToken"})
+    t = plan_stack(cfg)["small"]
+    assert (t.min_nodes, t.max_nodes, t.reserved_nodes) == (1, 3, 3)
+    assert (t.price_per_node_hour, t.cost_min_per_hour, t.cost_max_per_hour) == (0.8536, 2.56, 2.56)  # 3 x $0.8536
+    assert (t.idle_gpus_min, t.idle_gpus_max) == (2, 0)  # two reserved L4 nodes wait for replicas 2 and 3
