@@ -156,7 +156,7 @@ class Platform(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(self.facts.kubeconfig) if self.facts.kubeconfig is not None else None
         self.topologies = topologies
         self.topology = {model: t.to_dict() for model, t in topologies.items()}
-        self.cost_per_hour = round(sum(t.cost_per_hour for t in topologies.values()), 2)
+        self.cost_per_hour = round(sum(t.cost_billed_per_hour for t in topologies.values()), 2)
         self.cost_per_hour_min = round(sum(t.cost_min_per_hour for t in topologies.values()), 2)
         self.cost_per_hour_max = round(sum(t.cost_max_per_hour for t in topologies.values()), 2)
         identity = cluster_outputs(self.cluster)

@@ -59,3 +59,12 @@ def test_a_gke_reservation_is_billed_whole():
     assert (t.min_nodes, t.max_nodes, t.reserved_nodes) == (1, 3, 3)
     assert (t.price_per_node_hour, t.cost_min_per_hour, t.cost_max_per_hour) == (0.8536, 2.56, 2.56)  # 3 x $0.8536
     assert (t.idle_gpus_min, t.idle_gpus_max) == (2, 0)  # two reserved L4 nodes wait for replicas 2 and 3
+
+
+def test_the_cost_per_hour_output_of_a_capacity_block_stack_is_the_whole_block():
+    """`pulumi stack output costPerHour` is what the stack pays as planned: the four reserved p5 nodes."""
+    from tests.support.plans import plan_config
+    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("prod-llama405b-aws")).items()}
+    raw["aws"] = {**raw["aws"], "capacityType": "capacityBlock", **RESERVED}
+    _, exports = plan_config(raw)
+    assert exports["costPerHour"] == 157.32  # not the running 2 x $39.33
