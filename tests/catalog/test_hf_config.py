@@ -334,7 +334,9 @@ def test_hub_config_is_cached_and_read_back_offline(tmp_path, monkeypatch):
     rev = "a" * 40
     spec = hub.spec_from_hub("acme/Qwen3-32B-Finetune", rev, fetcher=fake_fetcher({"config.json": raw}, calls))
     assert spec.params_b == pytest.approx(32.76, rel=0.001) and spec.hf_repo == "acme/Qwen3-32B-Finetune"
-    assert calls[0] == ("acme/Qwen3-32B-Finetune", rev, "config.json", "hf_test")
+    # anonymous first (a public repo needs no token; a 401/403 would be retried with HF_TOKEN and the repo
+    # marked gated: tests/catalog/test_hub_gated.py)
+    assert calls[0] == ("acme/Qwen3-32B-Finetune", rev, "config.json", None)
     cached = tmp_path / "hub" / "acme--Qwen3-32B-Finetune" / rev / "config.json"
     assert cached.read_bytes() == raw
     # offline now: the cache answers, the fetcher is not called
