@@ -21,8 +21,15 @@ os.environ["VLLM_PLATFORM_CACHE"] = tempfile.mkdtemp()  # tmp*: not "beside" a c
 guard.install(str(ROOT))
 
 from tests.support.plans import planned  # noqa: E402
+from tests.support.stacks import PLANS, plan  # noqa: E402
 
 
 @pytest.fixture
 def dev_plan():
     return planned("dev")
+
+
+@pytest.fixture(params=PLANS)
+def p(request):
+    """The whole plan (tests/support/consistency.Plan) of every shipped stack, NVMe variant and fabric test stack."""
+    return plan(request.param)

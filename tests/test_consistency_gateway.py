@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from tests.support.consistency import Plan, admitted, label_selector_matches, namespace_labels
-from tests.support.stacks import PLANS, plan
 
 # Envoy Gateway's proxy pods (v1.9.0 internal/infrastructure/kubernetes/proxy/resource.go envoyLabels)
 ENVOY = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy",
@@ -17,9 +16,6 @@ ENVOY = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "prox
 SERVE_FQDN = "{model}.{ns}.svc.cluster.local"  # the Serve Service keeps the name the RayService gives it
 
 
-@pytest.fixture(params=PLANS)
-def p(request) -> Plan:
-    return plan(request.param)
 
 
 def _by_name(p: Plan, kind: str) -> dict[str, dict]:

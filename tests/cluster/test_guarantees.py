@@ -18,9 +18,9 @@ import pytest
 from components.cli import main
 from components.offline.runner import ROOT
 from policies.rules import MANDATORY, evaluate_plan
-from tests.support.plans import planned
 from tests.support.consistency import Plan, dig, quantity, walk
-from tests.support.stacks import FABRIC_STACKS, PLANS, plan, stack_path
+from tests.support.plans import planned
+from tests.support.stacks import FABRIC_STACKS, stack_path
 
 EKS_ADDON = "aws:eks/addon:Addon"
 GKE_CLUSTER = "gcp:container/cluster:Cluster"
@@ -38,9 +38,6 @@ CSI_DRIVERS = {
 GKE_PD_CLASSES = {"standard-rwo", "premium-rwo"}
 
 
-@pytest.fixture(params=PLANS)
-def p(request) -> Plan:
-    return plan(request.param)
 
 
 def _installed(p: Plan, driver: str) -> bool:

@@ -385,3 +385,8 @@ def admitted(policy: dict, pod_labels: dict[str, str], pod_namespace: str, ns_la
 
 def service_url_host(url: str) -> str:
     return re.sub(r"^https?://", "", url).split("/", 1)[0]
+
+
+def selected_templates(p: Plan, namespace: str, selector: dict) -> list:
+    """The plan's pod templates in `namespace` whose labels `selector` matches."""
+    return [t for t in p.templates if t.namespace == namespace and label_selector_matches(selector, t.labels)]
