@@ -97,16 +97,24 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
     return config, secret_keys
 
 
-def run_program(config: dict[str, str], secret_keys: list[str], stack: str, preview: bool = False,
-                program: Path = ROOT / "__main__.py") -> tuple[list[Recorded], dict[str, Any]]:
-    """Run `program` under fresh mocks with exactly this config; return what it registered and exported."""
+def fresh_mocks(config: dict[str, str], secret_keys: list[str], stack: str, preview: bool = False,
+                monitor_cls: type[RecordingMonitor] | None = None) -> RecordingMonitor:
+    """Reset the Pulumi runtime to fresh recording mocks with exactly this config; the monitor records what a
+    program then registers."""
     settings.ROOT.set(None)
     rc.set_all_config(config, secret_keys)
     mocks = RecordingMocks()
-    monitor = RecordingMonitor(mocks)
+    monitor = (monitor_cls or RecordingMonitor)(mocks)  # looked up at call time: tests may swap the recorder
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
+    return monitor
+
+
+def run_program(config: dict[str, str], secret_keys: list[str], stack: str, preview: bool = False,
+                program: Path = ROOT / "__main__.py") -> tuple[list[Recorded], dict[str, Any]]:
+    """Run `program` under fresh mocks with exactly this config; return what it registered and exported."""
+    monitor = fresh_mocks(config, secret_keys, stack, preview)
     root = settings.get_root_resource()
 
     def body():

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import functools
 
-import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 import yaml
-from pulumi.runtime import config as rc
-from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from components.addons import ClusterAddons
 from components.config.schema import Addons
 from components.offline import runner
-from components.offline.mocks import RecordingMocks
 from components.versions import CHARTS
+from tests.support.addons import KINDS, RELEASE, DependencyMonitor, facts
 from tests.support.plans import by_type, one, plan_config
-from tests.support.addons import KINDS, facts
-from tests.support.addons import DependencyMonitor, RELEASE
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CUSTOM_KINDS = ("mellanox.com/", "monitoring.coreos.com/", "keda.sh/", "ray.io/")
@@ -42,13 +37,7 @@ class Run:
 
 def run_addons(cloud: str, addons: dict | None = None, **fact_args) -> Run:
     """Build ClusterAddons for hand-made ClusterFacts of `cloud` under fresh mocks."""
-    settings.ROOT.set(None)
-    rc.set_all_config({}, [])
-    mocks = RecordingMocks()
-    monitor = DependencyMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project="vllm-platform", stack="test", preview=False, monitor=monitor)
-    settings.SETTINGS.rpc_manager.clear()
-    settings.SETTINGS.outputs.clear()
+    monitor = runner.fresh_mocks({}, [], "test", monitor_cls=DependencyMonitor)
     built = {}
 
     def program():

@@ -1,13 +1,10 @@
 """The InferenceGateway component alone under Pulumi mocks, with each resource's dependencies recorded."""
 from __future__ import annotations
 
-import pulumi
-from pulumi.runtime import config as rc
-from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.offline.mocks import RecordingMocks
+from components.offline.runner import fresh_mocks
 from tests.support.addons import DependencyMonitor
 
 
@@ -36,12 +33,6 @@ class GatewayRun:
 def run_gateway(args) -> GatewayRun:
     """Build InferenceGateway("gw", args) under fresh mocks; resource names are `gw-<suffix>`."""
     from components.gateway import InferenceGateway
-    settings.ROOT.set(None)
-    rc.set_all_config({}, [])
-    mocks = RecordingMocks()
-    monitor = OptionsMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project="vllm-platform", stack="test", preview=False, monitor=monitor)
-    settings.SETTINGS.rpc_manager.clear()
-    settings.SETTINGS.outputs.clear()
+    monitor = fresh_mocks({}, [], "test", monitor_cls=OptionsMonitor)
     _sync_await(run_pulumi_func(lambda: InferenceGateway("gw", args)))
     return GatewayRun(monitor)
