@@ -2,11 +2,15 @@
 (review of issue 14, item B): the plan says so and prints no $ figures; the JSON keeps them at 0."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from components.config import parse
 from components.cost import cost_lines, total_line
 from components.offline.runner import load_stack_yaml, stack_file
 from components.planning import plan_stack
+from components.planner import plan_topology
 from components.summary import summary
+from tests.support.planner import request
 
 
 def _shipped(stack: str, **gpu_nodes) -> dict:
@@ -19,7 +23,8 @@ def test_the_dev_stack_without_a_node_price_reads_unpriced():
     t = _shipped("dev")["llama-8b"]
     assert cost_lines(t)[0] == ("  cost: unpriced (set existing.gpuNodes.pricePerNodeHour): 1 replica(s) (1 node(s)) "
                                 "at min, 2 (2 node(s)) at max; no price per million output tokens")
-    assert not [line for line in summary(t).splitlines() if "$0.00" in line and "why:" not in line]
+    assert "$0.00" not in summary(t)
+    assert t.reason.startswith("1 x TP 1 on 1 x existing-l4x1, unpriced; ")
     assert "1 replica(s) on 1 node(s), unpriced (set existing.gpuNodes.pricePerNodeHour)" in summary(t)
     d = t.to_dict()
     assert (d["cost_per_hour"], d["cost_min_per_hour"], d["cost_max_per_hour"]) == (0.0, 0.0, 0.0)
@@ -31,6 +36,21 @@ def test_the_onprem_405b_stack_reads_unpriced():
     t = _shipped("prod-llama405b-onprem")["llama-405b"]
     assert cost_lines(t)[0].startswith("  cost: unpriced (set existing.gpuNodes.pricePerNodeHour): 1 replica(s) "
                                        "(2 node(s)) at min, 2 (4 node(s)) at max")
+    # the why line: no "$0.00/h", and the runner-up is not called the next cheapest (both cost unknown)
+    why = summary(t).splitlines()[-1]
+    assert why.startswith("  why: 1 x TP 8 x PP 2 on 2 x existing-h100x8, unpriced; TP 8 refused (memory: ")
+    assert why.endswith("; next (unpriced, not compared on cost): 1 x TP 8 x PP 3 on 3 x existing-h100x8, unpriced")
+    assert "$0.00" not in why and "cheapest" not in why
+
+
+def test_an_unpriced_shape_is_never_ranked_cheaper_than_a_priced_one():
+    req = request("llama-3.1-8b", "l4", max_model_len=8192)
+    g6 = req.candidates[0]
+    free = replace(g6, cloud="existing", name="existing-l4x1", price_hour=0.0)  # same node, no price stated
+    t = plan_topology(replace(req, candidates=(free, g6)))
+    # before: the unpriced node's cost of 0 won the rank and the why line read "at $0.00/h"
+    assert t.instance_type == "g6.xlarge" and t.cost_per_hour == 0.8
+    assert t.reason.endswith("; next (unpriced, not compared on cost): 1 x TP 1 on 1 x existing-l4x1, fp8 KV, unpriced")
 
 
 def test_a_stated_node_price_prints_dollars():

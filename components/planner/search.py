@@ -60,14 +60,20 @@ class _Fit:
         # PP over plain Ethernet only where nothing else fits: a replica across nodes is a RayService (a Ray
         # head, all-or-nothing replicas, hand-offs the SLA barely absorbs), worth it for a model no node holds,
         # not for a few dollars an hour. Then the cheapest; then fewer GPUs in all and per replica; then the
-        # model's own KV dtype.
-        return (self.pp_over_ethernet, round(self.cost, 4), self.nodes * self.inst.gpus, self.gpus_per_replica,
-                self.kv_dtype != "auto", self.inst.name)
+        # model's own KV dtype. An unpriced shape (cost 0 meaning unknown) never counts as cheaper than a priced one.
+        return (self.pp_over_ethernet, not self.priced, round(self.cost, 4), self.nodes * self.inst.gpus,
+                self.gpus_per_replica, self.kv_dtype != "auto", self.inst.name)
+
+    @property
+    def priced(self) -> bool:
+        """False for an existing cluster whose stack states no node price: its cost of 0 is unknown, not free."""
+        return self.inst.price_hour > 0
 
     def shape(self) -> str:
         kv = "" if self.kv_dtype == "auto" else ", fp8 KV"
         par = f"TP {self.tp}" + (f" x PP {self.pp}" if self.pp > 1 else "")
-        return f"{self.replicas} x {par} on {self.nodes} x {self.inst.name}{kv} at ${self.cost:,.2f}/h"
+        price = f" at ${self.cost:,.2f}/h" if self.priced else ", unpriced"
+        return f"{self.replicas} x {par} on {self.nodes} x {self.inst.name}{kv}{price}"
 
 
 def _candidates(req: PlanRequest):
@@ -232,6 +238,16 @@ def _smaller_refused(best: _Fit, refusals: list[Refusal]) -> list[Refusal]:
     return ordered
 
 
+def _next_shape(best: _Fit, alt: _Fit | None) -> str:
+    """The runner-up: "next cheapest" only where both shapes have a price; unpriced shapes (cost 0 meaning
+    unknown) are ranked after priced ones and among themselves by the GPUs they take (_Fit.rank)."""
+    if not alt:
+        return "no other feasible shape"
+    if best.priced and alt.priced:
+        return f"next cheapest: {alt.shape()}"
+    return f"next (unpriced, not compared on cost): {alt.shape()}"
+
+
 def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Refusal]) -> Topology:
     m, inst = req.model, best.inst
     smaller = _smaller_refused(best, refusals)
@@ -246,7 +262,7 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         why.append(f"TP {s.tp}" + (f" x PP {s.pp}" if s.pp > 1 else "") + f" refused ({s.constraint}: {s.detail})")
     why.append(f"{best.concurrency} concurrent requests per replica ({best.at_knee.arrival_rate:.2f} requests/s), "
                f"bound by {bound_text}; {best.replicas} replica(s) for {req.sla.load_text}")
-    why.append(f"next cheapest: {alt.shape()}" if alt else "no other feasible shape")
+    why.append(_next_shape(best, alt))
     rpn = best.replicas_per_node
     if req.spread_nodes > 1 and best.pp == 1 and best.replicas > 1:
         why.insert(1, f"spread over at least {min(best.replicas, req.spread_nodes)} nodes")
