@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from .catalog import INSTANCE_TYPES, MIN_FABRIC_GBPS, PRICES_AS_OF
-from .cluster.facts import GPU_RESOURCE, GPU_TAINT_KEY, POOL_LABEL
+from .cluster.facts import CAPACITY_ANNOTATION, GPU_RESOURCE, GPU_TAINT_KEY, POOL_LABEL, RESERVED_CAPACITY
 from .cluster.pools import ACCELERATOR_LABEL, pool_name
 from .config.bounds import GPU_MEMORY_UTILIZATION_RANGE, OPEN_CIDRS
 from .serving.probes import MIN_BUDGET_S
@@ -59,6 +59,9 @@ def render() -> str:
              f"GPU_RESOURCE = {GPU_RESOURCE!r}",
              f"POOL_LABEL = {POOL_LABEL!r}",
              f"ACCELERATOR_LABEL = {ACCELERATOR_LABEL!r}",
+             "# on the pod template of a workload whose GPU nodes come from a reservation / Capacity Block",
+             f"CAPACITY_ANNOTATION = {CAPACITY_ANNOTATION!r}",
+             f"RESERVED_CAPACITY = {RESERVED_CAPACITY!r}",
              f"MIN_FABRIC_GBPS = {MIN_FABRIC_GBPS!r}",
              "# Bounds the stack schema enforces too (components/config/bounds.py), and the startup-probe floor",
              "# the serving pods are built with (components/serving/probes.py MIN_BUDGET_S).",

@@ -1,11 +1,17 @@
 """A reservation / Capacity Block fixes the instance type: the plan does not set the block's rate against
-another type's on-demand price, nor suggest a type the block does not hold (review of issue 14, item D)."""
+another type's on-demand price, nor suggest a type the block does not hold (review of issue 14, item D);
+the advisory policy pinned-instance-cost agrees, on the `vllm-platform/capacity: reserved` annotation the
+serving pods of a reserved pool carry."""
 from __future__ import annotations
 
 from components.config import parse
 from components.cost import cost_lines
 from components.offline.runner import load_stack_yaml, stack_file
 from components.planning import plan_stack
+from policies.rules import RULES_BY_NAME
+from policies.rules.podspec import pod_templates
+from tests.support.gcp import GCP
+from tests.support.plans import by_type, one, plan_config
 
 RESERVED = {"capacityReservations": {"p5.48xlarge": "cr-0123456789abcdef0"}}
 FIXED = ("  NOTE: the reservation fixes the instance type (p5.48xlarge): no other type is compared (it would need "
@@ -41,3 +47,48 @@ def test_a_reservation_gets_no_cheaper_shape_of_another_type_for_its_idle_gpus()
     lines = cost_lines(t)
     assert lines[1] == "  idle paid GPUs: 20 of 32 at 3 replica(s) (idle at min replicas: 24, at max: 0)"
     assert lines[-1] == FIXED
+
+
+# 70B pinned to A3 Mega: A3 High holds the same TP 2 pods for less (both 8 x H100)
+MEGA = {"name": "mega", "model": "llama-3.1-70b", "instanceTypes": ["a3-megagpu-8g"], "maxModelLen": 8192,
+        "sla": {"concurrency": 16}, "replicas": {"min": 1, "max": 2}}
+ANNOTATION = {"vllm-platform/capacity": "reserved"}
+
+
+def _gcp(**gcp) -> dict:
+    return {"cloud": "gcp", "environment": "dev", "models": [MEGA], "gcp": {**GCP, **gcp}}
+
+
+def _pin_advice(values: dict) -> tuple[dict, list[str]]:
+    """The rendered Deployment's pod-template annotations and what pinned-instance-cost says of it."""
+    resources, _ = plan_config(values)
+    d = one(resources, "kubernetes:apps/v1:Deployment")
+    return (d.inputs["spec"]["template"]["metadata"].get("annotations", {}),
+            RULES_BY_NAME["pinned-instance-cost"].messages(d.type, d.inputs))
+
+
+def test_on_demand_the_policy_advises_against_the_pinned_type_as_the_plan_does():
+    assert plan_stack(parse(_gcp(), {"hfToken"}))["mega"].pinned_best == "1 x TP 2 on 1 x a2-ultragpu-2g at $10.14/h"
+    annotations, advice = _pin_advice(_gcp())
+    assert "vllm-platform/capacity" not in annotations
+    assert advice == ["template: a replica of 2 GPU(s) per node on a3-megagpu-8g costs $23.00/h; a3-highgpu-8g holds "
+                      "it for $22.06/h ($0.94/h less per replica, on-demand 2025-10)"]
+
+
+def test_a_gcp_reservation_gets_neither_the_plan_note_nor_the_policy_advice():
+    assert plan_stack(parse(_gcp(reservation="h100-mega"), {"hfToken"}))["mega"].pinned_best is None
+    annotations, advice = _pin_advice(_gcp(reservation="h100-mega"))
+    assert annotations == ANNOTATION
+    assert advice == []  # before: the same "$0.94/h less" advice as on demand
+
+
+def test_the_ray_workers_of_a_capacity_block_carry_the_reserved_annotation():
+    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("prod-llama405b-aws")).items()}
+    raw = {k: v for k, v in raw.items() if k != "hfToken"}
+
+    def workers(**aws) -> list[dict]:
+        resources, _ = plan_config({**raw, "aws": {**raw["aws"], **aws}}, stack="prod-llama405b-aws")
+        return [t.annotations for r in by_type(resources, "kubernetes:ray.io/v1:RayService")
+                for t in pod_templates(r.type, r.inputs) if t.gpus()]
+    assert workers(capacityType="capacityBlock", **RESERVED) == [ANNOTATION]
+    assert workers() == [{}]

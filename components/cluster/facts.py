@@ -11,6 +11,11 @@ from typing import Any
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_RESOURCE = "nvidia.com/gpu"
 POOL_LABEL = "vllm-platform/gpu-pool"
+# On the pod template of a serving workload whose GPU nodes come from a reservation / Capacity Block
+# (aws.capacityType reservation|capacityBlock, gcp.reservation): the reservation, not the planner or the
+# stack file, fixes the instance type. The policy pack reads it (pinned-instance-cost, docs/policies.md).
+CAPACITY_ANNOTATION = "vllm-platform/capacity"
+RESERVED_CAPACITY = "reserved"
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class GpuPool:
     # them per pod rather than as an extended resource, e.g. GKE multi-networking's
     # networking.gke.io/interfaces for GPUDirect-TCPX(O) and RDMA.
     pod_annotations: dict[str, str] = field(default_factory=dict)
+    reserved: bool = False  # the nodes come from a reservation / Capacity Block (CAPACITY_ANNOTATION)
 
     def tolerations(self) -> list[dict]:
         return [t.toleration() for t in self.taints]

@@ -66,12 +66,12 @@ class PoolSpec:
         return self.instance.fabric if self.multi_node else None
 
     def gpu_pool(self, fabric_resources: dict[str, int] | None = None, nvme_path: str | None = None,
-                 pod_annotations: dict[str, str] | None = None) -> GpuPool:
+                 pod_annotations: dict[str, str] | None = None, reserved: bool = False) -> GpuPool:
         return GpuPool(name=self.name, instance_type=self.instance.name, accelerator=self.instance.accelerator,
                        gpus_per_node=self.instance.gpus, node_selector={POOL_LABEL: self.name},
                        taints=self.taints, fabric=self.fabric,
                        fabric_resources=dict(fabric_resources or {}), nvme_path=nvme_path,
-                       pod_annotations=dict(pod_annotations or {}))
+                       pod_annotations=dict(pod_annotations or {}), reserved=reserved)
 
 
 # The model cache holds every distinct checkpoint once, with room for a second revision's download.

@@ -2,7 +2,7 @@
 k8s layer (k8s.py) and are re-exported here for the modules that import them from pods."""
 from __future__ import annotations
 
-from ..cluster.facts import GPU_RESOURCE, GpuPool
+from ..cluster.facts import CAPACITY_ANNOTATION, GPU_RESOURCE, RESERVED_CAPACITY, GpuPool
 from .k8s import (CONTAINER_SECURITY, MODEL_LABEL, POD_SECURITY, ROLE_LABEL, model_labels,  # noqa: F401
                   selector)
 
@@ -35,10 +35,12 @@ def spread(t, match_labels: dict[str, str]) -> dict:
 
 
 def pod_metadata(labels: dict[str, str], pool: GpuPool) -> dict:
-    """Template metadata; the pool's annotations attach fabric interfaces per pod (GKE multi-networking)."""
+    """Template metadata; the pool's annotations attach fabric interfaces per pod (GKE multi-networking);
+    a reserved pool's pods say so (CAPACITY_ANNOTATION)."""
     meta: dict = {"labels": labels}
-    if pool.pod_annotations:
-        meta["annotations"] = dict(pool.pod_annotations)
+    annotations = {**pool.pod_annotations, **({CAPACITY_ANNOTATION: RESERVED_CAPACITY} if pool.reserved else {})}
+    if annotations:
+        meta["annotations"] = annotations
     return meta
 
 

@@ -33,6 +33,9 @@ GPU_TAINT_KEY = 'nvidia.com/gpu'
 GPU_RESOURCE = 'nvidia.com/gpu'
 POOL_LABEL = 'vllm-platform/gpu-pool'
 ACCELERATOR_LABEL = 'vllm-platform/accelerator'
+# on the pod template of a workload whose GPU nodes come from a reservation / Capacity Block
+CAPACITY_ANNOTATION = 'vllm-platform/capacity'
+RESERVED_CAPACITY = 'reserved'
 MIN_FABRIC_GBPS = 200
 # Bounds the stack schema enforces too (components/config/bounds.py), and the startup-probe floor
 # the serving pods are built with (components/serving/probes.py MIN_BUDGET_S).

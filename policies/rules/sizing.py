@@ -4,7 +4,8 @@ Serve engine_kwargs, checked against the instance-type facts of components/catal
 from __future__ import annotations
 
 from .core import ADVISORY, MANDATORY, rule
-from .facts import GPU_MEMORY_UTILIZATION_RANGE, INSTANCE_TYPES, MIN_FABRIC_GBPS, PRICES_AS_OF
+from .facts import (CAPACITY_ANNOTATION, GPU_MEMORY_UTILIZATION_RANGE, INSTANCE_TYPES, MIN_FABRIC_GBPS, PRICES_AS_OF,
+                    RESERVED_CAPACITY)
 from .podspec import LWS, RAY_TYPES, SERVING_TYPES, PodTemplate, engines, has_fabric, instance_types, pod_templates
 
 # GPU_MEMORY_UTILIZATION_RANGE (facts.py, from components/config/bounds.py; the stack schema enforces it too):
@@ -98,13 +99,17 @@ def _per_replica(inst, gpus: int, nodes: int) -> float | None:
 @rule("pinned-instance-cost", ADVISORY, SERVING_TYPES,
       "A serving workload pinned to an instance type pays no more per replica than the cheapest catalog "
       "instance type of the same cloud and GPU that holds the same pods (base-region on-demand prices, "
-      f"{PRICES_AS_OF}; the plan's note prices the planner's own best shape at the stack's region).",
+      f"{PRICES_AS_OF}; the plan's note prices the planner's own best shape at the stack's region). Pods "
+      f"annotated {CAPACITY_ANNOTATION}: {RESERVED_CAPACITY} are exempt: a reservation or Capacity Block fixes "
+      "their instance type.",
       "remove models[].instanceTypes (or add the cheaper type to it) and let the planner choose; "
       "`python -m components plan` prints what the pin costs")
 def pinned_instance_cost(resource_type, props):
     templates = _gpu_templates(resource_type, props)
     pp = max([int(e.get("pipeline_parallel_size") or 1) for e in engines(resource_type, props)] or [1])
     for t in templates:
+        if t.annotations.get(CAPACITY_ANNOTATION) == RESERVED_CAPACITY:
+            continue  # bought for this type: another would need its own reservation at its own rate
         gpus = t.gpus()
         for inst in instance_types(t):
             nodes = pp if resource_type in MULTI_POD_TYPES and pp > 1 else 1

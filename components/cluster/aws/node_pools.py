@@ -129,13 +129,15 @@ GPU_UPDATE_CONFIG = {"max_unavailable": 1, "update_strategy": "MINIMAL"}
 GPU_REPAIR_PARALLELISM = 1
 
 
-def gpu_pool_facts(spec: PoolSpec) -> GpuPool:
-    """What serving needs to know about a pool: an EFA pool's pods ask for every EFA device of the node."""
+def gpu_pool_facts(spec: PoolSpec, reserved_capacity: bool = False) -> GpuPool:
+    """What serving needs to know about a pool: an EFA pool's pods ask for every EFA device of the node;
+    `reserved_capacity`: its nodes come from a reservation / Capacity Block."""
     nvme = NVME_CACHE_PATH if spec.instance.nvme_gb > 0 else None
     if uses_efa(spec):
-        return spec.gpu_pool(fabric_resources={EFA_RESOURCE: spec.instance.efa_interfaces}, nvme_path=nvme)
+        return spec.gpu_pool(fabric_resources={EFA_RESOURCE: spec.instance.efa_interfaces}, nvme_path=nvme,
+                             reserved=reserved_capacity)
     # No EFA attached: the pool has no fabric, whatever the instance type could carry.
-    return dataclasses.replace(spec.gpu_pool(nvme_path=nvme), fabric=None)
+    return dataclasses.replace(spec.gpu_pool(nvme_path=nvme, reserved=reserved_capacity), fabric=None)
 
 
 def _metadata(hop_limit: int) -> dict:
@@ -178,7 +180,7 @@ class AwsNodeGroups(pulumi.ComponentResource):
         for spec in specs:
             self.gpu_groups[spec.instance.name] = self._gpu(f"{name}-{spec.name}", spec, placements[spec.name],
                                                             cost_tags(tags, spec, pool_models[spec.name]))
-            self.pools[spec.instance.name] = gpu_pool_facts(spec)
+            self.pools[spec.instance.name] = gpu_pool_facts(spec, reserved(settings))
         self.register_outputs({"role": self.role.arn, "pools": list(self.pools)})
 
     def _system(self, name) -> aws.eks.NodeGroup:

@@ -59,18 +59,19 @@ def check(args: GcpClusterArgs) -> list[str]:
     return errors
 
 
-def gpu_pools(specs: list[PoolSpec]) -> dict[str, GpuPool]:
-    """What serving sees of each GPU node pool (by machine type)."""
+def gpu_pools(specs: list[PoolSpec], reserved: bool = False) -> dict[str, GpuPool]:
+    """What serving sees of each GPU node pool (by machine type); `reserved`: gcp.reservation is consumed."""
     pools = {}
     for spec in specs:
         nvme = NVME_CACHE_PATH if bundled_local_ssds(spec) else None
         if spec.multi_node:
             # GKE plugs the GPU NICs into pods that name them; no extended resource to request.
             pools[spec.instance.name] = spec.gpu_pool(
-                nvme_path=nvme, pod_annotations=pod_annotations(machine_family(spec.instance)))
+                nvme_path=nvme, pod_annotations=pod_annotations(machine_family(spec.instance)), reserved=reserved)
         else:
             # No GPU NICs attached: the pool has no fabric, whatever the machine type could carry.
-            pools[spec.instance.name] = dataclasses.replace(spec.gpu_pool(nvme_path=nvme), fabric=None)
+            pools[spec.instance.name] = dataclasses.replace(spec.gpu_pool(nvme_path=nvme, reserved=reserved),
+                                                            fabric=None)
     return pools
 
 
@@ -147,7 +148,7 @@ class GcpGpuCluster(pulumi.ComponentResource):
         weights_access = gcs_readers(name, g.project, args.bucket_readers, self, [self.cluster])
         self.facts = ClusterFacts(
             cloud="gcp", name=args.cluster.name, provider=self.provider,
-            gpu_pools=gpu_pools(specs), system_node_selector=dict(SYSTEM_SELECTOR),
+            gpu_pools=gpu_pools(specs, bool(g.reservation)), system_node_selector=dict(SYSTEM_SELECTOR),
             rwx_storage_class=storage.STORAGE_CLASS if self.cache else None,
             cache_read_gbps=args.model_cache.read_gbps or read,
             driver_preinstalled=True,  # gpu_driver_installation_config: GKE installs the NVIDIA driver
