@@ -74,6 +74,16 @@ _FP8KV_NOTES = ("meta-llama/Llama-3.1-8B, 150 requests at concurrency 8; ⚠ len
                 "no totals printed; ⚠ TPOT is the table's median ITL and TTFT its median; ⚠ vLLM version: the post's "
                 "'after (v0.19.1)' runs, not stated for this table; ⚠ H100 variant not stated; ⚠ max_model_len not "
                 "stated, the model's default; ⚠ harness not named for this table (the post uses vllm bench serve)")
+_IX = ("https://github.com/SemiAnalysisAI/InferenceX/blob/2a6a04c041af9fd8bac36de567b45ca50cf005b6/together_runner/"
+       "baselines/b200/vllm/gptoss-fp4/1k1k/untuned/conc{c}.json")
+_IX_NOTES = ("InferenceX together_runner baseline (PR #1713, not merged; README table 'vllm · gptoss-fp4'): one TP4 server "
+             "on an 8 x B200 node, the vendored benchmark_serving.py, random 1024/1024 with --random-range-ratio 0 and no "
+             "--ignore-eos, 10 x C prompts after 2 x C warm-ups; ⚠ average lengths derived from the file's rates (input = "
+             "(total - output tok/s) / req/s, output = output tok/s / req/s; no token totals recorded); ⚠ TPOT and TTFT "
+             "are medians (no means recorded); ⚠ precision: the file says 'fp4', the MXFP4 checkpoint, served with "
+             "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 and a fused allreduce+RMSNorm compilation pass")
+_IX_FLAGS = ("--kv-cache-dtype fp8 --no-enable-prefix-caching --max-num-batched-tokens 8192 --max-num-seqs 512 "
+             "--max-cudagraph-capture-size 2048 --gpu-memory-utilization 0.9")
 
 MEASUREMENTS: tuple[Measurement, ...] = (
     # gpt-oss-120b (MXFP4 MoE) on H100 SXM, vLLM v0.10.2, `vllm serve openai/gpt-oss-120b --max-model-len 32768`
@@ -217,6 +227,16 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("vb-fp8kv-llama8b-h100-c8-fp8kv", "h100", "llama-3.1-8b", "bf16", "0.19.1", 1, 1, 20000, 2000,
                 "closed", 8, 12.93, 742.8, 517.5, None, 131072, _FP8KV, "2026-04-22", _FP8KV_NOTES + "; KV cache FP8",
                 flags="--kv-cache-dtype fp8"),
+    # InferenceX (SemiAnalysis) together_runner: gpt-oss-120b on B200, vLLM v0.22.0 image, TP4, max_model_len 2068
+    # (1024 + 1024 + 20), closed loop at --max-concurrency C; every level the PR committed.
+    *(Measurement(f"ix-oss120b-b200-tp4-c{c}", "b200", "gpt-oss-120b", "mxfp4", "0.22.0", 4, 1, p, o, "closed", c,
+                  tpot, ttft, otps, ttps, 2068, _IX.format(c=c), "2026-06-12", _IX_NOTES, flags=_IX_FLAGS)
+      for c, p, o, tpot, ttft, otps, ttps in (
+          (16, 521.2, 169.0, 3.65, 26.27, 3415.83, 13952.03),
+          (64, 516.9, 147.7, 6.20, 41.32, 8295.85, 37332.67),
+          (128, 501.9, 184.4, 8.07, 101.52, 13227.21, 49231.90),
+          (256, 508.9, 172.7, 14.56, 368.75, 15650.11, 61759.81),
+          (512, 508.0, 166.5, 22.45, 686.68, 18708.26, 75788.24))),
 )
 
 
