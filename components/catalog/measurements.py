@@ -13,6 +13,9 @@ the whole run) is not compared.
 
 Averages of lengths come from the printed totals (total input tokens / successful requests, total generated
 tokens / successful requests) where the source prints them.
+
+The block at the end of MEASUREMENTS ("closed-loop sweeps, added 2026-12-03") was added after the capacity model's
+constants were frozen, without running the model on it: it is a fresh held-out test, not fit material.
 """
 from __future__ import annotations
 
@@ -58,6 +61,29 @@ _R1 = "⚠ model: DeepSeek-R1-0528, the catalog's DeepSeek-V3 architecture (same
 _SUMMARY = "⚠ from the page's summary table (total tok/s and mean TPOT only); output length the nominal setting"
 _A100 = "⚠ A100 variant: the page says 'NVIDIA A100 GPUs'; 64 GB of BF16 weights on one GPU needs the 80 GB part"
 _SG = "ShareGPT, 1000 prompts"
+# closed-loop sources (added 2026-12-03)
+_OSS_H100_C4 = _GS.format(commit="1f37f1b8bd79c6b424a0cb55c7abd08a5c2132dc", path="gpt-oss-120b/h100.md")
+_OSS_A100_C4 = _GS.format(commit="1f37f1b8bd79c6b424a0cb55c7abd08a5c2132dc", path="gpt-oss-120b/a100.md")
+_DSR1_H200_C4 = _GS.format(commit="1f37f1b8bd79c6b424a0cb55c7abd08a5c2132dc", path="deepseek-r1/h200.md")
+_SG4 = ("ShareGPT, 100 prompts, 4 at a time ('ShareGPT batch size 4'); ⚠ the bench command for this case is not "
+        "shown (the page's ShareGPT command has no --max-concurrency): closed loop read from the printed maximum "
+        "request concurrency")
+_FP8KV = ("https://github.com/vllm-project/vllm-project.github.io/blob/5ffe2dd543a30f34309d71d8374803612223e9fb/"
+          "_posts/2026-04-22-fp8-kvcache.md")
+_FP8KV_NOTES = ("meta-llama/Llama-3.1-8B, 150 requests at concurrency 8; ⚠ lengths the nominal ~20k / ~2k (±15%), "
+                "no totals printed; ⚠ TPOT is the table's median ITL and TTFT its median; ⚠ vLLM version: the post's "
+                "'after (v0.19.1)' runs, not stated for this table; ⚠ H100 variant not stated; ⚠ max_model_len not "
+                "stated, the model's default; ⚠ harness not named for this table (the post uses vllm bench serve)")
+_IX = ("https://github.com/SemiAnalysisAI/InferenceX/blob/2a6a04c041af9fd8bac36de567b45ca50cf005b6/together_runner/"
+       "baselines/b200/vllm/gptoss-fp4/1k1k/untuned/conc{c}.json")
+_IX_NOTES = ("InferenceX together_runner baseline (PR #1713, not merged; README table 'vllm · gptoss-fp4'): one TP4 server "
+             "on an 8 x B200 node, the vendored benchmark_serving.py, random 1024/1024 with --random-range-ratio 0 and no "
+             "--ignore-eos, 10 x C prompts after 2 x C warm-ups; ⚠ average lengths derived from the file's rates (input = "
+             "(total - output tok/s) / req/s, output = output tok/s / req/s; no token totals recorded); ⚠ TPOT and TTFT "
+             "are medians (no means recorded); ⚠ precision: the file says 'fp4', the MXFP4 checkpoint, served with "
+             "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 and a fused allreduce+RMSNorm compilation pass")
+_IX_FLAGS = ("--kv-cache-dtype fp8 --no-enable-prefix-caching --max-num-batched-tokens 8192 --max-num-seqs 512 "
+             "--max-cudagraph-capture-size 2048 --gpu-memory-utilization 0.9")
 
 MEASUREMENTS: tuple[Measurement, ...] = (
     # gpt-oss-120b (MXFP4 MoE) on H100 SXM, vLLM v0.10.2, `vllm serve openai/gpt-oss-120b --max-model-len 32768`
@@ -174,6 +200,43 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 "inferred (read through a mirror)",
                 "⚠ 2025 (MLPerf Inference v5.1)", "Offline tokens/s; ⚠ dataset lengths (CNN/DailyMail) not given "
                 "in the post", usable=False),
+    # --- closed-loop sweeps, added 2026-12-03 (read 2026-12-03; not fitted on: the held-out test of the frozen model) ---
+    # GPUStack pages, "Other Benchmark Cases": `# ShareGPT batch size 4`, printed 'Maximum request concurrency: 4',
+    # 100 prompts; lengths from the printed totals / 100.
+    Measurement("gs-oss120b-h100-tp1-c4-sharegpt", "h100", "gpt-oss-120b", "mxfp4", "0.10.2", 1, 1, 229.46, 216.91,
+                "closed", 4, 8.31, 49.00, 453.04, 932.29, 32768, _OSS_H100_C4, _GS_DATE.format(v="0.10.2"),
+                _SG4 + "; baseline `vllm serve openai/gpt-oss-120b --max-model-len 32768`"),
+    Measurement("gs-oss120b-h100-tp2-c4-sharegpt", "h100", "gpt-oss-120b", "mxfp4", "0.10.2", 2, 1, 229.46, 216.91,
+                "closed", 4, 5.75, 37.51, 645.55, 1328.44, 131072, _OSS_H100_C4, _GS_DATE.format(v="0.10.2"),
+                _SG4 + "; optimized `vllm serve openai/gpt-oss-120b --async-scheduling -tp 2`; ⚠ max_model_len: "
+                "none given, the model's default", flags="--async-scheduling"),
+    Measurement("gs-oss120b-a100-tp1-c4-sharegpt", "a100-80gb", "gpt-oss-120b", "mxfp4", "0.11.0", 1, 1, 229.46,
+                216.91, "closed", 4, 11.67, 61.91, 326.09, 671.05, 32768, _OSS_A100_C4, _GS_DATE.format(v="0.11.0"),
+                _SG4 + "; baseline `vllm serve openai/gpt-oss-120b --max-model-len 32768`"),
+    Measurement("gs-oss120b-a100-tp1-c4-sharegpt-mnbt4096", "a100-80gb", "gpt-oss-120b", "mxfp4", "0.11.0", 1, 1,
+                229.46, 216.91, "closed", 4, 11.03, 71.15, 344.39, 708.71, 32768, _OSS_A100_C4,
+                _GS_DATE.format(v="0.11.0"), _SG4 + "; optimized command (one GPU: no -tp)",
+                flags="--async-scheduling --max-num-batched-tokens 4096"),
+    Measurement("gs-dsr1-h200-tp8-c4-sharegpt", "h200", "deepseek-v3", "fp8", "0.11.0", 8, 1, 228.36, 213.38,
+                "closed", 4, 19.36, 123.30, 196.81, 407.45, 163840, _DSR1_H200_C4, _GS_DATE.format(v="0.11.0"),
+                _SG4 + "; baseline `vllm serve deepseek-ai/DeepSeek-R1-0528 -tp 8`; " + _R1),
+    # vLLM blog "The State of FP8 KV-Cache and Attention Quantization in vLLM" (2026-04-22), 'Throughput under Load',
+    # Table 4: Llama-3.1-8B on one H100, 150 requests at concurrency 8, ~20k input / ~2k output tokens (±15%).
+    Measurement("vb-fp8kv-llama8b-h100-c8-bf16kv", "h100", "llama-3.1-8b", "bf16", "0.19.1", 1, 1, 20000, 2000,
+                "closed", 8, 15.18, 763.6, 450.3, None, 131072, _FP8KV, "2026-04-22", _FP8KV_NOTES + "; KV cache BF16"),
+    Measurement("vb-fp8kv-llama8b-h100-c8-fp8kv", "h100", "llama-3.1-8b", "bf16", "0.19.1", 1, 1, 20000, 2000,
+                "closed", 8, 12.93, 742.8, 517.5, None, 131072, _FP8KV, "2026-04-22", _FP8KV_NOTES + "; KV cache FP8",
+                flags="--kv-cache-dtype fp8"),
+    # InferenceX (SemiAnalysis) together_runner: gpt-oss-120b on B200, vLLM v0.22.0 image, TP4, max_model_len 2068
+    # (1024 + 1024 + 20), closed loop at --max-concurrency C; every level the PR committed.
+    *(Measurement(f"ix-oss120b-b200-tp4-c{c}", "b200", "gpt-oss-120b", "mxfp4", "0.22.0", 4, 1, p, o, "closed", c,
+                  tpot, ttft, otps, ttps, 2068, _IX.format(c=c), "2026-06-12", _IX_NOTES, flags=_IX_FLAGS)
+      for c, p, o, tpot, ttft, otps, ttps in (
+          (16, 521.2, 169.0, 3.65, 26.27, 3415.83, 13952.03),
+          (64, 516.9, 147.7, 6.20, 41.32, 8295.85, 37332.67),
+          (128, 501.9, 184.4, 8.07, 101.52, 13227.21, 49231.90),
+          (256, 508.9, 172.7, 14.56, 368.75, 15650.11, 61759.81),
+          (512, 508.0, 166.5, 22.45, 686.68, 18708.26, 75788.24))),
 )
 
 
