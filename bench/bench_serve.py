@@ -12,11 +12,16 @@ For each concurrency 1, 2, 4, ... up to what one replica's KV cache holds at the
     vllm bench serve --backend openai-chat --base-url URL --endpoint /v1/chat/completions --model SERVED
         --tokenizer REPO --dataset-name random --random-input-len P --random-output-len O --ignore-eos
         --max-concurrency C --num-prompts N --request-rate inf --percentile-metrics ttft,tpot,itl
-        --metric-percentiles 99 --save-result --result-dir DIR --result-filename c{C}.json
+        --metric-percentiles 99 --num-warmups C --save-result --result-dir DIR --result-filename c{C}.json
 
 and turns each saved result (keys of vLLM's bench result: completed, total_input_tokens, total_output_tokens,
 output_throughput, total_token_throughput, mean_/median_/p99_ ttft_ms and tpot_ms) into a row. Point the
 endpoint at ONE replica (a pod's port, not the load-balanced Service), or the figures are the fleet's.
+`--num-warmups C` sends C requests before the timed run (vllm/benchmarks/serve.py: `--num-warmups`, int, default
+0, "Number of warmup requests."; seen in vllm-project/vllm main and older releases of that file, ⚠ not read at
+the v0.31.0 tag itself), so CUDA graph capture and the first batch's allocations stay out of the figures.
+
+The rows file is what `bench/calibrate.py --results PATH` reads (components/catalog/bench_results.py).
 """
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ def bench_command(served: str, tokenizer: str, base_url: str, prompt: int, outpu
             "--dataset-name", "random", "--random-input-len", str(prompt), "--random-output-len", str(output),
             "--ignore-eos", "--max-concurrency", str(concurrency), "--num-prompts", str(n),
             "--request-rate", "inf", "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", "99",
-            "--save-result", "--result-dir", result_dir, "--result-filename", f"c{concurrency}.json"]
+            "--num-warmups", str(concurrency), "--save-result", "--result-dir", result_dir, "--result-filename", f"c{concurrency}.json"]
 
 
 def parse_result(doc: dict, *, row_id: str, gpu: str, model: str, precision: str, vllm: str, tp: int, pp: int,
@@ -63,6 +68,12 @@ def parse_result(doc: dict, *, row_id: str, gpu: str, model: str, precision: str
         "notes": f"p99 TPOT {doc.get('p99_tpot_ms')} ms, p99 TTFT {doc.get('p99_ttft_ms')} ms, "
                  f"{done} requests, {doc.get('failed', 0)} failed",
     }
+
+
+def write_rows(rows: list[dict], out: Path) -> None:
+    """The rows file: a JSON list of measurements rows (components/catalog/bench_results.py reads it back)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2) + "\n")
 
 
 def _levels(t) -> list[int]:
@@ -111,9 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                                  pp=t.pipeline_parallel_size, concurrency=c, max_model_len=t.max_model_len,
                                  source=f"bench/bench_serve.py on {socket.gethostname()}", date=date))
     if rows:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(rows, indent=2))
-        print(f"wrote {len(rows)} rows to {out}")
+        write_rows(rows, out)
+        print(f"wrote {len(rows)} rows to {out}; add them to the fit with bench/calibrate.py --results {out}")
     return 0
 
 

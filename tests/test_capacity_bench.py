@@ -6,9 +6,17 @@ import pytest
 
 from tests.support.plans import ROOT
 
-_spec = importlib.util.spec_from_file_location("bench_serve", ROOT / "bench" / "bench_serve.py")
-bench_serve = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench_serve)
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench_serve = _load("bench_serve")
+calibrate = _load("calibrate")
 
 
 def _flag(cmd, name):
@@ -27,6 +35,7 @@ def test_bench_command_uses_vllm_031_flags():
     assert _flag(cmd, "--max-concurrency") == "16" and _flag(cmd, "--num-prompts") == "128"
     assert _flag(cmd, "--request-rate") == "inf" and "--ignore-eos" in cmd and "--save-result" in cmd
     assert (_flag(cmd, "--result-dir"), _flag(cmd, "--result-filename")) == ("/tmp/r", "c16.json")
+    assert _flag(cmd, "--num-warmups") == "16"  # one warm-up request per concurrent user, outside the figures
     assert _flag(bench_serve.bench_command("m", "r", "u", 8, 8, 1, "d"), "--num-prompts") == "32"
 
 
@@ -73,3 +82,76 @@ def test_dry_run_lists_one_command_per_concurrency(capsys):
     assert lines and all(line.startswith("vllm bench serve --backend openai-chat ") for line in lines)
     levels = [int(line.split("--max-concurrency ")[1].split()[0]) for line in lines]
     assert levels[:3] == [1, 2, 4] and levels == sorted(levels)
+
+
+def _canned(c: int) -> dict:
+    """A `vllm bench serve --save-result` result at --max-concurrency c (canned figures, not a measurement)."""
+    n, tpot = max(32, 8 * c), 20.0 + 1.5 * c
+    return {"date": "20261203-101500", "backend": "openai-chat", "model_id": "Qwen/Qwen3-32B", "num_prompts": n,
+            "max_concurrency": c, "request_rate": "inf", "duration": 60.0, "completed": n, "failed": 0,
+            "total_input_tokens": 1024 * n, "total_output_tokens": 128 * n, "request_throughput": n / 60,
+            "output_throughput": 1000 * c / tpot, "total_token_throughput": 9000 * c / tpot,
+            "mean_ttft_ms": 90.0 * c, "median_ttft_ms": 85.0 * c, "p99_ttft_ms": 200.0 * c,
+            "mean_tpot_ms": tpot, "median_tpot_ms": tpot, "p99_tpot_ms": tpot * 1.2,
+            "mean_itl_ms": tpot, "median_itl_ms": tpot, "p99_itl_ms": tpot * 1.5}
+
+
+@pytest.fixture
+def results_file(tmp_path):
+    """A rows file exactly as bench_serve.py writes it (its own parse_result and write_rows): a closed-loop sweep
+    of Qwen3-32B on one H100 at 1, 2, 4 and 8 users. A change to either side of the hand-over fails here."""
+    rows = [bench_serve.parse_result(_canned(c), row_id=f"chat-h100-tp1-c{c}", gpu="h100", model="qwen3-32b",
+                                     precision="bf16", vllm="0.31.0", tp=1, pp=1, concurrency=c, max_model_len=40960,
+                                     source="bench/bench_serve.py on gpu-1", date="2026-12-03")
+            for c in (1, 2, 4, 8)]
+    path = tmp_path / "results" / "dev-chat.json"
+    bench_serve.write_rows(rows, path)
+    return path
+
+
+def test_bench_results_load_as_measurements(results_file):
+    from components.catalog.bench_results import from_bench_results
+    rows = from_bench_results(results_file)
+    assert [m.id for m in rows] == ["chat-h100-tp1-c1", "chat-h100-tp1-c2", "chat-h100-tp1-c4", "chat-h100-tp1-c8"]
+    m = rows[2]
+    assert (m.mode, m.concurrency, m.gpu, m.model, m.tp) == ("closed", 4, "h100", "qwen3-32b", 1)
+    assert (m.prompt_tokens, m.output_tokens, m.tpot_ms) == (1024.0, 128.0, 26.0)
+    assert m.usable and "32 requests, 0 failed" in m.notes
+
+
+def test_calibrate_adds_result_rows_to_both_halves_by_the_same_rule(results_file):
+    from components.catalog.measurements import usable
+    from components.planner.calibration import calibration_rows, split
+    fit, test = split(calibration_rows([str(results_file)]))
+    sweep = {"chat-h100-tp1-c1", "chat-h100-tp1-c2", "chat-h100-tp1-c4", "chat-h100-tp1-c8"}
+    # a stratum of its own (qwen3-32b, h100, closed): two rows each side, chosen by sha256 of the id
+    assert {m.id for m in test} & sweep == {"chat-h100-tp1-c1", "chat-h100-tp1-c2"}
+    assert {m.id for m in fit} & sweep == {"chat-h100-tp1-c4", "chat-h100-tp1-c8"}
+    # the published rows keep their side: the split is stable under additions to another stratum
+    before_fit, before_test = split(usable())
+    assert [m.id for m in fit if m.id not in sweep] == [m.id for m in before_fit]
+    assert [m.id for m in test if m.id not in sweep] == [m.id for m in before_test]
+
+
+def test_calibrate_check_reports_result_rows(results_file, capsys):
+    assert calibrate.main(["--check", "--results", str(results_file)]) == 0
+    out = capsys.readouterr().out
+    assert "held out: 15 points" in out  # the 13 published held-out rows and 2 of the sweep
+    held = out.split("held out:")[1]
+    assert "chat-h100-tp1-c1" in held and "chat-h100-tp1-c2" in held and "chat-h100-tp1-c4" not in held
+
+
+def test_bad_results_files_are_clear_errors(tmp_path, results_file, capsys):
+    from components.catalog.bench_results import from_bench_results
+    with pytest.raises(ValueError, match="no such file .*bench_serve.py writes"):
+        from_bench_results(tmp_path / "missing.json")
+    rows = json.loads(results_file.read_text())
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{**rows[0], "tpot": 3}]))
+    with pytest.raises(ValueError, match=r"row 0 \(chat-h100-tp1-c1\): unknown field\(s\) tpot"):
+        from_bench_results(bad)
+    bad.write_text(json.dumps([{**rows[0], "gpu": "h1000"}]))
+    with pytest.raises(ValueError, match="gpu 'h1000' is not a catalog accelerator"):
+        from_bench_results(bad)
+    assert calibrate.main(["--check", "--results", str(results_file), str(results_file)]) == 2
+    assert "row id 'chat-h100-tp1-c1' is already in the calibration set" in capsys.readouterr().err

@@ -1,45 +1,68 @@
 """Efficiency terms of the step-time model (components/planner/performance.py).
 
-WRITTEN BY bench/calibrate.py on 2026-12-02: do not edit by hand. Fitted by coordinate descent on the `fit` half of
-components/catalog/measurements.py; tests/planner/test_calibration.py reports the error on the held-out half.
+WRITTEN BY bench/calibrate.py on 2026-12-03: do not edit by hand. Fitted by coordinate descent on the `fit` half of
+the calibration rows (components/catalog/measurements.py plus the bench result files in RESULTS);
+tests/planner/test_calibration.py reports the error on the held-out half and the cross-validation below.
 """
-HBM_EFFICIENCY = 0.95
-MFU = 0.45
-STEP_OVERHEAD_S = 0.001
+HBM_EFFICIENCY = 0.85
+MFU = 0.4
+STEP_OVERHEAD_S = 0.0005
 SEQ_OVERHEAD_S = 0.00012
 KV_HBM_EFFICIENCY = 0.15
-FITTED_ON = "2026-12-02"
-SPLIT = "alternate usable rows in table order: 1st, 3rd, ... fit; 2nd, 4th, ... held out"
+FITTED_ON = "2026-12-03"
+AT_GRID_EDGE: tuple[str, ...] = ('step_overhead_s=0.0005 (bottom)',)  # fitted terms at an end of their search grid
+SPLIT = 'stratified by (model, GPU, load mode): within each stratum rows are ordered by sha256 of their id and alternate fit, held out, fit, ... (a stratum of 2+ rows lands on both sides; a single row is fit only); adding a row moves only rows of its own stratum'
+RESULTS: tuple[str, ...] = (
+)
 TRAIN: tuple[str, ...] = (
-    "gs-oss120b-h100-tp1-sharegpt",
     "gs-oss120b-h100-tp4-sharegpt",
     "gs-oss120b-h100-tp1-4k",
-    "gs-oss120b-a100-tp1-sharegpt",
-    "gs-oss120b-a100-tp1-32k",
-    "gs-oss120b-a100-tp1-2k",
-    "gs-qwen32b-h100-32k",
-    "gs-qwen32b-h100-2k",
-    "gs-qwen32b-a100-32k",
-    "gs-qwen32b-a100-2k",
-    "gs-qwen235b-h100-tp4-fp8-sharegpt",
-    "gs-qwen235b-h100-tp8-4k",
-    "gs-dsr1-h200-tp8-sharegpt",
-    "gs-dsr1-h200-tp8-4k",
-    "jm-llama8b-a100-40-c1",
-)
-TEST: tuple[str, ...] = (
-    "gs-oss120b-h100-tp2-sharegpt",
-    "gs-oss120b-h100-tp1-32k",
     "gs-oss120b-h100-tp1-2k",
     "gs-oss120b-a100-tp2-sharegpt",
+    "gs-oss120b-a100-tp1-32k",
     "gs-oss120b-a100-tp1-4k",
     "gs-qwen32b-h100-sharegpt",
-    "gs-qwen32b-h100-4k",
+    "gs-qwen32b-h100-32k",
     "gs-qwen32b-a100-sharegpt",
     "gs-qwen32b-a100-4k",
     "gs-qwen235b-h100-tp8-sharegpt",
-    "gs-qwen235b-h100-tp8-32k",
+    "gs-qwen235b-h100-tp4-fp8-sharegpt",
     "gs-qwen235b-h100-tp8-2k",
-    "gs-dsr1-h200-tp8-32k",
+    "gs-dsr1-h200-tp8-sharegpt",
     "gs-dsr1-h200-tp8-2k",
+    "jm-llama8b-a100-40-c1",
 )
+TEST: tuple[str, ...] = (
+    "gs-oss120b-h100-tp1-sharegpt",
+    "gs-oss120b-h100-tp2-sharegpt",
+    "gs-oss120b-h100-tp1-32k",
+    "gs-oss120b-a100-tp1-sharegpt",
+    "gs-oss120b-a100-tp1-2k",
+    "gs-qwen32b-h100-4k",
+    "gs-qwen32b-h100-2k",
+    "gs-qwen32b-a100-32k",
+    "gs-qwen32b-a100-2k",
+    "gs-qwen235b-h100-tp8-32k",
+    "gs-qwen235b-h100-tp8-4k",
+    "gs-dsr1-h200-tp8-32k",
+    "gs-dsr1-h200-tp8-4k",
+)
+
+# Leave-one-model-out and leave-one-GPU-out: for each model (GPU), the five terms fitted on every row of the
+# other models (GPUs), and the error on its own rows. "fitted": (HBM, KV-read, MFU, step s, per-request s).
+CROSS_VALIDATED_ON = '2026-12-03'
+CROSS_VALIDATION: dict[str, dict[str, dict]] = {
+    "model": {
+        "deepseek-v3": {'points': 4, 'tpot_median': 0.3293, 'tpot_worst': 0.4238, 'throughput_median': 0.7666, 'throughput_worst': 1.3831, 'fitted': (0.7, 0.15, 0.5, 0.0005, 8e-05)},
+        "gpt-oss-120b": {'points': 11, 'tpot_median': 0.2961, 'tpot_worst': 2.7742, 'throughput_median': 0.2792, 'throughput_worst': 0.7832, 'fitted': (0.9, 0.2, 0.5, 0.004, 0.0002)},
+        "llama-3.1-8b": {'points': 1, 'tpot_median': 0.0201, 'tpot_worst': 0.0201, 'throughput_median': None, 'throughput_worst': None, 'fitted': (0.9, 0.15, 0.45, 0.0005, 0.00012)},
+        "qwen3-235b-a22b": {'points': 5, 'tpot_median': 0.0521, 'tpot_worst': 0.1853, 'throughput_median': 0.1413, 'throughput_worst': 0.4299, 'fitted': (0.9, 0.15, 0.45, 0.0005, 0.00012)},
+        "qwen3-32b": {'points': 8, 'tpot_median': 0.0911, 'tpot_worst': 0.98, 'throughput_median': 0.2915, 'throughput_worst': 0.4657, 'fitted': (0.85, 0.15, 0.4, 0.0005, 0.00012)},
+    },
+    "gpu": {
+        "a100-40gb": {'points': 1, 'tpot_median': 0.0201, 'tpot_worst': 0.0201, 'throughput_median': None, 'throughput_worst': None, 'fitted': (0.9, 0.15, 0.45, 0.0005, 0.00012)},
+        "a100-80gb": {'points': 9, 'tpot_median': 0.2207, 'tpot_worst': 1.0133, 'throughput_median': 0.1816, 'throughput_worst': 0.4516, 'fitted': (0.8, 0.15, 0.4, 0.0005, 0.00012)},
+        "h100": {'points': 15, 'tpot_median': 0.2451, 'tpot_worst': 3.5122, 'throughput_median': 0.2724, 'throughput_worst': 0.6695, 'fitted': (0.9, 0.5, 0.45, 0.0005, 0.00025)},
+        "h200": {'points': 4, 'tpot_median': 0.3293, 'tpot_worst': 0.4238, 'throughput_median': 0.7666, 'throughput_worst': 1.3831, 'fitted': (0.7, 0.15, 0.5, 0.0005, 8e-05)},
+    },
+}
