@@ -51,27 +51,41 @@ class Prediction:
     throughput_error: float | None
 
 
+# `vllm serve` flags a row's `flags` may carry that change the replica the model sees (anything else, e.g.
+# --async-scheduling, is recorded but not modelled)
+ENGINE_FLAGS = ("--kv-cache-dtype", "--max-num-batched-tokens", "--max-num-seqs", "--gpu-memory-utilization")
+
+
+def engine_flags(m: Measurement) -> dict[str, str]:
+    """The ENGINE_FLAGS a row was served with (`--flag value` or `--flag=value`)."""
+    words = m.flags.replace("=", " ").split()
+    return {w: words[i + 1] for i, w in enumerate(words[:-1]) if w in ENGINE_FLAGS}
+
+
 def shape_for(m: Measurement) -> ReplicaShape | None:
-    """The replica the measurement ran: KV cache from the planner's memory model (None: it would not fit)."""
+    """The replica the measurement ran: KV cache from the planner's memory model (None: it would not fit), with
+    the engine settings the row's flags name (vLLM's defaults otherwise)."""
     model, acc = MODELS[m.model], ACCELERATORS[m.gpu]
     insts = [i for i in instance_types("aws", m.gpu) + instance_types("gcp", m.gpu) if i.gpus >= m.tp]
     if not insts:
         return None
     inst = max(insts, key=lambda i: (i.gpus, i.network_gbps))
-    budget = acc.visible_gib * GPU_MEMORY_UTILIZATION
+    f = engine_flags(m)
+    kv_dtype = {"fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8"}.get(f.get("--kv-cache-dtype", "auto"), "auto")
+    batched = int(f.get("--max-num-batched-tokens", mem.default_max_num_batched_tokens(acc)))
+    seqs = int(f.get("--max-num-seqs", mem.default_max_num_seqs(acc)))
+    budget = acc.visible_gib * float(f.get("--gpu-memory-utilization", GPU_MEMORY_UTILIZATION))
     weights = mem.weight_bytes_per_gpu(model, m.precision, m.tp, m.pp) / mem.GiB
     kv_gib = budget - weights - mem.activation_gib(model, acc, m.tp) - mem.non_torch_gib(m.tp, m.pp)
     if kv_gib <= 0:
         return None
-    batched = mem.default_max_num_batched_tokens(acc)
     # vLLM refuses to start unless the KV cache holds one max_model_len request; the source's engine started
-    kv = max(kv_gib * mem.GiB, mem.kv_bytes_for_request(model, m.tp, m.pp, "auto", m.max_model_len, batched))
+    kv = max(kv_gib * mem.GiB, mem.kv_bytes_for_request(model, m.tp, m.pp, kv_dtype, m.max_model_len, batched))
     # counted in tokens of the row's requests: a sliding-window layer holds every token of a request shorter than
     # its window plus the batch, so short requests cost more per token than max_model_len ones
     length = min(m.max_model_len, max(1, round(m.prompt_tokens + m.output_tokens)))
-    tokens = mem.kv_cache_tokens(kv, model, m.tp, m.pp, "auto", length, batched)
-    return ReplicaShape(model, m.precision, acc, inst, m.tp, m.pp, "auto", tokens,
-                        mem.default_max_num_batched_tokens(acc), mem.default_max_num_seqs(acc))
+    tokens = mem.kv_cache_tokens(kv, model, m.tp, m.pp, kv_dtype, length, batched)
+    return ReplicaShape(model, m.precision, acc, inst, m.tp, m.pp, kv_dtype, tokens, batched, seqs)
 
 
 def _err(pred: float, meas: float | None) -> float | None:
