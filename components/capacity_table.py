@@ -152,7 +152,10 @@ def capacity_report(a) -> int:
     print("\n".join(fmt.format(*r) for r in [HEADER, *rows]))
     bound = {"tpot": "the TPOT SLA", "ttft": "the TTFT SLA", "kv-cache": "the KV cache",
              "max-num-seqs": "max_num_seqs"}[knee.bound]
+    length = a.prompt_tokens + a.output_tokens
+    held = fit.replica.kv_tokens_at(length)  # sliding-window layers: fewer tokens of short requests
+    held_text = f" ({held:,} tokens of such requests)" if held != fit.kv_tokens else ""
     print(f"knee: {knee.concurrency} concurrent requests (bound by {bound}); KV limit {knee.kv_limit} "
-          f"at {a.prompt_tokens + a.output_tokens} tokens/request. p99 columns: a queueing model, not calibrated "
+          f"at {length} tokens/request{held_text}. p99 columns: a queueing model, not calibrated "
           f"(docs/capacity.md)")
     return 0

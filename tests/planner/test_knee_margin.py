@@ -77,3 +77,10 @@ def test_the_planner_counts_gpt_oss_kv_at_the_workloads_length():
     # 165,104 // 1,280 = 128 requests before; the cache holds 103,504 tokens of 1,280-token requests: 80
     assert r.kv_tokens_at(1280) == 103_504 and r.kv_limit(Workload(1024, 256), 32768) == 80
     assert plan_topology(req).kv_limit_concurrency == 80
+
+
+def test_capacity_says_how_many_tokens_of_short_requests_the_cache_holds(capsys):
+    from components.cli import main
+    assert main(["capacity", "--model", "gpt-oss-120b", "--gpu", "h100", "--tp", "1"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "KV limit 80 at 1280 tokens/request (103,504 tokens of such requests)" in last
