@@ -2,8 +2,9 @@
 
 The replica is the shape the planner picks for the model on the GPU (TP pinned with --tp). The table prints the
 model's estimates; the SLA column and the knee judge them with the planning margin (capacity.LATENCY_MARGIN), at
-the mean or, with --percentile p99, at the tail figures. When no shape meets the SLA even for one request, the table is still printed for the shape that fits in memory (every
-row says the SLA does not hold). Exit codes as the other commands: 2 bad input, 3 nothing fits in memory.
+the mean or, with --percentile p99, at the tail figures. When no shape meets the SLA even for one request, the
+table is still printed for the shape that fits in memory (every row says the SLA does not hold). Exit codes as
+the other commands: 2 bad input, 3 nothing fits in memory.
 """
 from __future__ import annotations
 
@@ -136,8 +137,8 @@ def capacity_report(a) -> int:
         return 0
     par = f"TP {fit.tp}" + (f" x PP {fit.pp}" if fit.pp > 1 else "")
     print(f"{model.name} {precision} on {fit.inst.name} ({par}, KV {fit.kv_dtype}, {fit.kv_tokens:,} tokens); "
-          f"{a.prompt_tokens} prompt + {a.output_tokens} output tokens; SLA TPOT {a.tpot_ms:g} ms, TTFT {a.ttft_ms:g} ms "
-          f"({a.percentile})")
+          f"{a.prompt_tokens} prompt + {a.output_tokens} output tokens; "
+          f"SLA TPOT {a.tpot_ms:g} ms, TTFT {a.ttft_ms:g} ms ({a.percentile})")
     print(f"estimates are the model's; {margin_text(knee.percentile, knee.margin)}")
     if relaxed:
         print("no shape meets the SLA even for one request; the cheapest shape that fits is shown")

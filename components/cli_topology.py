@@ -17,7 +17,8 @@ TOPOLOGY_FLAGS = {"model": "--model", "configFile": "--model-config", "revision"
                   "accelerator": "--gpu", "precision": "--precision", "kvCacheDtype": "--kv-cache-dtype",
                   "maxModelLen": "--max-model-len", "sla.ttftMs": "--ttft-ms", "sla.tpotMs": "--tpot-ms",
                   "sla.concurrency": "--concurrency", "sla.promptTokens": "--prompt-tokens",
-                  "sla.outputTokens": "--output-tokens", "sla.latencyPercentile": "--percentile", "sla": "--max-model-len", "replicas.max": "--max-replicas",
+                  "sla.outputTokens": "--output-tokens", "sla.latencyPercentile": "--percentile",
+                  "sla": "--max-model-len", "replicas.max": "--max-replicas",
                   "engine": "--engine", "extraArgs": "--extra-args"}
 JSON_BLOCKS = (("engine", "--engine"), ("extraArgs", "--extra-args"))  # stack blocks given whole, as JSON
 CLI_DEPLOYMENT = "cli"  # the deployment's name; the CLI serves the model under its catalog id
