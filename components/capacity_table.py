@@ -1,8 +1,10 @@
 """`python -m components capacity`: one replica's latency and throughput over concurrency, and its knee.
 
-The replica is the shape the planner picks for the model on the GPU (TP pinned with --tp). When no shape
-meets the SLA even for one request, the table is still printed for the shape that fits in memory (every
-row says the SLA does not hold). Exit codes as the other commands: 2 bad input, 3 nothing fits in memory.
+The replica is the shape the planner picks for the model on the GPU (TP pinned with --tp). The table prints the
+model's estimates; the SLA column and the knee judge them with the planning margin (capacity.LATENCY_MARGIN), at
+the mean or, with --percentile p99, at the tail figures. When no shape meets the SLA even for one request, the
+table is still printed for the shape that fits in memory (every row says the SLA does not hold). Exit codes as
+the other commands: 2 bad input, 3 nothing fits in memory.
 """
 from __future__ import annotations
 
@@ -12,8 +14,7 @@ from dataclasses import replace
 
 from .catalog import ACCELERATORS, MODELS, find_model, instance_types
 from .planner import NoFeasibleTopology, PlanRequest, Sla, evaluate
-from .planner import memory as mem
-from .planner.capacity import ReplicaShape, Workload, sweep
+from .planner.capacity import PERCENTILES, Workload, sweep
 
 EXIT_BAD_INPUT, EXIT_NO_FIT = 2, 3
 DEFAULT_MAX_MODEL_LEN = 32_768
@@ -49,6 +50,14 @@ def _best_fit(req: PlanRequest):
     raise NoFeasibleTopology("", refusals)
 
 
+def margin_text(percentile: str, margin: float) -> str:
+    """What the knee's margin means, for `capacity`, `plan` and `topology`."""
+    pct = f"{margin * 100:g} %"
+    tail = "; p99 figures are a queueing model, not calibrated" if percentile == "p99" else ""
+    return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= SLA): "
+            f"the capacity model's held-out median TPOT error is under {pct} (docs/capacity.md){tail}")
+
+
 def knee_lines(t) -> list[str]:
     """The replica's knee and the load the fleet carries at min and max replicas (capacity model)."""
     if not t.knee_requests_per_second:
@@ -64,6 +73,7 @@ def knee_lines(t) -> list[str]:
     return [f"  knee: {t.concurrency_per_replica} concurrent/replica at {t.prompt_tokens}+{t.output_tokens} tokens "
             f"= {t.knee_requests_per_second:.2f} requests/s, {t.knee_output_tokens_per_s:,.0f} output tok/s "
             f"(p99 TPOT {t.knee_tpot_tail_ms:.1f} ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}",
+            *([f"  margin: {margin_text(t.latency_percentile, t.latency_margin)}"] if t.latency_margin else []),
             f"  fleet carries {fleet('min')}; {fleet('max')}"]
 
 
@@ -77,6 +87,8 @@ def capacity_arguments(cp) -> None:
     cp.add_argument("--output-tokens", type=int, default=Sla.output_tokens, help="average output length")
     cp.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms, help="SLA: time per output token, ms")
     cp.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms, help="SLA: time to first token, ms")
+    cp.add_argument("--percentile", choices=list(PERCENTILES), default=Sla.latency_percentile,
+                    help="what the SLA bounds: the mean latencies or the p99 ones (sla.latencyPercentile)")
     cp.add_argument("--max-model-len", type=int, help="default: min(32768, the model's limit)")
     cp.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
     cp.add_argument("--json", action="store_true", help="print the table as JSON")
@@ -98,7 +110,7 @@ def capacity_report(a) -> int:
         return _fail(EXIT_BAD_INPUT, f"--prompt-tokens + --output-tokens ({a.prompt_tokens + a.output_tokens}) "
                                      f"exceed --max-model-len {mml}")
     sla = Sla(ttft_ms=a.ttft_ms, tpot_ms=a.tpot_ms, concurrency=1, prompt_tokens=a.prompt_tokens,
-              output_tokens=a.output_tokens)
+              output_tokens=a.output_tokens, latency_percentile=a.percentile)
     req = PlanRequest(model=model, precision=precision, candidates=tuple(instance_types(a.cloud, a.gpu)),
                       max_model_len=mml, sla=sla, tensor_parallel_size=a.tp, max_replicas=10**6)
     try:
@@ -107,16 +119,17 @@ def capacity_report(a) -> int:
         kinds = sorted({r.constraint for r in e.refusals})
         return _fail(EXIT_NO_FIT, f"nothing fits: {model.name} {precision} on {a.gpu} ({', '.join(kinds)}); "
                                   f"try `python -m components topology --model {model.id} --gpu {a.gpu}`")
-    shape = ReplicaShape(model, precision, fit.acc, fit.inst, fit.tp, fit.pp, fit.kv_dtype, fit.kv_tokens,
-                         mem.default_max_num_batched_tokens(fit.acc), mem.default_max_num_seqs(fit.acc))
-    points, knee = sweep(shape, Workload(a.prompt_tokens, a.output_tokens), a.tpot_ms, a.ttft_ms, mml)
+    points, knee = sweep(fit.replica, Workload(a.prompt_tokens, a.output_tokens), a.tpot_ms, a.ttft_ms, mml,
+                         percentile=a.percentile)
+    judge = (a.tpot_ms, a.ttft_ms, knee.percentile, knee.margin)
     doc = {
         "model": model.id, "precision": precision, "gpu": a.gpu, "instance_type": fit.inst.name,
         "tensor_parallel_size": fit.tp, "pipeline_parallel_size": fit.pp, "kv_cache_dtype": fit.kv_dtype,
         "kv_cache_tokens": fit.kv_tokens, "max_model_len": mml, "prompt_tokens": a.prompt_tokens,
-        "output_tokens": a.output_tokens, "sla": {"tpot_ms": a.tpot_ms, "ttft_ms": a.ttft_ms},
+        "output_tokens": a.output_tokens,
+        "sla": {"tpot_ms": a.tpot_ms, "ttft_ms": a.ttft_ms, "percentile": a.percentile}, "latency_margin": knee.margin,
         "kv_limit": knee.kv_limit, "knee": knee.concurrency, "knee_bound": knee.bound,
-        "rows": [dict(p.to_dict(), sla_holds=p.meets(a.tpot_ms, a.ttft_ms), knee=round(p.concurrency) == knee.concurrency)
+        "rows": [dict(p.to_dict(), sla_holds=p.meets(*judge), knee=round(p.concurrency) == knee.concurrency)
                  for p in points],
     }
     if a.json:
@@ -124,7 +137,9 @@ def capacity_report(a) -> int:
         return 0
     par = f"TP {fit.tp}" + (f" x PP {fit.pp}" if fit.pp > 1 else "")
     print(f"{model.name} {precision} on {fit.inst.name} ({par}, KV {fit.kv_dtype}, {fit.kv_tokens:,} tokens); "
-          f"{a.prompt_tokens} prompt + {a.output_tokens} output tokens; SLA TPOT {a.tpot_ms:g} ms, TTFT {a.ttft_ms:g} ms")
+          f"{a.prompt_tokens} prompt + {a.output_tokens} output tokens; "
+          f"SLA TPOT {a.tpot_ms:g} ms, TTFT {a.ttft_ms:g} ms ({a.percentile})")
+    print(f"estimates are the model's; {margin_text(knee.percentile, knee.margin)}")
     if relaxed:
         print("no shape meets the SLA even for one request; the cheapest shape that fits is shown")
     rows = []
@@ -138,7 +153,10 @@ def capacity_report(a) -> int:
     print("\n".join(fmt.format(*r) for r in [HEADER, *rows]))
     bound = {"tpot": "the TPOT SLA", "ttft": "the TTFT SLA", "kv-cache": "the KV cache",
              "max-num-seqs": "max_num_seqs"}[knee.bound]
+    length = a.prompt_tokens + a.output_tokens
+    held = fit.replica.kv_tokens_at(length)  # sliding-window layers: fewer tokens of short requests
+    held_text = f" ({held:,} tokens of such requests)" if held != fit.kv_tokens else ""
     print(f"knee: {knee.concurrency} concurrent requests (bound by {bound}); KV limit {knee.kv_limit} "
-          f"at {a.prompt_tokens + a.output_tokens} tokens/request. p99 columns: a queueing model, not calibrated "
+          f"at {length} tokens/request{held_text}. p99 columns: a queueing model, not calibrated "
           f"(docs/capacity.md)")
     return 0

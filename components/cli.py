@@ -250,7 +250,8 @@ def parser() -> argparse.ArgumentParser:
                         formatter_class=f,
                         description="TPOT and TTFT (mean and p99 model), output and total tokens/s of one replica "
                                     "at concurrency 1, 2, 4, ... up to what its KV cache holds, whether the SLA "
-                                    "holds, and the knee (the highest concurrency that meets it). The replica is "
+                                    "holds, and the knee (the highest concurrency that meets it with the planning "
+                                    "margin: estimate x 1.15 <= SLA, docs/capacity.md). The replica is "
                                     "the shape the planner picks for the model on that GPU (or --tp).")
     capacity_arguments(cp)
     cp.set_defaults(fn=cmd_capacity)

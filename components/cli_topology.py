@@ -17,7 +17,8 @@ TOPOLOGY_FLAGS = {"model": "--model", "configFile": "--model-config", "revision"
                   "accelerator": "--gpu", "precision": "--precision", "kvCacheDtype": "--kv-cache-dtype",
                   "maxModelLen": "--max-model-len", "sla.ttftMs": "--ttft-ms", "sla.tpotMs": "--tpot-ms",
                   "sla.concurrency": "--concurrency", "sla.promptTokens": "--prompt-tokens",
-                  "sla.outputTokens": "--output-tokens", "sla": "--max-model-len", "replicas.max": "--max-replicas",
+                  "sla.outputTokens": "--output-tokens", "sla.latencyPercentile": "--percentile",
+                  "sla": "--max-model-len", "replicas.max": "--max-replicas",
                   "engine": "--engine", "extraArgs": "--extra-args"}
 JSON_BLOCKS = (("engine", "--engine"), ("extraArgs", "--extra-args"))  # stack blocks given whole, as JSON
 CLI_DEPLOYMENT = "cli"  # the deployment's name; the CLI serves the model under its catalog id
@@ -53,7 +54,8 @@ def topology_deployment(a, spec):
     data = {"name": CLI_DEPLOYMENT, "model": a.model or spec.hf_repo, "accelerator": a.gpu.lower() if a.gpu else None,
             "precision": a.precision, "maxModelLen": a.max_model_len, "kvCacheDtype": a.kv_cache_dtype,
             "sla": {"ttftMs": a.ttft_ms, "tpotMs": a.tpot_ms, "concurrency": a.concurrency,
-                    "promptTokens": a.prompt_tokens, "outputTokens": a.output_tokens},
+                    "promptTokens": a.prompt_tokens, "outputTokens": a.output_tokens,
+                    "latencyPercentile": a.percentile},
             "replicas": {"min": 1, "max": a.max_replicas}}
     if a.model_config:  # relative to the working directory here (in a stack file: to the stack file's directory)
         data["configFile"] = str(Path(a.model_config).resolve())
@@ -134,6 +136,8 @@ def add_topology_parser(sub, f) -> None:
     t.add_argument("--prompt-tokens", type=int, default=Sla.prompt_tokens, help="SLA: average prompt length, tokens")
     t.add_argument("--output-tokens", type=int, default=Sla.output_tokens,
                    help="SLA: average completion length, tokens")
+    t.add_argument("--percentile", choices=["mean", "p99"], default=Sla.latency_percentile,
+                   help="SLA: what --tpot-ms and --ttft-ms bound, the mean latencies or the p99 ones")
     t.add_argument("--max-replicas", type=int, default=64, help="most replicas the fleet may scale to")
     t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
     t.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "allow-fp8"], default="auto",

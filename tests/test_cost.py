@@ -71,8 +71,8 @@ def test_min_max_total_and_per_million_lines():
     plans = plan_stack(aws([SMALL, IDLE]))
     assert cost_lines(plans["small"])[0] == (
         "  cost: $0.80/h at min 1 replica(s) (1 node(s)), $2.41/h at max 3 (3 node(s)); "
-        "$0.80/node-hour on-demand us-east-1; $2.23 per million output tokens (100 tokens/s per replica at "
-        "10 concurrent)")  # the capacity model's knee: $0.80/h / (99.6 tok/s x 3600 s) = $2.23 per M
+        "$0.80/node-hour on-demand us-east-1; $2.79 per million output tokens (80 tokens/s per replica at "
+        "7 concurrent)")  # the capacity model's knee: $0.80/h / (79.7 tok/s x 3600 s) = $2.79 per M
     assert total_line(plans) == "total for 2 models: $5.40/h at min replicas, $5.40/h as planned, $7.01/h at max"
     assert "  cost: $0.80/h at min 1 replica(s)" in summary(plans["small"])
 
@@ -145,14 +145,20 @@ def test_every_shipped_stack_shows_min_max_cost_and_idle_gpus():
     assert seen >= len(list(ROOT.glob("stacks/Pulumi.*.yaml")))
 
 
-def test_the_shipped_llama70b_stack_pays_for_idle_gpus_and_is_told_of_a_cheaper_shape():
+def test_the_shipped_llama70b_stack_fills_its_nodes_and_with_idle_gpus_is_told_of_a_cheaper_shape():
     plans = dict((s, p) for s, _, p in _stack_plans())
     t = plans["prod-llama70b-aws"]["llama-70b"]
-    # 64 users at 28 per replica (the knee at TPOT 30 ms): 3 replicas of TP 4, two per 8-GPU node, on 2 nodes
-    assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 4, 3, 2)
-    assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (4, 110.08, 220.16)
-    assert t.concurrency_per_replica == 28
-    assert t.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.35/h"
+    # 64 users at 21 per replica (the knee at TPOT 30 ms with the 15 % margin): 4 replicas of TP 4, two per 8-GPU
+    # node, on 2 nodes; no GPU idle, so no cheaper shape to suggest
+    assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 4, 4, 2)
+    assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (0, 110.08, 220.16)
+    assert (t.concurrency_per_replica, t.idle_alternative) == (21, None)
+    # 40 users: 2 replicas spread over the 2 nodes leave 8 GPUs idle; 3 A100-40GB nodes at TP 8 fill theirs
+    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("prod-llama70b-aws")).items()}
+    raw["models"][0]["sla"] = {**raw["models"][0]["sla"], "concurrency": 40}
+    t = plan_stack(parse(raw, secrets={"hfToken"}))["llama-70b"]
+    assert (t.replicas, t.nodes, t.idle_gpus) == (2, 2, 8)
+    assert t.idle_alternative == "3 x TP 8 on 3 x p4d.24xlarge at $65.88/h"
 
 
 def test_an_existing_cluster_keeps_its_configured_node_price():
@@ -167,11 +173,11 @@ def test_an_existing_cluster_keeps_its_configured_node_price():
 
 
 def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_asked():
-    # the fp8 405B stack: TP 4 on an 8-GPU p5en ($63.30/h) leaves 4 idle; two p4de TP 8 replicas (16+ users each at
-    # their knee, 32 users) fill their nodes for less than one p5 TP 8 ($55.04/h)
+    # the fp8 405B stack: TP 4 on an 8-GPU p5en ($63.30/h) leaves 4 idle; one p5 TP 8 replica (63 users at its knee,
+    # >= 32) fills its node for less (p4de TP 8 holds 13 at its knee: 3 nodes, $82.35/h)
     plans = dict((s, p) for s, _, p in _stack_plans())
     t = plans["prod-llama405b-fp8-h200-aws"]["llama-405b-fp8"]
-    assert (t.idle_gpus, t.idle_alternative) == (4, "2 x TP 8 on 2 x p4de.24xlarge at $54.90/h")
+    assert (t.idle_gpus, t.idle_alternative) == (4, "1 x TP 8 on 1 x p5.48xlarge at $55.04/h")
     from dataclasses import replace
     assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
     assert cost_lines(replace(t, idle_alternative=None))[1] == \

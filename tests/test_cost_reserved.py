@@ -44,7 +44,7 @@ def test_an_on_demand_capacity_reservation_bills_the_reserved_nodes_at_the_on_de
     # min 2 TP 4 replicas share 2 nodes with production spread; max 8 replicas = 4 x p5.48xlarge reserved
     assert (t.instance_type, t.min_nodes, t.max_nodes, t.reserved_nodes) == ("p5.48xlarge", 2, 4, 4)
     assert (t.cost_min_per_hour, t.cost_max_per_hour) == (220.16, 220.16)  # 4 x $55.04
-    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (20, 24, 0)  # 32 reserved GPUs - 3 / 2 / 8 x 4
+    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (16, 24, 0)  # 32 reserved GPUs - 4 / 2 / 8 x 4
     assert "reserved: billed for 4 node(s) whether used or not; $55.04/node-hour reserved (on-demand rate) " \
            "us-east-1 ⚠" in cost_lines(t)[0]
 

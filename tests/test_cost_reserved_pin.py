@@ -18,9 +18,11 @@ FIXED = ("  NOTE: the reservation fixes the instance type (p5.48xlarge): no othe
          "its own reservation at its own rate)")
 
 
-def _shipped(stack: str, **aws) -> dict:
+def _shipped(stack: str, users: int | None = None, **aws) -> dict:
     raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file(stack)).items()}
     raw["aws"] = {**raw["aws"], **aws}
+    if users:  # the first model's load
+        raw["models"][0]["sla"] = {**raw["models"][0]["sla"], "concurrency": users}
     return plan_stack(parse(raw, secrets={"hfToken"}))
 
 
@@ -40,12 +42,14 @@ def test_a_capacity_block_gets_no_pin_note_against_on_demand_types():
 
 
 def test_a_reservation_gets_no_cheaper_shape_of_another_type_for_its_idle_gpus():
-    on_demand = _shipped("prod-llama70b-aws")["llama-70b"]
-    assert on_demand.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.35/h"
-    t = _shipped("prod-llama70b-aws", capacityType="reservation", **RESERVED)["llama-70b"]
+    # 40 users at 21 per replica (the knee): 2 TP 4 replicas spread over 2 p5 nodes leave 8 GPUs idle on demand
+    on_demand = _shipped("prod-llama70b-aws", users=40)["llama-70b"]
+    assert (on_demand.replicas, on_demand.idle_gpus) == (2, 8)
+    assert on_demand.idle_alternative == "3 x TP 8 on 3 x p4d.24xlarge at $65.88/h"
+    t = _shipped("prod-llama70b-aws", users=40, capacityType="reservation", **RESERVED)["llama-70b"]
     assert t.idle_alternative is None
     lines = cost_lines(t)
-    assert lines[1] == "  idle paid GPUs: 20 of 32 at 3 replica(s) (idle at min replicas: 24, at max: 0)"
+    assert lines[1] == "  idle paid GPUs: 24 of 32 at 2 replica(s) (idle at min replicas: 24, at max: 0)"
     assert lines[-1] == FIXED
 
 

@@ -25,7 +25,7 @@ def test_the_dev_stack_without_a_node_price_reads_unpriced():
                                 "at min, 2 (2 node(s)) at max; no price per million output tokens")
     assert "$0.00" not in summary(t)
     assert t.reason.startswith("1 x TP 1 on 1 x existing-l4x1, unpriced; ")
-    assert "1 replica(s) on 1 node(s), unpriced (set existing.gpuNodes.pricePerNodeHour)" in summary(t)
+    assert "2 replica(s) on 2 node(s), unpriced (set existing.gpuNodes.pricePerNodeHour)" in summary(t)  # 8 users, 7 each
     d = t.to_dict()
     assert (d["cost_per_hour"], d["cost_min_per_hour"], d["cost_max_per_hour"]) == (0.0, 0.0, 0.0)
     assert d["cost_per_million_output_tokens"] is None
@@ -57,4 +57,4 @@ def test_a_stated_node_price_prints_dollars():
     t = _shipped("dev", pricePerNodeHour=1.5)["llama-8b"]
     assert cost_lines(t)[0].startswith("  cost: $1.50/h at min 1 replica(s) (1 node(s)), $3.00/h at max 2 (2 node(s)); "
                                        "$1.50/node-hour existing.gpuNodes.pricePerNodeHour; ")
-    assert "1 replica(s) on 1 node(s), $1.50/h" in summary(t)
+    assert "2 replica(s) on 2 node(s), $3.00/h" in summary(t)

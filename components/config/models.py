@@ -21,8 +21,9 @@ class ConfigDeprecation(UserWarning):
 
 class Sla(_Base):
     """What one deployment must meet, and the load it must carry. Latencies are means per request at that
-    load; the load is concurrentUsers (requests in flight) or requestsPerSecond (arrival rate), default 16
-    concurrent users. The planner sizes replicas as load / one replica's capacity at its knee."""
+    load (latencyPercentile: p99 for the 99th percentile); the load is concurrentUsers (requests in flight) or
+    requestsPerSecond (arrival rate), default 16 concurrent users. The planner sizes replicas as load / one
+    replica's capacity at its knee, where the estimates stay 15 % under the SLA (docs/capacity.md)."""
     ttft_ms: float = Field(2000, gt=0, description="time to first token for an average prompt (ms)")
     tpot_ms: float = Field(100, gt=0, description="time per output token (ms)")
     concurrency: int | None = Field(None, ge=1, description="the same as concurrentUsers (the earlier name)")
@@ -32,6 +33,9 @@ class Sla(_Base):
                                                                       "the SLA, instead of concurrentUsers")
     prompt_tokens: int = Field(1024, ge=1, description="average prompt length (tokens)")
     output_tokens: int = Field(256, ge=1, description="average completion length (tokens)")
+    latency_percentile: Literal["mean", "p99"] = Field(
+        "mean", description="what ttftMs and tpotMs bound: the mean per request, or the 99th percentile (the "
+                            "capacity model's tail figures, not calibrated; docs/capacity.md)")
 
     @model_validator(mode="after")
     def _one_load(self):

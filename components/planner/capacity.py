@@ -19,8 +19,9 @@ Tail figures (p99, a model, not fitted): tail TPOT = a request whose O - 1 decod
 percentile of chunk-carrying steps (binomial, normal approximation); tail TTFT = the M/M/1 99th
 percentile wait, S x ln(100 f) / (1 - f), instead of the mean wait (conservative for a closed loop).
 
-The knee is the highest concurrency whose mean TPOT and mean TTFT meet the SLA, capped by what the
-KV cache holds at the workload's request length and by max_num_seqs.
+The knee is the highest concurrency whose TPOT and TTFT (the means, or the p99 figures with
+sla.latencyPercentile: p99) stay LATENCY_MARGIN under the SLA (estimate x (1 + margin) <= SLA), capped by what
+the KV cache holds at the workload's request length and by max_num_seqs.
 """
 from __future__ import annotations
 
@@ -28,11 +29,18 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from ..catalog import Accelerator, InstanceType, ModelSpec
+from . import memory as mem
 from .performance import EFFICIENCY, Efficiency, StepCost, step_cost
 
 DEFAULT_PROMPT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 256
 Z99 = 2.326  # one-sided 99th percentile of the standard normal
+# The planning margin: the knee keeps the estimated TPOT and TTFT this share under the SLA, for the model's own
+# error. Source: the calibration's held-out median TPOT error (14.0 % fitted 2026-12-02, docs/capacity.md
+# "Calibration"), rounded up. tests/planner/test_calibration.py must keep it >= the held-out median error: a refit
+# that worsens the error raises this figure with it.
+LATENCY_MARGIN = 0.15
+PERCENTILES = ("mean", "p99")  # what the SLA judges: the mean latencies, or the tail model's p99
 
 
 @dataclass(frozen=True)
@@ -64,15 +72,26 @@ class ReplicaShape:
     tp: int
     pp: int
     kv_cache_dtype: str
-    kv_tokens: int  # KV cache per replica
+    kv_tokens: int  # KV cache per replica, in tokens of the length it was counted at (the planner: max_model_len)
     max_num_batched_tokens: int
     max_num_seqs: int
+    # the KV cache in bytes on the busiest rank: kv_limit recounts it in tokens of the workload's requests
+    # (a sliding-window layer holds every token of a request shorter than its window plus the batch, so short
+    # requests cost more KV per token than max_model_len ones). None: kv_tokens already counts at that length.
+    kv_bytes: float | None = None
+
+    def kv_tokens_at(self, length: int) -> int:
+        """The KV cache in tokens of requests of `length` tokens."""
+        if self.kv_bytes is None:
+            return self.kv_tokens
+        return mem.kv_cache_tokens(self.kv_bytes, self.model, self.tp, self.pp, self.kv_cache_dtype, length,
+                                   self.max_num_batched_tokens)
 
     def kv_limit(self, w: Workload, max_model_len: int | None = None) -> int:
-        """Concurrent requests the replica runs at once: the KV cache at the workload's request length
-        (at most max_model_len), and max_num_seqs."""
-        per = min(w.request_tokens, max_model_len or w.request_tokens)
-        return max(0, min(self.kv_tokens // max(per, 1), self.max_num_seqs))
+        """Concurrent requests the replica runs at once: the KV cache counted at the workload's request
+        length (at most max_model_len), and max_num_seqs."""
+        per = max(1, min(w.request_tokens, max_model_len or w.request_tokens))
+        return max(0, min(self.kv_tokens_at(per) // per, self.max_num_seqs))
 
 
 @dataclass(frozen=True)
@@ -89,8 +108,20 @@ class LoadPoint:
     total_tps: float
     saturated: bool = False  # the arrival rate exceeds what the replica can prefill
 
-    def meets(self, tpot_ms: float, ttft_ms: float) -> bool:
-        return not self.saturated and self.tpot_ms <= tpot_ms and self.ttft_ms <= ttft_ms
+    def latency(self, percentile: str = "mean") -> tuple[float, float]:
+        """(TPOT, TTFT) in ms: the means, or the p99 figures."""
+        return (self.tpot_tail_ms, self.ttft_tail_ms) if percentile == "p99" else (self.tpot_ms, self.ttft_ms)
+
+    def misses(self, tpot_ms: float, ttft_ms: float, percentile: str = "mean",
+               margin: float = LATENCY_MARGIN) -> str | None:
+        """What breaks the SLA (estimate x (1 + margin) above it): "tpot" (also when saturated), "ttft", or None."""
+        tpot, ttft = self.latency(percentile)
+        if self.saturated or tpot * (1 + margin) > tpot_ms:
+            return "tpot"
+        return "ttft" if ttft * (1 + margin) > ttft_ms else None
+
+    def meets(self, tpot_ms: float, ttft_ms: float, percentile: str = "mean", margin: float = LATENCY_MARGIN) -> bool:
+        return self.misses(tpot_ms, ttft_ms, percentile, margin) is None
 
     def to_dict(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
@@ -191,36 +222,43 @@ class Knee:
     point: LoadPoint | None  # the load there
     bound: str  # what stops it going higher: "tpot", "ttft", "kv-cache" or "max-num-seqs"
     kv_limit: int
+    percentile: str = "mean"  # the latencies it judged
+    margin: float = LATENCY_MARGIN  # estimate x (1 + margin) <= SLA
 
 
 def knee(r: ReplicaShape, w: Workload, tpot_ms: float, ttft_ms: float, max_model_len: int | None = None,
-         eff: Efficiency = EFFICIENCY) -> Knee:
-    """The highest concurrency (1 .. the KV limit) whose mean TPOT and TTFT meet the SLA.
+         eff: Efficiency = EFFICIENCY, percentile: str = "mean", margin: float = LATENCY_MARGIN) -> Knee:
+    """The highest concurrency (1 .. the KV limit) whose TPOT and TTFT (means, or p99) times 1 + margin
+    meet the SLA.
 
     TPOT, TTFT and the concurrency all grow with the arrival rate, so this bisects the rate for the
     highest one that meets the SLA within the KV limit; the knee is the concurrency there (rounded down).
     """
+    if percentile not in PERCENTILES:
+        raise ValueError(f"percentile: {percentile!r}; allowed: {', '.join(PERCENTILES)}")
     cap = r.kv_limit(w, max_model_len)
     if cap < 1:
-        return Knee(0, None, "kv-cache", cap)
+        return Knee(0, None, "kv-cache", cap, percentile, margin)
 
     def ok(p: LoadPoint) -> bool:
-        return p.meets(tpot_ms, ttft_ms) and p.concurrency <= cap
+        return p.meets(tpot_ms, ttft_ms, percentile, margin) and p.concurrency <= cap
 
     edge, over = _solve(r, w, eff, ok, steps=20, both=True)
     c = min(cap, math.floor(edge.concurrency + 1e-6)) if ok(edge) else 0
     if c < 1:
         first = at_load(r, Workload(w.prompt_tokens, w.output_tokens, concurrency=1), eff)
-        if not first.meets(tpot_ms, ttft_ms):
-            return Knee(0, first, "tpot" if first.tpot_ms > tpot_ms else "ttft", cap)
+        miss = first.misses(tpot_ms, ttft_ms, percentile, margin)
+        if miss:
+            return Knee(0, first, miss, cap, percentile, margin)
         c = 1
-    if c < cap and over.meets(tpot_ms, ttft_ms):  # only the cap stopped the bisection (rounding below it)
+    if c < cap and over.meets(tpot_ms, ttft_ms, percentile, margin):  # only the cap stopped the bisection
         c = cap
     if c >= cap:
         bound = "max-num-seqs" if cap == r.max_num_seqs else "kv-cache"
     else:
-        bound = "tpot" if over.saturated or over.tpot_ms > tpot_ms else "ttft"
-    return Knee(c, at_load(r, Workload(w.prompt_tokens, w.output_tokens, concurrency=c), eff), bound, cap)
+        bound = over.misses(tpot_ms, ttft_ms, percentile, margin) or "tpot"
+    point = at_load(r, Workload(w.prompt_tokens, w.output_tokens, concurrency=c), eff)
+    return Knee(c, point, bound, cap, percentile, margin)
 
 
 def sweep_levels(cap: int) -> list[int]:
@@ -233,8 +271,9 @@ def sweep_levels(cap: int) -> list[int]:
 
 
 def sweep(r: ReplicaShape, w: Workload, tpot_ms: float, ttft_ms: float, max_model_len: int | None = None,
-          eff: Efficiency = EFFICIENCY) -> tuple[list[LoadPoint], Knee]:
-    k = knee(r, w, tpot_ms, ttft_ms, max_model_len, eff)
+          eff: Efficiency = EFFICIENCY, percentile: str = "mean",
+          margin: float = LATENCY_MARGIN) -> tuple[list[LoadPoint], Knee]:
+    k = knee(r, w, tpot_ms, ttft_ms, max_model_len, eff, percentile, margin)
     levels = sorted(set(sweep_levels(k.kv_limit)) | ({k.concurrency} if k.concurrency else set()))
     pts = [at_load(r, Workload(w.prompt_tokens, w.output_tokens, concurrency=c), eff) for c in levels]
     return pts, k

@@ -19,12 +19,20 @@ class Sla:
     # The load as an arrival rate instead (requests/s, open loop); when set it sizes the fleet and
     # `concurrency` is ignored.
     requests_per_second: float | None = None
+    # What the latencies are judged at: "mean", or "p99" (the tail model's figures, capacity.py); either way
+    # with the planning margin (capacity.LATENCY_MARGIN).
+    latency_percentile: str = "mean"
 
     @property
     def load_text(self) -> str:
         if self.requests_per_second is not None:
             return f"{self.requests_per_second:g} requests/s"
         return f"{self.concurrency} concurrent users"
+
+    @property
+    def latency_text(self) -> str:
+        """How the SLA is judged, e.g. "mean TPOT and TTFT" or "p99 TPOT and TTFT"."""
+        return f"{self.latency_percentile} TPOT and TTFT"
 
     @property
     def tokens_per_request(self) -> int:

@@ -98,6 +98,10 @@ class Topology:
     knee_total_tokens_per_s: float = 0.0
     knee_tpot_tail_ms: float = 0.0  # p99 model (capacity.py), not calibrated
     knee_ttft_tail_ms: float = 0.0
+    # how the knee judged the SLA (capacity.py): the "mean" or "p99" latencies, times 1 + latency_margin
+    # (0.0: a topology planned before the margin)
+    latency_percentile: str = "mean"
+    latency_margin: float = 0.0
     # --- cost (issue 14): what the price is, and the stack-level findings components/cost.py adds;
     # the figures that follow from the plan alone are the properties below (COST_PROPERTIES) ---
     price_basis: str = "on-demand, base region"  # e.g. "spot us-east-1 ⚠" (components/catalog/prices.py)

@@ -66,7 +66,7 @@ def test_the_model_stays_up_while_it_answers_and_kv_usage_never_keeps_it_awake(d
     t = triggers(dev_zero[0])
     running = t["running-requests"]["metadata"]
     assert running["query"] == 'sum(vllm:num_requests_running{namespace="vllm",model_name="small"})'
-    assert (running["activationThreshold"], running["threshold"]) == ("0", "10")  # 10 concurrent per replica (the knee)
+    assert (running["activationThreshold"], running["threshold"]) == ("0", "7")  # 7 concurrent per replica (the knee)
     assert t["waiting-requests"]["metadata"]["activationThreshold"] == "0"
     assert t["kv-cache-usage"]["metadata"]["activationThreshold"] == "1"  # a 0-1 gauge never exceeds it
 
