@@ -213,10 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         report_cv(cross_validate(rows, args.jobs))
     else:
         report_cv(calibrated.CROSS_VALIDATION)
-    report("fit", fit_rows, eff)
-    report("held out", test_rows, eff)
     fresh = set(FRESH_SINCE_FREEZE)
-    report("fresh since the structure was frozen, held out", [m for m in test_rows if m.id in fresh], eff)
+    report("fit", fit_rows, eff)
+    report("held out (the split's half)", [m for m in test_rows if m.id not in fresh], eff)
+    report("fresh since the structure was frozen (all held out)", [m for m in test_rows if m.id in fresh], eff)
     return 0
 
 

@@ -136,8 +136,8 @@ def test_calibrate_adds_result_rows_to_both_halves_by_the_same_rule(results_file
 def test_calibrate_check_reports_result_rows(results_file, capsys):
     assert calibrate.main(["--check", "--results", str(results_file)]) == 0
     out = capsys.readouterr().out
-    assert "held out: 15 points" in out  # the 13 published held-out rows and 2 of the sweep
-    held = out.split("held out:")[1]
+    assert "held out (the split's half): 15 points" in out  # the 13 published held-out rows and 2 of the sweep
+    held = out.split("held out (the split's half):")[1].split("fresh since")[0]
     assert "chat-h100-tp1-c1" in held and "chat-h100-tp1-c2" in held and "chat-h100-tp1-c4" not in held
 
 

@@ -11,7 +11,7 @@ SEQ_OVERHEAD_S = 0.00012
 KV_HBM_EFFICIENCY = 0.15
 FITTED_ON = "2026-12-03"
 AT_GRID_EDGE: tuple[str, ...] = ('step_overhead_s=0.0005 (bottom)',)  # fitted terms at an end of their search grid
-SPLIT = 'stratified by (model, GPU, load mode): within each stratum rows are ordered by sha256 of their id and alternate fit, held out, fit, ... (a stratum of 2+ rows lands on both sides; a single row is fit only); adding a row moves only rows of its own stratum'
+SPLIT = 'stratified by (model, GPU, load mode): within each stratum rows are ordered by sha256 of their id and alternate fit, held out, fit, ... (a stratum of 2+ rows lands on both sides; a single row is fit only); adding a row moves only rows of its own stratum; rows in FRESH_SINCE_FREEZE are always held out and no fit (nor cross-validation fold) trains on them'
 RESULTS: tuple[str, ...] = (
 )
 TRAIN: tuple[str, ...] = (
@@ -46,6 +46,18 @@ TEST: tuple[str, ...] = (
     "gs-qwen235b-h100-tp8-4k",
     "gs-dsr1-h200-tp8-32k",
     "gs-dsr1-h200-tp8-4k",
+    "gs-oss120b-h100-tp1-c4-sharegpt",
+    "gs-oss120b-h100-tp2-c4-sharegpt",
+    "gs-oss120b-a100-tp1-c4-sharegpt",
+    "gs-oss120b-a100-tp1-c4-sharegpt-mnbt4096",
+    "gs-dsr1-h200-tp8-c4-sharegpt",
+    "vb-fp8kv-llama8b-h100-c8-bf16kv",
+    "vb-fp8kv-llama8b-h100-c8-fp8kv",
+    "ix-oss120b-b200-tp4-c16",
+    "ix-oss120b-b200-tp4-c64",
+    "ix-oss120b-b200-tp4-c128",
+    "ix-oss120b-b200-tp4-c256",
+    "ix-oss120b-b200-tp4-c512",
 )
 
 # Leave-one-model-out and leave-one-GPU-out: for each model (GPU), the five terms fitted on every row of the
@@ -53,16 +65,17 @@ TEST: tuple[str, ...] = (
 CROSS_VALIDATED_ON = '2026-12-03'
 CROSS_VALIDATION: dict[str, dict[str, dict]] = {
     "model": {
-        "deepseek-v3": {'points': 4, 'tpot_median': 0.3293, 'tpot_worst': 0.4238, 'throughput_median': 0.7666, 'throughput_worst': 1.3831, 'fitted': (0.7, 0.15, 0.5, 0.0005, 8e-05)},
-        "gpt-oss-120b": {'points': 11, 'tpot_median': 0.2961, 'tpot_worst': 2.7742, 'throughput_median': 0.2792, 'throughput_worst': 0.7832, 'fitted': (0.9, 0.2, 0.5, 0.004, 0.0002)},
-        "llama-3.1-8b": {'points': 1, 'tpot_median': 0.0201, 'tpot_worst': 0.0201, 'throughput_median': None, 'throughput_worst': None, 'fitted': (0.9, 0.15, 0.45, 0.0005, 0.00012)},
+        "deepseek-v3": {'points': 5, 'tpot_median': 0.3648, 'tpot_worst': 0.7162, 'throughput_median': 0.9835, 'throughput_worst': 2.6199, 'fitted': (0.7, 0.15, 0.5, 0.0005, 8e-05)},
+        "gpt-oss-120b": {'points': 20, 'tpot_median': 0.3631, 'tpot_worst': 3.0458, 'throughput_median': 0.2865, 'throughput_worst': 0.7832, 'fitted': (0.9, 0.2, 0.5, 0.004, 0.0002)},
+        "llama-3.1-8b": {'points': 3, 'tpot_median': 1.4267, 'tpot_worst': 2.4948, 'throughput_median': 0.5926, 'throughput_worst': 0.6687, 'fitted': (0.9, 0.15, 0.45, 0.0005, 0.00012)},
         "qwen3-235b-a22b": {'points': 5, 'tpot_median': 0.0521, 'tpot_worst': 0.1853, 'throughput_median': 0.1413, 'throughput_worst': 0.4299, 'fitted': (0.9, 0.15, 0.45, 0.0005, 0.00012)},
         "qwen3-32b": {'points': 8, 'tpot_median': 0.0911, 'tpot_worst': 0.98, 'throughput_median': 0.2915, 'throughput_worst': 0.4657, 'fitted': (0.85, 0.15, 0.4, 0.0005, 0.00012)},
     },
     "gpu": {
         "a100-40gb": {'points': 1, 'tpot_median': 0.0201, 'tpot_worst': 0.0201, 'throughput_median': None, 'throughput_worst': None, 'fitted': (0.9, 0.15, 0.45, 0.0005, 0.00012)},
-        "a100-80gb": {'points': 9, 'tpot_median': 0.2207, 'tpot_worst': 1.0133, 'throughput_median': 0.1816, 'throughput_worst': 0.4516, 'fitted': (0.8, 0.15, 0.4, 0.0005, 0.00012)},
-        "h100": {'points': 15, 'tpot_median': 0.2451, 'tpot_worst': 3.5122, 'throughput_median': 0.2724, 'throughput_worst': 0.6695, 'fitted': (0.9, 0.5, 0.45, 0.0005, 0.00025)},
-        "h200": {'points': 4, 'tpot_median': 0.3293, 'tpot_worst': 0.4238, 'throughput_median': 0.7666, 'throughput_worst': 1.3831, 'fitted': (0.7, 0.15, 0.5, 0.0005, 8e-05)},
+        "a100-80gb": {'points': 11, 'tpot_median': 0.3858, 'tpot_worst': 1.0133, 'throughput_median': 0.3744, 'throughput_worst': 0.7624, 'fitted': (0.8, 0.15, 0.4, 0.0005, 0.00012)},
+        "b200": {'points': 5, 'tpot_median': 0.7018, 'tpot_worst': 1.3651, 'throughput_median': 0.4966, 'throughput_worst': 0.6301, 'fitted': (0.9, 0.15, 0.45, 0.0005, 0.00012)},
+        "h100": {'points': 19, 'tpot_median': 0.3379, 'tpot_worst': 3.5122, 'throughput_median': 0.2724, 'throughput_worst': 0.8956, 'fitted': (0.9, 0.5, 0.45, 0.0005, 0.00025)},
+        "h200": {'points': 5, 'tpot_median': 0.3648, 'tpot_worst': 0.7162, 'throughput_median': 0.9835, 'throughput_worst': 2.6199, 'fitted': (0.7, 0.15, 0.5, 0.0005, 8e-05)},
     },
 }
