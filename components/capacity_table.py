@@ -55,7 +55,8 @@ def margin_text(percentile: str, margin: float) -> str:
     pct = f"{margin * 100:g} %"
     tail = "; p99 figures are a queueing model, not calibrated" if percentile == "p99" else ""
     return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= SLA): "
-            f"the capacity model's held-out median TPOT error is under {pct} (docs/capacity.md){tail}")
+            f"the capacity model's held-out median TPOT error is under {pct}, but MoE models at low concurrency "
+            f"run slower than estimated by more than that (docs/capacity.md#calibration){tail}")
 
 
 def knee_lines(t) -> list[str]:

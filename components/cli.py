@@ -15,6 +15,7 @@ from pathlib import Path
 from .capacity_table import capacity_arguments
 from .catalog import ACCELERATORS, MODELS, instance_types
 from .cost import total_line
+from .planner.capacity import LATENCY_MARGIN
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 from .summary import serving_lines, summary  # noqa: F401 (the plan's text; tests import them from here)
 
@@ -251,7 +252,7 @@ def parser() -> argparse.ArgumentParser:
                         description="TPOT and TTFT (mean and p99 model), output and total tokens/s of one replica "
                                     "at concurrency 1, 2, 4, ... up to what its KV cache holds, whether the SLA "
                                     "holds, and the knee (the highest concurrency that meets it with the planning "
-                                    "margin: estimate x 1.15 <= SLA, docs/capacity.md). The replica is "
+                                    f"margin: estimate x {1 + LATENCY_MARGIN:g} <= SLA, docs/capacity.md). The replica is "
                                     "the shape the planner picks for the model on that GPU (or --tp).")
     capacity_arguments(cp)
     cp.set_defaults(fn=cmd_capacity)

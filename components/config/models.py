@@ -23,7 +23,8 @@ class Sla(_Base):
     """What one deployment must meet, and the load it must carry. Latencies are means per request at that
     load (latencyPercentile: p99 for the 99th percentile); the load is concurrentUsers (requests in flight) or
     requestsPerSecond (arrival rate), default 16 concurrent users. The planner sizes replicas as load / one
-    replica's capacity at its knee, where the estimates stay 15 % under the SLA (docs/capacity.md)."""
+    replica's capacity at its knee, where the estimates stay the planning margin (capacity.LATENCY_MARGIN) under
+    the SLA (docs/capacity.md)."""
     ttft_ms: float = Field(2000, gt=0, description="time to first token for an average prompt (ms)")
     tpot_ms: float = Field(100, gt=0, description="time per output token (ms)")
     concurrency: int | None = Field(None, ge=1, description="the same as concurrentUsers (the earlier name)")

@@ -36,10 +36,11 @@ DEFAULT_PROMPT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 256
 Z99 = 2.326  # one-sided 99th percentile of the standard normal
 # The planning margin: the knee keeps the estimated TPOT and TTFT this share under the SLA, for the model's own
-# error. Source: the calibration's held-out median TPOT error (14.0 % fitted 2026-12-02, docs/capacity.md
-# "Calibration"), rounded up. tests/planner/test_calibration.py must keep it >= the held-out median error: a refit
-# that worsens the error raises this figure with it.
-LATENCY_MARGIN = 0.15
+# error. Source: the calibration's held-out median TPOT error (15.9 %, fitted 2026-12-03, docs/capacity.md
+# "Calibration"), rounded up to the next 5 %. tests/planner/test_calibration.py fails if it falls below that error.
+# It does not cover the worst patterns: MoE models at low concurrency run up to ~1.7-4x slower than estimated
+# (fresh closed-loop rows, docs/capacity.md), which only a measurement (bench/bench_serve.py) settles.
+LATENCY_MARGIN = 0.20
 PERCENTILES = ("mean", "p99")  # what the SLA judges: the mean latencies, or the tail model's p99
 
 

@@ -188,7 +188,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
 
 
 def _judged(k, got: float) -> str:
-    """How a refused figure was judged: " (p99); 31.1 ms with the 15 % planning margin"."""
+    """How a refused figure was judged: " (p99); 32.4 ms with the 20 % planning margin"."""
     text = " (p99)" if k.percentile == "p99" else ""
     return text + (f"; {got * (1 + k.margin):.1f} ms with the {k.margin * 100:g} % planning margin" if k.margin else "")
 

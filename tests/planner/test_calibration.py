@@ -103,6 +103,13 @@ def test_median_tpot_error_meets_the_target(held_out, fresh):
             f"{name} median TPOT error {s['tpot_median']:.1%} exceeds the {TARGET_MEDIAN_TPOT_ERROR:.0%} target")
 
 
+def test_the_planners_latency_margin_covers_the_held_out_median_error(held_out):
+    from components.planner.capacity import LATENCY_MARGIN
+    assert LATENCY_MARGIN >= held_out["tpot_median"], (
+        f"capacity.LATENCY_MARGIN {LATENCY_MARGIN:.0%} is below the held-out median TPOT error "
+        f"{held_out['tpot_median']:.1%}: raise it (the knee must keep the estimate that far under the SLA)")
+
+
 def test_the_fresh_rows_are_held_out_and_never_fitted(rows):
     fit, test = split(rows)
     assert not set(FRESH_SINCE_FREEZE) & {m.id for m in fit}
