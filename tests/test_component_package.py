@@ -82,7 +82,7 @@ def test_a_vllm_service_is_built_from_schema_inputs(tmp_path: Path):
     program = tmp_path / "program.py"
     program.write_text(PROGRAM)
     resources, exports = run_program({}, [], "package-test", program=program)
-    # 8 users at 7 per replica (the knee on one L4 with the 15 % margin): 2 replicas
+    # 8 users at 4 per replica (the knee on one L4 with the 20 % margin): 2 replicas
     assert exports == {"endpoint": "http://llama-8b.llm.svc.cluster.local:8000/v1", "replicas": 2}
     types = {r.type for r in resources}
     assert {"vllm-platform:index:VllmService", "vllm-platform:index:Platform", "vllm-platform:serving:VllmService",

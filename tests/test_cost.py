@@ -71,8 +71,8 @@ def test_min_max_total_and_per_million_lines():
     plans = plan_stack(aws([SMALL, IDLE]))
     assert cost_lines(plans["small"])[0] == (
         "  cost: $0.80/h at min 1 replica(s) (1 node(s)), $2.41/h at max 3 (3 node(s)); "
-        "$0.80/node-hour on-demand us-east-1; $2.79 per million output tokens (80 tokens/s per replica at "
-        "7 concurrent)")  # the capacity model's knee: $0.80/h / (79.7 tok/s x 3600 s) = $2.79 per M
+        "$0.80/node-hour on-demand us-east-1; $4.54 per million output tokens (49 tokens/s per replica at "
+        "4 concurrent)")  # the capacity model's knee: $0.80/h / (49.0 tok/s x 3600 s) = $4.54 per M
     assert total_line(plans) == "total for 2 models: $5.40/h at min replicas, $5.40/h as planned, $7.01/h at max"
     assert "  cost: $0.80/h at min 1 replica(s)" in summary(plans["small"])
 
@@ -130,6 +130,13 @@ def _stack_plans():
         yield stack, cfg, plan_stack(cfg)
 
 
+def _shipped_with_load(stack: str, concurrency: int):
+    """The plans of a copy of a shipped stack whose first model serves `concurrency` users."""
+    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file(stack)).items()}
+    raw["models"][0]["sla"] = {**raw["models"][0]["sla"], "concurrency": concurrency}
+    return plan_stack(parse(raw, secrets={"hfToken"}))
+
+
 def test_every_shipped_stack_shows_min_max_cost_and_idle_gpus():
     seen = 0
     for stack, cfg, plans in _stack_plans():
@@ -148,17 +155,16 @@ def test_every_shipped_stack_shows_min_max_cost_and_idle_gpus():
 def test_the_shipped_llama70b_stack_fills_its_nodes_and_with_idle_gpus_is_told_of_a_cheaper_shape():
     plans = dict((s, p) for s, _, p in _stack_plans())
     t = plans["prod-llama70b-aws"]["llama-70b"]
-    # 64 users at 21 per replica (the knee at TPOT 30 ms with the 15 % margin): 4 replicas of TP 4, two per 8-GPU
+    # 64 users at 17 per replica (the knee at TPOT 30 ms with the 20 % margin): 4 replicas of TP 4, two per 8-GPU
     # node, on 2 nodes; no GPU idle, so no cheaper shape to suggest
     assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 4, 4, 2)
     assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (0, 110.08, 220.16)
-    assert (t.concurrency_per_replica, t.idle_alternative) == (21, None)
-    # 40 users: 2 replicas spread over the 2 nodes leave 8 GPUs idle; 3 A100-40GB nodes at TP 8 fill theirs
-    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("prod-llama70b-aws")).items()}
-    raw["models"][0]["sla"] = {**raw["models"][0]["sla"], "concurrency": 40}
-    t = plan_stack(parse(raw, secrets={"hfToken"}))["llama-70b"]
-    assert (t.replicas, t.nodes, t.idle_gpus) == (2, 2, 8)
-    assert t.idle_alternative == "3 x TP 8 on 3 x p4d.24xlarge at $65.88/h"
+    assert (t.concurrency_per_replica, t.idle_alternative) == (17, None)
+    # 40 users: 3 replicas of TP 4 on the 2 nodes leave 4 GPUs idle; 3 A100-80GB nodes at TP 8 (16 users each at
+    # their knee) fill theirs for less (A100-40GB holds 12: 4 nodes, $87.84/h)
+    t = _shipped_with_load("prod-llama70b-aws", 40)["llama-70b"]
+    assert (t.replicas, t.nodes, t.idle_gpus) == (3, 2, 4)
+    assert t.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.35/h"
 
 
 def test_an_existing_cluster_keeps_its_configured_node_price():
@@ -173,10 +179,11 @@ def test_an_existing_cluster_keeps_its_configured_node_price():
 
 
 def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_asked():
-    # the fp8 405B stack: TP 4 on an 8-GPU p5en ($63.30/h) leaves 4 idle; one p5 TP 8 replica (63 users at its knee,
-    # >= 32) fills its node for less (p4de TP 8 holds 13 at its knee: 3 nodes, $82.35/h)
-    plans = dict((s, p) for s, _, p in _stack_plans())
-    t = plans["prod-llama405b-fp8-h200-aws"]["llama-405b-fp8"]
+    # the fp8 405B stack at 28 users (its shipped 32 exceed TP 4's knee of 29, so it plans TP 8 and fills the node):
+    # TP 4 on an 8-GPU p5en ($63.30/h) leaves 4 idle; one p5 TP 8 replica (54 users at its knee, >= 28) fills its
+    # node for less (p4de TP 8 holds 10 at its knee: 3 nodes, $82.35/h)
+    t = _shipped_with_load("prod-llama405b-fp8-h200-aws", 28)["llama-405b-fp8"]
+    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.cost_per_hour) == (4, 29, 63.3)
     assert (t.idle_gpus, t.idle_alternative) == (4, "1 x TP 8 on 1 x p5.48xlarge at $55.04/h")
     from dataclasses import replace
     assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")

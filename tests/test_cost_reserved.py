@@ -19,15 +19,17 @@ def _shipped(stack: str, **aws) -> dict:
 
 def test_a_capacity_block_copy_of_the_405b_stack_pays_for_all_four_reserved_nodes():
     t = _shipped("prod-llama405b-aws", capacityType="capacityBlock", **RESERVED)["llama-405b"]
-    # 1 replica = 2 x p5.48xlarge; max 2 replicas = 4 nodes, all in the block at $39.33 each
+    # 1 replica = 2 x p5.48xlarge; 32 users need 2 replicas of 24 (its knee), its max: 4 nodes, all in the block at
+    # $39.33 each
     assert (t.min_nodes, t.max_nodes, t.reserved_nodes) == (2, 4, 4)
     assert (t.cost_min_per_hour, t.cost_max_per_hour) == (157.32, 157.32)  # 4 x $39.33, not 2 x $39.33 = $78.66
     lines = cost_lines(t)
     assert lines[0].startswith(
         "  cost: $157.32/h at min 1 replica(s) (2 node(s)), $157.32/h at max 2 (4 node(s)); reserved: billed for "
         "4 node(s) whether used or not; $39.33/node-hour Capacity Block us-east-1 (rate expired 2025-01-01) ⚠; ")
-    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (16, 16, 0)  # 2 reserved nodes x 8 H100 unused
-    assert lines[1].startswith("  idle paid GPUs: 16 of 32 at 1 replica(s)")
+    # as planned the 2 replicas fill the 4 reserved nodes; at min 1 replica, 2 reserved nodes x 8 H100 are unused
+    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (0, 16, 0)
+    assert lines[1] == "  idle paid GPUs: 0 of 32 at 2 replica(s) (idle at min replicas: 16, at max: 0)"
     d = t.to_dict()
     assert (d["cost_min_per_hour"], d["cost_max_per_hour"], d["reserved_nodes"]) == (157.32, 157.32, 4)
 

@@ -9,8 +9,8 @@ from tests.support.planner import request
 
 def test_llama70b_bf16_h100_tight_tpot_is_tp4_on_one_node():
     # 1024-token prompts prefilled beside the decodes (chunked prefill) and the calibrated efficiencies put one
-    # TP 4 request above 15 ms/token: at 15 ms only TP 8 meets the SLA (one node per replica); at 25 ms TP 4
-    # holds the 16 users on one node, beside room for a second replica
+    # TP 4 request above 15 ms/token: at 15 ms only TP 8 meets the SLA (one node per replica); at 25 ms two TP 4
+    # replicas (11 users each at the knee) hold the 16 users on one node
     t = plan_topology(request("llama-3.1-70b", "h100", tpot_ms=15))
     assert (t.tensor_parallel_size, t.pipeline_parallel_size, t.nodes_per_replica) == (8, 1, 1)
     assert t.est_tpot_ms <= 15
