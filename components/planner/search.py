@@ -307,7 +307,7 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         est_ttft_ms=best.ttft_ms, sla_tpot_ms=req.sla.tpot_ms, sla_ttft_ms=req.sla.ttft_ms,
         price_per_node_hour=inst.price_hour, cost_per_hour=round(best.cost, 2), pod_cpu=best.pod_cpu,
         pod_memory_gib=best.pod_memory_gib, shm_gib=best.shm_gib,
-        vllm_args=tuple(args.to_cli()), engine=args, engine_notes=tuple(notes),
+        vllm_args=tuple(args.to_cli()), engine=args, engine_notes=tuple(notes), moe=m.is_moe,
         reason="; ".join(why), alternative=alt.shape() if alt else None,
         refused_smaller=tuple(str(r) for r in smaller),
         prompt_tokens=req.sla.prompt_tokens, output_tokens=req.sla.output_tokens,

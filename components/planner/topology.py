@@ -87,6 +87,7 @@ class Topology:
     # the same arguments, typed (planner/engine_args.EngineArgs): Ray Serve LLM renders its engine_kwargs
     engine: Any = field(default=None, compare=False, repr=False)
     engine_notes: tuple[str, ...] = field(default_factory=tuple)  # engine options and their memory, for the plan
+    moe: bool = False  # a mixture-of-experts model (its low-concurrency estimates are optimistic: docs/capacity.md)
     # Capacity at the knee (planner/capacity.py): per replica at concurrency_per_replica, for the SLA's
     # prompt/output lengths, and what the fleet carries at min and max replicas.
     prompt_tokens: int = 0

@@ -66,6 +66,14 @@ def _quantile(q: float, metric: str, sel: str, runtime: str) -> str:
 # above the bound" is "more than 5 % of requests above it", a ratio of two cumulative counters.
 TPOT_QUANTILE = 0.95
 TTFT_QUANTILE = 0.90
+# A deployment whose SLA bounds the p99 (sla.latencyPercentile: p99) promised that only 1 % of requests are
+# slower: its alerts fire when more than 1 % are, on both latencies.
+P99_QUANTILE = 0.99
+
+
+def alert_quantiles(t: Topology) -> tuple[float, float]:
+    """(TTFT, TPOT) quantiles the SLA alerts watch: the defaults above for a mean SLA, 0.99 for a p99 SLA."""
+    return (P99_QUANTILE, P99_QUANTILE) if t.latency_percentile == "p99" else (TTFT_QUANTILE, TPOT_QUANTILE)
 # A quantile over a handful of requests is noise: latency alerts need at least this much traffic.
 MIN_REQUESTS_PER_S = 0.05  # 3 a minute
 LATENCY_FOR = "10m"
@@ -117,27 +125,31 @@ def rules_spec(t: Topology, namespace: str, runtime: str, waiting_threshold: flo
     def busy(metric):
         return f"sum(rate({n(metric, '_count')}{sel}[{RATE_WINDOW}])) > {MIN_REQUESTS_PER_S:g}"
 
+    ttft_q, tpot_q = alert_quantiles(t)
+    planned = "p99" if t.latency_percentile == "p99" else "mean"
+    ttft_est, tpot_est = ((t.knee_ttft_tail_ms, t.knee_tpot_tail_ms) if planned == "p99" and t.knee_tpot_tail_ms
+                          else (t.est_ttft_ms, t.est_tpot_ms))
     ttft_le = metrics.bucket_at_or_above(TTFT, t.sla_ttft_ms / 1000)
     tpot_le = metrics.bucket_at_or_above(TPOT, t.sla_tpot_ms / 1000)
     stalled_for = _minutes(startup_s + SCALE_UP_MARGIN_S)
     return {"groups": [{"name": f"vllm-{m}-sla", "rules": [
         rule("VllmTimeToFirstTokenAboveSla",
-             f"({_slower_share(TTFT, ttft_le, sel, runtime)} > {1 - TTFT_QUANTILE:.2f}) and on() ({busy(TTFT)})",
-             LATENCY_FOR, f"{m}: p{TTFT_QUANTILE * 100:.0f} time to first token above {ttft_le * 1000:g} ms "
+             f"({_slower_share(TTFT, ttft_le, sel, runtime)} > {1 - ttft_q:.2f}) and on() ({busy(TTFT)})",
+             LATENCY_FOR, f"{m}: p{ttft_q * 100:.0f} time to first token above {ttft_le * 1000:g} ms "
                           f"(SLA {t.sla_ttft_ms:g} ms)",
-             f"More than {1 - TTFT_QUANTILE:.0%} of requests waited over {ttft_le * 1000:g} ms for their first "
+             f"More than {1 - ttft_q:.0%} of requests waited over {ttft_le * 1000:g} ms for their first "
              f"token ({_bound_note(t.sla_ttft_ms, ttft_le, TTFT)}). "
-             f"The plan sized {t.est_ttft_ms:.0f} ms for an average prompt at {t.concurrency_per_replica} concurrent "
+             f"The plan sized {ttft_est:.0f} ms ({planned}) for an average prompt at {t.concurrency_per_replica} concurrent "
              f"requests per replica. Check the queue (VllmQueue* alerts, dashboard 'Requests running / waiting'): "
              f"queueing means too few replicas; without a queue, prompts are longer than the SLA's average "
              f"prompt (dashboard 'Tokens per second', prompt vs generated)."),
         rule("VllmTimePerOutputTokenAboveSla",
-             f"({_slower_share(TPOT, tpot_le, sel, runtime)} > {1 - TPOT_QUANTILE:.2f}) and on() ({busy(TPOT)})",
-             LATENCY_FOR, f"{m}: p{TPOT_QUANTILE * 100:.0f} per-request time per output token above "
+             f"({_slower_share(TPOT, tpot_le, sel, runtime)} > {1 - tpot_q:.2f}) and on() ({busy(TPOT)})",
+             LATENCY_FOR, f"{m}: p{tpot_q * 100:.0f} per-request time per output token above "
                           f"{tpot_le * 1000:g} ms (SLA {t.sla_tpot_ms:g} ms)",
-             f"More than {1 - TPOT_QUANTILE:.0%} of requests streamed slower than {tpot_le * 1000:g} ms per output "
+             f"More than {1 - tpot_q:.0%} of requests streamed slower than {tpot_le * 1000:g} ms per output "
              f"token ({_bound_note(t.sla_tpot_ms, tpot_le, TPOT)}). "
-             f"The plan sized {t.est_tpot_ms:.1f} ms per token at a batch of {t.concurrency_per_replica} "
+             f"The plan sized {tpot_est:.1f} ms ({planned}) per token at a batch of {t.concurrency_per_replica} "
              f"(--max-num-seqs). A larger running batch than planned, preemptions (dashboard 'Preemptions per "
              f"second', VllmKvCacheNearFull) or a degraded GPU/fabric slow decoding; compare the replicas on "
              f"the dashboard and drain a node whose replica alone is slow."),
@@ -177,16 +189,19 @@ def dashboard(t: Topology, namespace: str, runtime: str) -> dict:
     sel = series_selector(namespace, t)
     n = lambda metric, suffix="": metrics.name(metric, runtime, suffix)  # noqa: E731
     q = lambda p, metric: _quantile(p, metric, sel, runtime)  # noqa: E731
+    ttft_q, tpot_q = alert_quantiles(t)
     panels = [
         ("Requests running / waiting", [(f"sum({n('num_requests_running')}{sel})", "running"),
                                         (f"sum({n('num_requests_waiting')}{sel})", "waiting")], "short"),
         ("KV-cache usage per pod", [(f"{n('kv_cache_usage_perc')}{sel}", "{{pod}}")], "percentunit"),
         ("Time to first token", [(q(0.5, "time_to_first_token_seconds"), "p50"),
-                                 (q(TTFT_QUANTILE, "time_to_first_token_seconds"), f"p{TTFT_QUANTILE * 100:.0f} (alert)"),
-                                 (q(0.99, "time_to_first_token_seconds"), "p99")], "s"),
+                                 *([(q(ttft_q, "time_to_first_token_seconds"), f"p{ttft_q * 100:.0f} (alert)")]
+                                   if ttft_q != P99_QUANTILE else []),
+                                 (q(0.99, "time_to_first_token_seconds"),
+                                  "p99 (alert)" if ttft_q == P99_QUANTILE else "p99")], "s"),
         ("Time per output token (per request)", [(q(0.5, "request_time_per_output_token_seconds"), "p50"),
-                                                 (q(TPOT_QUANTILE, "request_time_per_output_token_seconds"),
-                                                  f"p{TPOT_QUANTILE * 100:.0f} (alert)")], "s"),
+                                                 (q(tpot_q, "request_time_per_output_token_seconds"),
+                                                  f"p{tpot_q * 100:.0f} (alert)")], "s"),
         ("Inter-token latency (per step)", [(q(0.5, "inter_token_latency_seconds"), "p50"),
                                             (q(0.99, "inter_token_latency_seconds"), "p99")], "s"),
         ("End-to-end request latency", [(q(0.99, "e2e_request_latency_seconds"), "p99")], "s"),

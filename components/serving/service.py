@@ -113,6 +113,15 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         warn.append(f"SINGLE REPLICA in production: {t.served_model_name} runs 1 replica at its minimum, so a node "
                     f"failure, drain or rollout takes the endpoint down for a whole start-up ({b.total_s} s); "
                     f"replicas.min: 2 costs {price}")
+    if args.production and t.replicas >= t.max_replicas:
+        warn.append(f"NO HEADROOM in production: {t.served_model_name} needs {t.replicas} replica(s) for the declared "
+                    f"load, its replicas.max: a spike above it queues with nowhere to scale and the gateway refuses "
+                    f"requests beyond {t.max_replicas} x {t.concurrency_per_replica}; raise replicas.max")
+    if t.moe:
+        warn.append(f"ESTIMATE: {t.served_model_name} is a mixture-of-experts model; published measurements at low "
+                    f"concurrency ran 1.7-3.9x slower per token than the capacity model estimates, beyond its "
+                    f"planning margin (docs/capacity.md#calibration): measure one replica with bench/bench_serve.py "
+                    f"before trusting the knee")
     if args.production and not cache.revision(t.model_repo):
         warn.append(f"UNPINNED MODEL in production: {t.model_repo} is served at whatever its main branch was when "
                     f"the cache filled; set models[].revision to the commit you tested")
