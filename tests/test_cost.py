@@ -179,16 +179,16 @@ def test_an_existing_cluster_keeps_its_configured_node_price():
 
 
 def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_asked():
-    # the fp8 405B stack at 28 users (its shipped 32 exceed TP 4's knee of 29, so it plans TP 8 and fills the node):
-    # TP 4 on an 8-GPU p5en ($63.30/h) leaves 4 idle; one p5 TP 8 replica (54 users at its knee, >= 28) fills its
-    # node for less (p4de TP 8 holds 10 at its knee: 3 nodes, $82.35/h)
+    # the fp8 405B stack at 28 users, with its shipped replicas.min 2: two TP 4 replicas spread over two 8-GPU p5en
+    # nodes (2 x $63.30 = $126.60/h) leave 8 of 16 GPUs idle (4 at max 3 replicas). Shapes without idle GPUs: p4de
+    # TP 8 holds 10 at its knee, 28 users need 3 nodes at $27.45 = $82.35/h, less than two p5 TP 8 nodes ($110.08/h)
     t = _shipped_with_load("prod-llama405b-fp8-h200-aws", 28)["llama-405b-fp8"]
-    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.cost_per_hour) == (4, 29, 63.3)
-    assert (t.idle_gpus, t.idle_alternative) == (4, "1 x TP 8 on 1 x p5.48xlarge at $55.04/h")
+    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.replicas, t.cost_per_hour) == (4, 29, 2, 126.6)
+    assert (t.idle_gpus, t.idle_alternative) == (8, "3 x TP 8 on 3 x p4de.24xlarge at $82.35/h")
     from dataclasses import replace
     assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
     assert cost_lines(replace(t, idle_alternative=None))[1] == \
-        "  idle paid GPUs: 4 of 8 at 1 replica(s) (idle at min replicas: 4, at max: 8)"  # `topology` command: not asked
+        "  idle paid GPUs: 8 of 16 at 2 replica(s) (idle at min replicas: 8, at max: 4)"  # `topology` command: not asked
 
 
 def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path, capsys):

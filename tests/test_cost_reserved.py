@@ -17,26 +17,26 @@ def _shipped(stack: str, **aws) -> dict:
     return plan_stack(parse(raw, secrets={"hfToken"}))
 
 
-def test_a_capacity_block_copy_of_the_405b_stack_pays_for_all_four_reserved_nodes():
+def test_a_capacity_block_copy_of_the_405b_stack_pays_for_all_six_reserved_nodes():
     t = _shipped("prod-llama405b-aws", capacityType="capacityBlock", **RESERVED)["llama-405b"]
-    # 1 replica = 2 x p5.48xlarge; 32 users need 2 replicas of 24 (its knee), its max: 4 nodes, all in the block at
-    # $39.33 each
-    assert (t.min_nodes, t.max_nodes, t.reserved_nodes) == (2, 4, 4)
-    assert (t.cost_min_per_hour, t.cost_max_per_hour) == (157.32, 157.32)  # 4 x $39.33, not 2 x $39.33 = $78.66
+    # 1 replica = 2 x p5.48xlarge; 32 users need 2 replicas of 24 (its knee); its max 3 replicas: 6 nodes, all in
+    # the block at $39.33 each
+    assert (t.min_nodes, t.max_nodes, t.reserved_nodes) == (2, 6, 6)
+    assert (t.cost_min_per_hour, t.cost_max_per_hour) == (235.98, 235.98)  # 6 x $39.33, not 2 x $39.33 = $78.66
     lines = cost_lines(t)
     assert lines[0].startswith(
-        "  cost: $157.32/h at min 1 replica(s) (2 node(s)), $157.32/h at max 2 (4 node(s)); reserved: billed for "
-        "4 node(s) whether used or not; $39.33/node-hour Capacity Block us-east-1 (rate expired 2025-01-01) ⚠; ")
-    # as planned the 2 replicas fill the 4 reserved nodes; at min 1 replica, 2 reserved nodes x 8 H100 are unused
-    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (0, 16, 0)
-    assert lines[1] == "  idle paid GPUs: 0 of 32 at 2 replica(s) (idle at min replicas: 16, at max: 0)"
+        "  cost: $235.98/h at min 1 replica(s) (2 node(s)), $235.98/h at max 3 (6 node(s)); reserved: billed for "
+        "6 node(s) whether used or not; $39.33/node-hour Capacity Block us-east-1 (rate expired 2025-01-01) ⚠; ")
+    # as planned the 2 replicas use 4 of the 6 reserved nodes: 2 x 8 H100 unused; at min 1 replica, 4 nodes x 8
+    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (16, 32, 0)
+    assert lines[1] == "  idle paid GPUs: 16 of 48 at 2 replica(s) (idle at min replicas: 32, at max: 0)"
     d = t.to_dict()
-    assert (d["cost_min_per_hour"], d["cost_max_per_hour"], d["reserved_nodes"]) == (157.32, 157.32, 4)
+    assert (d["cost_min_per_hour"], d["cost_max_per_hour"], d["reserved_nodes"]) == (235.98, 235.98, 6)
 
 
 def test_the_on_demand_405b_stack_still_pays_by_the_running_node():
     t = _shipped("prod-llama405b-aws")["llama-405b"]
-    assert (t.reserved_nodes, t.cost_min_per_hour, t.cost_max_per_hour) == (0, 110.08, 220.16)  # 2 / 4 x $55.04
+    assert (t.reserved_nodes, t.cost_min_per_hour, t.cost_max_per_hour) == (0, 110.08, 330.24)  # 2 / 6 x $55.04
     assert (t.idle_gpus_min, t.idle_gpus_max) == (0, 0)
     assert "reserved" not in cost_lines(t)[0]
 
@@ -64,9 +64,9 @@ def test_a_gke_reservation_is_billed_whole():
 
 
 def test_the_cost_per_hour_output_of_a_capacity_block_stack_is_the_whole_block():
-    """`pulumi stack output costPerHour` is what the stack pays as planned: the four reserved p5 nodes."""
+    """`pulumi stack output costPerHour` is what the stack pays as planned: the six reserved p5 nodes."""
     from tests.support.plans import plan_config
     raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("prod-llama405b-aws")).items()}
     raw["aws"] = {**raw["aws"], "capacityType": "capacityBlock", **RESERVED}
     _, exports = plan_config(raw)
-    assert exports["costPerHour"] == 157.32  # not the running 2 x $39.33
+    assert exports["costPerHour"] == 235.98  # 6 x $39.33, not the running 4 x $39.33 = $157.32

@@ -158,10 +158,9 @@ def test_shipped_single_replica_production_stacks_are_reported():
     got = {s: [v.message.split("; fix:")[0] for v in evaluate_plan(planned(s)) if v.rule == "single-replica-in-production"]
            for s in stack_names()}
     assert got == {
-        "dev": [], "prod-llama70b-aws": [], "prod-qwen72b-gcp": [],
+        # the fp8 405B stack sets replicas.min 2 (two whole-node replicas), so it is not reported
+        "dev": [], "prod-llama70b-aws": [], "prod-qwen72b-gcp": [], "prod-llama405b-fp8-h200-aws": [],
         "prod-llama405b-aws": ["RayService llama-405b model llama-405b in production may run a single replica "
                                "(minimum 1)"],
         "prod-llama405b-onprem": ["RayService llama-405b model llama-405b in production may run a single "
-                                  "replica (minimum 1)"],
-        "prod-llama405b-fp8-h200-aws": ["Deployment llama-405b-fp8 in production may run a single replica "
-                                        "(minimum 1)"]}
+                                  "replica (minimum 1)"]}

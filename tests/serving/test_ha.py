@@ -93,12 +93,14 @@ def _allowed(min_available: int, healthy: int) -> int:
     return max(0, healthy - min_available)
 
 
-def test_prod_405b_workers_at_min_scale_cannot_be_drained_and_at_max_one_can(plan):
+def test_prod_405b_workers_at_min_scale_cannot_be_drained_and_at_max_two_can(plan):
     pdb = _objs(plan.resources, "PodDisruptionBudget")[MODEL]["spec"]
-    # TP 8 x PP 2 on two nodes, replicas 1..2: 2 workers at min, 4 at max
-    assert pdb["minAvailable"] == 3
+    # TP 8 x PP 2 on two nodes, replicas 1..3: 2 workers at min, 4 planned, 6 at max;
+    # minAvailable = min 1 + (2 - 1) x max 3 = 4, so max - min = 2 evictions at max scale, none below 4 workers
+    assert pdb["minAvailable"] == 4
     assert _allowed(pdb["minAvailable"], healthy=2) == 0
-    assert _allowed(pdb["minAvailable"], healthy=4) == 1
+    assert _allowed(pdb["minAvailable"], healthy=4) == 0
+    assert _allowed(pdb["minAvailable"], healthy=6) == 2
 
 
 def _whole_after_worst_drain(npr: int, replicas: int, min_available: int) -> int:

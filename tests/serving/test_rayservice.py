@@ -58,8 +58,8 @@ def test_worker_group_is_one_pod_per_node_sized_by_the_plan(onprem):
     t = topology(onprem, MODEL)
     g = worker_group(obj(onprem.resources, "RayService", MODEL))
     assert g["replicas"] == t.nodes_per_replica * t.replicas == 4  # 32 users, 24 per replica: 2 replicas of 2 nodes
-    assert g["minReplicas"] == t.nodes_per_replica * t.min_replicas
-    assert g["maxReplicas"] == t.nodes_per_replica * t.max_replicas == 4
+    assert g["minReplicas"] == t.nodes_per_replica * t.min_replicas == 2  # replicas.min 1
+    assert g["maxReplicas"] == t.nodes_per_replica * t.max_replicas == 6  # replicas.max 3
     res = worker(obj(onprem.resources, "RayService", MODEL))["resources"]
     assert res["requests"] == res["limits"]
     # a whole node per pod: every GPU, the pod's CPU and memory share, and the InfiniBand device
@@ -161,9 +161,9 @@ def test_metrics_rules_and_dashboard_use_ray_prefixed_vllm_names(onprem):
 def test_pdb_and_network_policy_cover_the_ray_pods(onprem):
     pdb = obj(onprem.resources, "PodDisruptionBudget", MODEL)["spec"]
     # RayCluster pods have no scale subresource: maxUnavailable would fail safe to "0 disruptions allowed"
-    # and block every drain. minAvailable = min + (nodes per replica - 1) x max = 1 + 1 x 2: none of the 2
-    # workers of the minimum fleet may go, one of the 4 at max scale (tests/serving/test_ha.py)
-    assert pdb["minAvailable"] == 3 and "maxUnavailable" not in pdb
+    # and block every drain. minAvailable = min + (nodes per replica - 1) x max = 1 + 1 x 3: none of the 2
+    # workers of the minimum fleet may go, two of the 6 at max scale (tests/serving/test_ha.py)
+    assert pdb["minAvailable"] == 4 and "maxUnavailable" not in pdb
     assert pdb["selector"]["matchLabels"] == {"vllm-platform/model": MODEL, "vllm-platform/role": "ray-worker"}
     np = obj(onprem.resources, "NetworkPolicy", MODEL)["spec"]
     operators = [p for rule in np["ingress"] for p in rule["from"]

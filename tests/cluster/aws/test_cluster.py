@@ -68,8 +68,8 @@ def test_p5_nodes_in_one_subnet_with_gpu_taint_labels_and_planned_size():
     assert ng["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
     assert ng["labels"] == {"vllm-platform/gpu-pool": "gpu-p5-48xlarge", "vllm-platform/accelerator": "h100",
                             "k8s.amazonaws.com/accelerator": "h100"}
-    # TP 8 x PP 2: 2 nodes per replica; 1 to 2 replicas, 2 planned (32 users, 24 per replica at the knee)
-    assert ng["scalingConfig"] == {"minSize": 2, "desiredSize": 4, "maxSize": 4}
+    # TP 8 x PP 2: 2 nodes per replica; 1 to 3 replicas, 2 planned (32 users, 24 per replica at the knee)
+    assert ng["scalingConfig"] == {"minSize": 2, "desiredSize": 4, "maxSize": 6}
     (tag,) = [r.inputs["tag"] for r in by_type(res, "aws:autoscaling/tag:Tag") if r.name.endswith("-ca-efa")]
     assert tag == {"key": "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa",
                    "value": "32", "propagateAtLaunch": False}
