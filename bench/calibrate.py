@@ -12,7 +12,8 @@ calibration rows (components/catalog/measurements.py plus any --results files; c
 are replayed step by step (planner/burst.py), which is too slow for the full grid, so the search is coordinate
 descent over the grids from START (one parameter at a time, its whole grid, until a pass changes nothing). The
 held-out half is never looked at by the fit. Cross-validation fits again once per left-out model and per
-left-out GPU (leave-one-model-out, leave-one-GPU-out) on every other row, held-out half included, and records
+left-out GPU (leave-one-model-out, leave-one-GPU-out) on every other row, held-out half included but never
+the rows in calibration.FRESH_SINCE_FREEZE, and records
 the error on the left-out rows: about 8 fits, several minutes on 2 cores (--jobs).
 """
 from __future__ import annotations

@@ -10,6 +10,7 @@ from pathlib import Path
 from .catalog import MODELS, PRECISIONS, closest_models, find_model, instance_types
 from .cli import EXIT_BAD_INPUT, EXIT_NO_FIT, _fail, summary
 from .planner import NoFeasibleTopology, Sla, plan_topology
+from .planner.capacity import PERCENTILES
 
 
 # The stack schema's fields (a `models` entry) the topology options set, so that an error names the option.
@@ -136,7 +137,7 @@ def add_topology_parser(sub, f) -> None:
     t.add_argument("--prompt-tokens", type=int, default=Sla.prompt_tokens, help="SLA: average prompt length, tokens")
     t.add_argument("--output-tokens", type=int, default=Sla.output_tokens,
                    help="SLA: average completion length, tokens")
-    t.add_argument("--percentile", choices=["mean", "p99"], default=Sla.latency_percentile,
+    t.add_argument("--percentile", choices=list(PERCENTILES), default=Sla.latency_percentile,
                    help="SLA: what --tpot-ms and --ttft-ms bound, the mean latencies or the p99 ones")
     t.add_argument("--max-replicas", type=int, default=64, help="most replicas the fleet may scale to")
     t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")

@@ -30,11 +30,6 @@ class Sla:
         return f"{self.concurrency} concurrent users"
 
     @property
-    def latency_text(self) -> str:
-        """How the SLA is judged, e.g. "mean TPOT and TTFT" or "p99 TPOT and TTFT"."""
-        return f"{self.latency_percentile} TPOT and TTFT"
-
-    @property
     def tokens_per_request(self) -> int:
         return self.prompt_tokens + self.output_tokens
 
