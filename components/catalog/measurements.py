@@ -240,5 +240,11 @@ MEASUREMENTS: tuple[Measurement, ...] = (
 )
 
 
+def every_row() -> tuple[Measurement, ...]:
+    """MEASUREMENTS and the rows collected blind on 2026-12-03 (measurements_blind.py)."""
+    from .measurements_blind import BLIND
+    return MEASUREMENTS + BLIND
+
+
 def usable() -> list[Measurement]:
-    return [m for m in MEASUREMENTS if m.usable]
+    return [m for m in every_row() if m.usable]
