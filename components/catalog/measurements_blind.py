@@ -4,15 +4,18 @@ Read on 2026-12-03 by someone who never ran the capacity model or saw its errors
 components/planner/calibration.FRESH_SINCE_FREEZE: always held out, never fitted, reported on their own by
 tests/planner/test_calibration.py and docs/capacity.md. They were also the one-shot test of a structural variant
 (fixed GPU time per layer and per request per layer) chosen before they were read and not adopted (docs/capacity.md,
-"Calibration"). Same row format and rules as measurements.py (⚠ marks every inferred field). Sources, in short:
+"Calibration"). Not every run of each source was taken, and the rule the reader used was not recorded (a review found
+about 20 omitted fully successful dennislee22 runs and 3 GPUStack ones); adding them later is fine, as fresh rows.
+Same row format and rules as measurements.py (⚠ marks every inferred field). Sources, in short:
 
 * dennislee22/vLLM-benchmarking (commit-pinned): Qwen2-7B-Instruct (⚠ mapped to the identical qwen2.5-7b
   architecture) on A100 80GB, vLLM 0.10.1.1, 1 GPU and TP2, --gpu-memory-utilization 0.25 / 0.5, random prompts all
-  sent at once; ⚠ the same seed run after run hits the prefix cache (the logs print 9-54 %).
+  sent at once; ⚠ the same seed run after run hits the prefix cache (the logs print hit rates of 1-57 %).
 * GPUStack performance lab, Qwen3-235B-A22B on A100 (commit-pinned; only the H100 page is in measurements.py):
   BF16 TP8, FP8 TP8 + expert parallel, FP8 TP4; vLLM 0.11.0.
 * tenstorrent/tt-inference-server issue #143 (an issue comment, not pinnable): Qwen2.5-72B-Instruct on "2 x H100"
-  at one user; kept for the record, not usable: 145 GB of BF16 weights do not fit two 80 GB GPUs, so the setup is unknown.
+  at one user; kept for the record, not usable: 67.7 GiB of BF16 weights per GPU leave no KV cache on an 80 GB H100 at
+  vLLM's default memory utilization, so the run used settings it does not state and its replica cannot be rebuilt.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ _DL_COMMON = ("vllm/benchmarks/benchmark_serving.py --backend vllm --endpoint /v
               "28 layers, hidden 3584, 28 heads, 4 KV heads, vocab 152064), not the same weights; server: vllm serve "
               "Qwen2-7B-Instruct --max-model-len 16384 (BF16, prefix caching and chunked prefill on by default, V1 engine); "
               "⚠ the same default seed is reused run after run, so later runs hit the prefix cache (the server log excerpts "
-              "print 'Prefix cache hit rate' 9-54%): TTFT and throughput may be flattered")
+              "print 'Prefix cache hit rate' 1-57%): TTFT and throughput may be flattered")
 _DL_1G_050 = (_DL_COMMON + "; 1 x A100 80GB, gpu_memory_utilization 0.5 (log: Available KV cache memory 24.83 GiB, "
               "464,848 tokens)")
 _DL_1G_025 = (_DL_COMMON + "; 1 x A100 80GB, gpu_memory_utilization 0.25 (log: 5.01 GiB KV, 93,872 tokens: KV-bound)")
@@ -61,9 +64,11 @@ _TT_NOTES = ("'Performance Benchmarks for Qwen2.5-72B-Instruct on 2xH100' (comme
              "inferred from '2xH100'; ⚠ precision BF16 inferred (TPOT ~31 ms at batch 1 fits 72.7 GB BF16 over two H100s, "
              "FP8 would be ~2x faster); ⚠ vLLM version not stated: the vllm field '0.8' is a guess from the date (April 2025); ⚠ max_model_len not stated "
              "(set here to the model's 32768); ⚠ H100 variant (SXM/PCIe) not stated; output tok/s not printed "
-             "(table's 'Tput Decode' is 1000/TPOT, not measured), left None; flags unknown; NOT USABLE: 72.7B BF16 "
-             "parameters (145 GB) do not fit two 80 GB H100s, so the stated setup (2 x H100, TP 2) and the inferred "
-             "BF16 cannot both hold, and the real precision or GPU count is unknown")
+             "(table's 'Tput Decode' is 1000/TPOT, not measured), left None; flags unknown; NOT USABLE: 72.7B BF16 parameters are 67.7 GiB per GPU at "
+             "TP 2, which leaves no KV cache on an 80 GB H100 at vLLM's default --gpu-memory-utilization 0.9 (the memory "
+             "model: 0.9 x 79.2 - 67.7 - non-torch 1.25 - activations 2.4 = -0.1 GiB); the run needed unstated settings (a higher "
+             "utilization, --enforce-eager, a short max_model_len) or another H100 (NVL, 94 GB), so the replica it measured "
+             "cannot be rebuilt")
 
 BLIND: tuple[Measurement, ...] = (
     # dennislee22/vLLM-benchmarking
