@@ -156,20 +156,10 @@ BLIND: tuple[Measurement, ...] = (
     Measurement("gsa-qwen235b-a100-tp4-fp8-2k", "a100-80gb", "qwen3-235b-a22b", "fp8", "0.11.0", 4, 1, 1996.4, 99.0,
                 "burst", 500, 342.39, 95261.76, 251.99, 5333.91, 262144, _GSA, _GSA_DATE,
                 "random 2000/100, 500 prompts; " + _GSA_FP8),
-    # tt-inference-server GPU reference: Qwen2.5-72B-Instruct, 2 x H100, concurrency 1
-    Measurement("tt-qwen72b-h100-tp2-c1-128x128", "h100", "qwen2.5-72b", "bf16", "0.8", 2, 1, 128, 128,
-                "closed", 1, 30.9, 41.1, None, None, 32768, _TT, "2025-04-01",
-                "ISL 128 / OSL 128; " + _TT_NOTES, usable=False),
-    Measurement("tt-qwen72b-h100-tp2-c1-1024x128", "h100", "qwen2.5-72b", "bf16", "0.8", 2, 1, 1024, 128,
-                "closed", 1, 31.0, 129.2, None, None, 32768, _TT, "2025-04-01",
-                "ISL 1024 / OSL 128; " + _TT_NOTES, usable=False),
-    Measurement("tt-qwen72b-h100-tp2-c1-2048x128", "h100", "qwen2.5-72b", "bf16", "0.8", 2, 1, 2048, 128,
-                "closed", 1, 31.0, 149.5, None, None, 32768, _TT, "2025-04-01",
-                "ISL 2048 / OSL 128; " + _TT_NOTES, usable=False),
-    Measurement("tt-qwen72b-h100-tp2-c1-4096x128", "h100", "qwen2.5-72b", "bf16", "0.8", 2, 1, 4096, 128,
-                "closed", 1, 31.1, 505.1, None, None, 32768, _TT, "2025-04-01",
-                "ISL 4096 / OSL 128; " + _TT_NOTES, usable=False),
-    Measurement("tt-qwen72b-h100-tp2-c1-8192x128", "h100", "qwen2.5-72b", "bf16", "0.8", 2, 1, 8192, 128,
-                "closed", 1, 31.3, 1063.8, None, None, 32768, _TT, "2025-04-01",
-                "ISL 8192 / OSL 128; " + _TT_NOTES, usable=False),
+    # tt-inference-server GPU reference: Qwen2.5-72B-Instruct, 2 x H100, concurrency 1 (not usable: _TT_NOTES)
+    *(Measurement(f"tt-qwen72b-h100-tp2-c1-{isl}x128", "h100", "qwen2.5-72b", "bf16", "0.8", 2, 1, isl, 128, "closed",
+                  1, tpot, ttft, None, None, 32768, _TT, "2025-04-01", f"ISL {isl} / OSL 128; " + _TT_NOTES,
+                  usable=False)
+      for isl, tpot, ttft in ((128, 30.9, 41.1), (1024, 31.0, 129.2), (2048, 31.0, 149.5), (4096, 31.1, 505.1),
+                              (8192, 31.3, 1063.8))),
 )
