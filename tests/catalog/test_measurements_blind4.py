@@ -25,7 +25,9 @@ def test_usable_rows_can_be_modelled():
         assert m.tpot_ms is not None or m.output_tps is not None, m.id
 
 
-def test_hand_checked_figures():
+def test_row_counts_and_hand_checked_figures():
+    assert len(BLIND4) == 35  # 38 prompt_40 configurations, 3 not fully successful
+    assert sum(m.gpu == "h100" for m in BLIND4) == 17 and sum(m.date.startswith("2024-08") for m in BLIND4) == 2
     rows = {m.id: m for m in BLIND4}
     # prompt_40/2xH100-80GB-SXM/Meta-Llama-3.1-70B-Instruct-FP8_tp2_len2048.json, read by hand:
     # 8595 input / 7130 output tokens over 40 completed, mean TPOT 31.1508..., output 460.5299... tok/s
@@ -34,3 +36,6 @@ def test_hand_checked_figures():
     assert (m.concurrency, m.max_model_len, m.precision) == (40, 2048, "fp8")
     llama3 = rows["lb4-llama-3.1-70b-bf16-a100-tp2-sharegpt40"]  # Meta-Llama-3-70B-Instruct, 6797 / 40 output tokens
     assert (llama3.output_tokens, llama3.tpot_ms, llama3.gpu) == (169.9, 88.99, "a100-80gb")
+    hermes = rows["lb4-llama-3.1-405b-a100-tp8-sharegpt40"]  # Aug-19 run, 7822 / 40 output tokens, commit d9f93a7
+    assert (hermes.output_tokens, hermes.tpot_ms, hermes.precision, hermes.date) == (195.6, 205.65, "fp8", "2024-08-19")
+    assert "d9f93a796770f253ac5d84296513e26ff9c66797" in hermes.source
