@@ -55,8 +55,9 @@ def margin_text(percentile: str, margin: float) -> str:
     pct = f"{margin * 100:g} %"
     tail = "; p99 figures are a queueing model, not calibrated" if percentile == "p99" else ""
     return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= SLA): "
-            f"the capacity model's held-out median TPOT error is under {pct}, but MoE models at low concurrency "
-            f"run slower than estimated by more than that (docs/capacity.md#calibration){tail}")
+            f"the capacity model's held-out median TPOT error is under {pct}, but on setups it was not fitted on it "
+            f"is about 30 %, and MoE models at low concurrency and dense models at TP 4-8 run slower than estimated "
+            f"by more than that (docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
 
 
 def knee_lines(t) -> list[str]:

@@ -240,10 +240,18 @@ MEASUREMENTS: tuple[Measurement, ...] = (
 )
 
 
-def every_row() -> tuple[Measurement, ...]:
-    """MEASUREMENTS and the rows collected blind on 2026-12-03 (measurements_blind.py)."""
+def blind_batches() -> dict[str, tuple[Measurement, ...]]:
+    """The rows read blind, batch by batch (each by someone who never ran the capacity model or saw its errors):
+    measurements_blind.py, measurements_blind3.py, measurements_blind4.py. docs/capacity.md reports each."""
     from .measurements_blind import BLIND
-    return MEASUREMENTS + BLIND
+    from .measurements_blind3 import BLIND3
+    from .measurements_blind4 import BLIND4
+    return {"blind": BLIND, "blind3": BLIND3, "blind4": BLIND4}
+
+
+def every_row() -> tuple[Measurement, ...]:
+    """MEASUREMENTS and every blind batch."""
+    return MEASUREMENTS + tuple(m for batch in blind_batches().values() for m in batch)
 
 
 def usable() -> list[Measurement]:

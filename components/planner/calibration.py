@@ -19,8 +19,7 @@ from pathlib import Path
 
 from ..catalog import ACCELERATORS, MODELS, instance_types
 from ..catalog.bench_results import from_bench_results
-from ..catalog.measurements import Measurement, usable
-from ..catalog.measurements_blind import BLIND
+from ..catalog.measurements import Measurement, blind_batches, usable
 from . import memory as mem
 from .burst import burst
 from .capacity import LoadPoint, ReplicaShape, Workload, _cost, at_load
@@ -41,7 +40,10 @@ FRESH_SINCE_FREEZE: tuple[str, ...] = (
     "gs-oss120b-a100-tp1-c4-sharegpt-mnbt4096", "gs-dsr1-h200-tp8-c4-sharegpt", "vb-fp8kv-llama8b-h100-c8-bf16kv",
     "vb-fp8kv-llama8b-h100-c8-fp8kv", "ix-oss120b-b200-tp4-c16", "ix-oss120b-b200-tp4-c64", "ix-oss120b-b200-tp4-c128",
     "ix-oss120b-b200-tp4-c256", "ix-oss120b-b200-tp4-c512",
-) + tuple(m.id for m in BLIND if m.usable)  # read blind on 2026-12-03 by someone who never ran the model
+) + tuple(m.id for batch in blind_batches().values() for m in batch if m.usable)
+# ^ every usable row read blind (measurements.blind_batches): the 2026-12-03 batch, then the third and fourth batches,
+# read after the earlier ones had been looked at; each was the one-shot test of today's constants and of variants
+# frozen before it was read (docs/capacity.md "Third blind batch", "Fourth blind batch")
 
 SPLIT_RULE = ("stratified by (model, GPU, load mode): within each stratum rows are ordered by sha256 of their id "
               "and alternate fit, held out, fit, ... (a stratum of 2+ rows lands on both sides; a single row is "
