@@ -87,7 +87,7 @@ def shape_for(m: Measurement) -> ReplicaShape | None:
     seqs = int(f.get("--max-num-seqs", mem.default_max_num_seqs(acc)))
     budget = acc.visible_gib * float(f.get("--gpu-memory-utilization", GPU_MEMORY_UTILIZATION))
     weights = mem.weight_bytes_per_gpu(model, m.precision, m.tp, m.pp) / mem.GiB
-    kv_gib = budget - weights - mem.activation_gib(model, acc, m.tp) - mem.non_torch_gib(m.tp, m.pp)
+    kv_gib = budget - weights - mem.activation_gib(model, acc, m.tp, batched, seqs) - mem.non_torch_gib(m.tp, m.pp)
     if kv_gib <= 0:
         return None
     # vLLM refuses to start unless the KV cache holds one max_model_len request; the source's engine started

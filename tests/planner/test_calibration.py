@@ -168,3 +168,17 @@ def test_the_fitted_constants_are_the_ones_calibrate_wrote():
     assert (calibrated.STEP_OVERHEAD_S, calibrated.SEQ_OVERHEAD_S) == (0.0005, 0.00012)
     assert calibrated.HBM_EFFICIENCY <= 0.90  # the best decode kernels reach ~0.8-0.9 of peak HBM bandwidth
     assert calibrated.AT_GRID_EDGE == ("step_overhead_s=0.0005 (bottom)",)
+
+
+def test_a_rows_engine_flags_size_its_replica():
+    from components.planner.calibration import shape_for
+    base = next(m for m in usable() if m.id == "dl-qwen2-7b-a100-gm050-r1024x1024-n500")  # one A100, KV not floored
+    plain = shape_for(base)
+    assert (plain.max_num_batched_tokens, plain.max_num_seqs, plain.kv_cache_dtype) == (2048, 256, "auto")
+    seqs = shape_for(dataclasses.replace(base, flags=base.flags + " --max-num-seqs 1024"))
+    # the profile run's sampler holds max_num_seqs x vocab fp32 logits twice: 768 more x 152,064 x 8 B = 0.87 GiB
+    # less KV: 934,281,216 B / 57,344 B a token (Qwen2-7B: 28 layers x 4 KV heads x 128 x 2 x 2 B) = 16,292.6, in
+    # whole 16-token blocks 16,288
+    assert seqs.max_num_seqs == 1024 and plain.kv_tokens - seqs.kv_tokens == 16_288
+    fp8 = shape_for(dataclasses.replace(base, flags=base.flags + " --kv-cache-dtype fp8_e4m3"))
+    assert fp8.kv_cache_dtype == "fp8" and fp8.kv_tokens >= 2 * plain.kv_tokens - 32
