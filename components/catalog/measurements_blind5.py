@@ -25,7 +25,17 @@ Selection rule (what was searched, taken, rejected):
       Superseded (two stored versions, the earlier run not taken): 4xA100 Llama-3.1-8B-FP8 len2000 (Aug-19 run at
       d9f93a7, 320 completed) and 4xA100 Mixtral len2000 (Aug-19 run at d9f93a7, 320 completed); the Sep-7 runs
       (a9b42a5) are taken.
-  (b) results/prompt_10 on 1x-8x: pending (read after (a) was committed).
+  (b) results/prompt_10 on 1x-8x (10 ShareGPT prompts at once): the listing selects 37 configurations (1x A100 and H100:
+      Llama-3-8B, Llama-3.1-70B-FP8, Llama-3.1-8B-FP8, three each; 2x/4x: five models each; 8xA100: six, with Hermes
+      len 2000; 8xH100: five, no Hermes file). READ: the six 1x configurations, all fully successful (10 of 10) -> 6
+      rows (1xH100 Llama-3.1-70B-FP8 is the len 2000 Aug-19 run, de55d46; the others the Sep-7 sweep). Superseded: 1xA100
+      Llama-3.1-70B-FP8 len2000 and Llama-3.1-8B-FP8 len2000 Aug-19 runs (daa702b, 10 completed each); the Sep-7 runs
+      (a9b42a5) are taken. NOT READ: the 31 2x/4x/8x prompt_10 configurations -- the session's time ran out (each file
+      is 4k-65k characters through the code index); nothing of their content was seen. For a later batch, the shortest
+      lengths in the listing: A100 len 2000 (a9b42a5; 2xA100 Llama-3.1-70B-FP8 at daa702b, 8xA100 Hermes at d9f93a7;
+      two stored versions for 2xA100 Llama-3.1-70B-FP8, 2xA100 Mixtral, 8xA100 Mixtral), H100 len 2048 (a4f9f43) except
+      2xH100 Mixtral and 4xH100 Llama-3.1-8B-FP8 (len 2000, de55d46) and 8xH100 Mixtral (len 2000, e04b354). The
+      later A100 files at len 2048/4096/8192 (commit f093afe) are not the shortest and were not read.
 * Not read: Mistral-7B, Mistral-Nemo, Mistral-Large, Mixtral-8x22B (not in the catalog); other max_model_len values;
   prompt_20/40/80/160 (not in this batch's rule; prompt_40 is measurements_blind4.py, prompt_320 1x/2x is
   measurements_blind3.py).
@@ -90,6 +100,19 @@ _ROWS = (  # prompts, gpu, n, file, max_model_len, commit, prompt, output, mean 
      "20240908-001637"),
     (320, "H100", 8, "Mixtral-8x7B-Instruct-v0.1", 2000, "e04b354", 230.2, 214.7, 178.75, 6441.17, 2073.9,
      "20240819-203247"),
+    # (b) prompt_10, 1x only (2x-8x not read, see the docstring)
+    (10, "A100", 1, "Meta-Llama-3-8B-Instruct", 2000, "a9b42a5", 136.9, 194.5, 17.95, 139.23, 227.04,
+     "20240907-082900"),
+    (10, "A100", 1, "Meta-Llama-3.1-70B-Instruct-FP8", 2000, "a9b42a5", 136.9, 221.6, 57.01, 908.22, 58.07,
+     "20240907-083331"),
+    (10, "A100", 1, "Meta-Llama-3.1-8B-FP8", 2000, "a9b42a5", 136.9, 124.9, 8.77, 107.76, 216.46,
+     "20240907-082717"),
+    (10, "H100", 1, "Meta-Llama-3-8B-Instruct", 2048, "a4f9f43", 136.9, 186.7, 11.11, 62.43, 347.89,
+     "20240907-082731"),
+    (10, "H100", 1, "Meta-Llama-3.1-70B-Instruct-FP8", 2000, "de55d46", 137.1, 252.3, 33.11, 155.46, 100.03,
+     "20240819-062211"),
+    (10, "H100", 1, "Meta-Llama-3.1-8B-FP8", 2048, "a4f9f43", 136.9, 44.2, 6.02, 44.16, 413.89,
+     "20240907-082634"),
 )
 
 

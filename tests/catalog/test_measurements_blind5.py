@@ -43,3 +43,12 @@ def test_row_counts_and_hand_checked_figures():
     mixtral = rows["lb5-mixtral-8x7b-h100-tp4-sharegpt320"]
     assert (mixtral.prompt_tokens, mixtral.output_tokens, mixtral.tpot_ms, mixtral.ttft_ms) == (230.2, 219.4, 141.71, 4627.36)
     assert (mixtral.max_model_len, mixtral.gpu, mixtral.tp) == (2000, "h100", 4)
+
+
+def test_prompt_10_rows_cover_the_1x_configurations_only():
+    p10 = {m.id: m for m in BLIND5 if m.concurrency == 10}
+    assert len(BLIND5) == 28 and len(p10) == 6 and {m.tp for m in p10.values()} == {1}
+    # prompt_10/1xH100-80GB-SXM/Meta-Llama-3.1-8B-FP8_tp1_len2048.json (commit a4f9f43): 1369 / 442 tokens over 10,
+    # mean TPOT 6.0185..., output 413.8942... tok/s
+    m = p10["lb5-llama-3.1-8b-h100-tp1-sharegpt10"]
+    assert (m.prompt_tokens, m.output_tokens, m.tpot_ms, m.output_tps, m.max_model_len) == (136.9, 44.2, 6.02, 413.89, 2048)
