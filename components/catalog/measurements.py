@@ -242,11 +242,13 @@ MEASUREMENTS: tuple[Measurement, ...] = (
 
 def blind_batches() -> dict[str, tuple[Measurement, ...]]:
     """The rows read blind, batch by batch (each by someone who never ran the capacity model or saw its errors):
-    measurements_blind.py, measurements_blind3.py, measurements_blind4.py. docs/capacity.md reports each."""
+    measurements_blind.py, measurements_blind3.py, measurements_blind4.py, measurements_blind5.py. docs/capacity.md
+    reports each."""
     from .measurements_blind import BLIND
     from .measurements_blind3 import BLIND3
     from .measurements_blind4 import BLIND4
-    return {"blind": BLIND, "blind3": BLIND3, "blind4": BLIND4}
+    from .measurements_blind5 import BLIND5
+    return {"blind": BLIND, "blind3": BLIND3, "blind4": BLIND4, "blind5": BLIND5}
 
 
 def every_row() -> tuple[Measurement, ...]:

@@ -41,9 +41,9 @@ FRESH_SINCE_FREEZE: tuple[str, ...] = (
     "vb-fp8kv-llama8b-h100-c8-fp8kv", "ix-oss120b-b200-tp4-c16", "ix-oss120b-b200-tp4-c64", "ix-oss120b-b200-tp4-c128",
     "ix-oss120b-b200-tp4-c256", "ix-oss120b-b200-tp4-c512",
 ) + tuple(m.id for batch in blind_batches().values() for m in batch if m.usable)
-# ^ every usable row read blind (measurements.blind_batches): the 2026-12-03 batch, then the third and fourth batches,
-# read after the earlier ones had been looked at; each was the one-shot test of today's constants and of variants
-# frozen before it was read (docs/capacity.md "Third blind batch", "Fourth blind batch")
+# ^ every usable row read blind (measurements.blind_batches): the 2026-12-03 batch, then the third, fourth and fifth
+# batches, read after the earlier ones had been looked at; each was the one-shot test of today's constants and of
+# variants frozen before it was read (docs/capacity.md "Third blind batch" and after)
 
 SPLIT_RULE = ("stratified by (model, GPU, load mode): within each stratum rows are ordered by sha256 of their id "
               "and alternate fit, held out, fit, ... (a stratum of 2+ rows lands on both sides; a single row is "
