@@ -66,7 +66,9 @@ _LB_MODEL = {  # file name -> (catalog id, precision, note)
 }
 _LB_NOTES = ("LambdaLabsML/vllm-benchmark, vllm/vllm-openai:v0.5.4, ShareGPT 320 prompts at once (request rate inf), "
              "/v1/completions, no --ignore-eos; lengths = totals / completed; result file date {date}; ⚠ mean TTFT "
-             "counts immediate-EOS requests as 0 ms; {model}")
+             "counts immediate-EOS requests as 0 ms; ⚠ vLLM version: the repository states v0.5.4, but its September "
+             "files stream about 10 tokens a chunk, as vLLM 0.6's multi-step scheduling does (a later reader's finding, "
+             "measurements_blind4.py; mean TPOT is unaffected); {model}")
 _LB_FLAGS = "--gpu-memory-utilization 0.95 --max-num-seqs 1024"
 
 _LB_ROWS = (  # gpu, n, file, max_model_len, prompt, output, mean TPOT, mean TTFT, output tok/s, file date

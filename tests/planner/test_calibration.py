@@ -181,5 +181,9 @@ def test_a_rows_engine_flags_size_its_replica():
     # less KV: 934,281,216 B / 57,344 B a token (Qwen2-7B: 28 layers x 4 KV heads x 128 x 2 x 2 B) = 16,292.6, in
     # whole 16-token blocks 16,288
     assert seqs.max_num_seqs == 1024 and plain.kv_tokens - seqs.kv_tokens == 16_288
+    chunk = shape_for(dataclasses.replace(base, flags=base.flags + " --max-num-batched-tokens 8192"))
+    # the profile run's forward pass over 8192 tokens, not 2048: 6144 more x 3584 hidden x 2 B x 16 live copies =
+    # 704,643,072 B = 12,288 tokens of 57,344 B
+    assert chunk.max_num_batched_tokens == 8192 and plain.kv_tokens - chunk.kv_tokens == 12_288
     fp8 = shape_for(dataclasses.replace(base, flags=base.flags + " --kv-cache-dtype fp8_e4m3"))
     assert fp8.kv_cache_dtype == "fp8" and fp8.kv_tokens >= 2 * plain.kv_tokens - 32
