@@ -45,9 +45,10 @@ from .measurements_blind3 import _LB_FLAGS, _LB_MODEL
 
 _LB4 = ("https://github.com/LambdaLabsML/vllm-benchmark/blob/{commit}/results/prompt_{p}/{n}x{gpu}-80GB-SXM/"
         "{file}_tp{n}_len{len}.json")
-_COMMIT = {
+_COMMIT = {  # the LambdaLabs commits the fourth and fifth batches read (e04b354: the fifth only)
     "a9b42a5": "a9b42a5f83bc39976bcb6bd44a96b2b15d820e10", "a4f9f43": "a4f9f4371a1ccac781293837fce2bce0cc6d25cc",
     "de55d46": "de55d46ea652cfc8f3edd3121a7a826f47d20611", "d9f93a7": "d9f93a796770f253ac5d84296513e26ff9c66797",
+    "e04b354": "e04b354be3700225a40818a81c90b360e6505e7a",
 }
 _MODEL = {  # file name -> (catalog id, precision, note); the blind3 table plus the two models it had no row for
     **_LB_MODEL,
@@ -133,15 +134,16 @@ _ROWS = (  # prompts, gpu, n, file, max_model_len, commit, prompt, output, mean 
 )
 
 
-def _row(p, gpu, n, file, mml, commit, prompt, output, tpot, ttft, otps, date) -> Measurement:
+def lambda_row(batch, p, gpu, n, file, mml, commit, prompt, output, tpot, ttft, otps, date) -> Measurement:
+    """One LambdaLabs result file as a row (`batch`: the id prefix, lb4 / lb5)."""
     model, precision, note = _MODEL[file]
     kind = "-bf16" if file.startswith("Meta-Llama-3-") else ""
     sweep, stream = _SWEEP[date[4:6]]
     return Measurement(
-        f"lb4-{model}{kind}-{gpu.lower()}-tp{n}-sharegpt{p}", {"A100": "a100-80gb", "H100": "h100"}[gpu], model,
+        f"{batch}-{model}{kind}-{gpu.lower()}-tp{n}-sharegpt{p}", {"A100": "a100-80gb", "H100": "h100"}[gpu], model,
         precision, "0.5.4", n, 1, prompt, output, "burst", p, tpot, ttft, otps, None, mml,
         _LB4.format(commit=_COMMIT[commit], p=p, n=n, gpu=gpu, file=file, len=mml), f"{date[:4]}-{date[4:6]}-{date[6:8]}",
         _NOTES.format(p=p, date=date, sweep=sweep, stream=stream, model=note), flags=_LB_FLAGS)
 
 
-BLIND4: tuple[Measurement, ...] = tuple(_row(*row) for row in _ROWS)
+BLIND4: tuple[Measurement, ...] = tuple(lambda_row("lb4", *row) for row in _ROWS)

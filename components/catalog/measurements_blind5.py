@@ -47,12 +47,7 @@ repository states it and carry the run date and sweep in the notes.
 from __future__ import annotations
 
 from .measurements import Measurement
-from .measurements_blind3 import _LB_FLAGS
-from .measurements_blind4 import _COMMIT as _B4_COMMIT, _MODEL, _NOTES, _SWEEP
-
-_LB5 = ("https://github.com/LambdaLabsML/vllm-benchmark/blob/{commit}/results/prompt_{p}/{n}x{gpu}-80GB-SXM/"
-        "{file}_tp{n}_len{len}.json")
-_COMMIT = {**_B4_COMMIT, "e04b354": "e04b354be3700225a40818a81c90b360e6505e7a"}
+from .measurements_blind4 import lambda_row
 
 _ROWS = (  # prompts, gpu, n, file, max_model_len, commit, prompt, output, mean TPOT, mean TTFT, output tok/s, file date
     # (a) prompt_320, 4x and 8x
@@ -116,15 +111,4 @@ _ROWS = (  # prompts, gpu, n, file, max_model_len, commit, prompt, output, mean 
 )
 
 
-def _row(p, gpu, n, file, mml, commit, prompt, output, tpot, ttft, otps, date) -> Measurement:
-    model, precision, note = _MODEL[file]
-    kind = "-bf16" if file.startswith("Meta-Llama-3-") else ""
-    sweep, stream = _SWEEP[date[4:6]]
-    return Measurement(
-        f"lb5-{model}{kind}-{gpu.lower()}-tp{n}-sharegpt{p}", {"A100": "a100-80gb", "H100": "h100"}[gpu], model,
-        precision, "0.5.4", n, 1, prompt, output, "burst", p, tpot, ttft, otps, None, mml,
-        _LB5.format(commit=_COMMIT[commit], p=p, n=n, gpu=gpu, file=file, len=mml), f"{date[:4]}-{date[4:6]}-{date[6:8]}",
-        _NOTES.format(p=p, date=date, sweep=sweep, stream=stream, model=note), flags=_LB_FLAGS)
-
-
-BLIND5: tuple[Measurement, ...] = tuple(_row(*row) for row in _ROWS)
+BLIND5: tuple[Measurement, ...] = tuple(lambda_row("lb5", *row) for row in _ROWS)
