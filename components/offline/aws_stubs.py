@@ -44,10 +44,49 @@ def _partition(args):
     return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
 
 
+# Who runs the offline `pulumi up`: an assumed role, as a deployer usually is (STS returns the session ARN,
+# without the role's path; the user id is the role's unique id and the session name). Tests change it.
+CALLER = {"role": "platform-deployer", "session": "offline-plan"}
+
+
 @invoke("aws:index/getCallerIdentity:getCallerIdentity")
 def _caller(args):
-    return {"id": ACCOUNT, "accountId": ACCOUNT, "arn": f"arn:aws:iam::{ACCOUNT}:user/offline-plan",
-            "userId": "AIDAOFFLINEPLAN000000"}
+    return {"id": ACCOUNT, "accountId": ACCOUNT,
+            "arn": f"arn:aws:sts::{ACCOUNT}:assumed-role/{CALLER['role']}/{CALLER['session']}",
+            "userId": f"AROA{_hex(CALLER['role']).upper()}:{CALLER['session']}"}
+
+
+@invoke("aws:iam/getSessionContext:getSessionContext")
+def _session_context(args):
+    """An assumed-role ARN resolves to its role's ARN (the offline roles have no path); any other ARN passes
+    through as issuer_arn, as the real data source does."""
+    arn = args["arn"]
+    parts = arn.split(":", 5)
+    if parts[2] != "sts" or not parts[5].startswith("assumed-role/"):
+        return {"id": arn, "arn": arn, "issuerArn": arn, "issuerId": "", "issuerName": "", "sessionName": ""}
+    _, role, session = parts[5].split("/", 2)
+    return {"id": arn, "arn": arn, "issuerArn": f"arn:{parts[1]}:iam::{parts[4]}:role/{role}",
+            "issuerId": f"AROA{_hex(role).upper()}", "issuerName": role, "sessionName": session}
+
+
+# EKS clusters that already exist in the region ({name: tags}); the offline plan is an empty account.
+# Tests add one to plan a later `pulumi up` of a deployed stack.
+EXISTING_CLUSTERS: dict[str, dict[str, str]] = {}
+
+
+@invoke("aws:eks/getClusters:getClusters")
+def _clusters(args):
+    return {"id": _region(args), "names": sorted(EXISTING_CLUSTERS), "region": _region(args)}
+
+
+@invoke("aws:eks/getCluster:getCluster")
+def _get_cluster(args):
+    name = args["name"]
+    if name not in EXISTING_CLUSTERS:
+        raise ValueError(f"reading EKS Cluster ({name}): couldn't find resource")
+    return {"id": name, "name": name, "arn": _arn(args, "eks", f"cluster/{name}"), "status": "ACTIVE",
+            "tags": dict(EXISTING_CLUSTERS[name]),
+            "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}]}
 
 
 @invoke("aws:index/getAvailabilityZones:getAvailabilityZones")

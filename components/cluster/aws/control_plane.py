@@ -30,6 +30,12 @@ VIEW_POLICY = "AmazonEKSViewPolicy"
 PREVIEW_GROUP = "vllm-platform-preview"
 PREVIEW_RULES = [{"api_groups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]
 API_PORT = 443
+# EKS makes whoever creates the cluster its admin, through an access entry of its own that Pulumi does not
+# manage (access_config.bootstrap_cluster_creator_admin_permissions; ForceNew, so it stays on for clusters
+# already deployed). A second access entry for that principal fails with 409 ResourceInUseException, so the
+# stack creates none for it. Who the creator was must not depend on who runs a later `pulumi up` (a human
+# creates, CI deploys): the creating run records it in this cluster tag, and later runs read it back.
+CREATOR_TAG = "vllm-platform/cluster-creator"
 # Add-ons the nodes need before they can run pods; the others wait for the system nodes
 # (an add-on whose pods cannot schedule stays DEGRADED and its creation times out).
 NODE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
@@ -112,6 +118,26 @@ def _role_arn(roles) -> str | None:
     return (roles[0] or {}).get("roleArn") if roles else None
 
 
+def cluster_creator(cluster_name: str, invoke: pulumi.InvokeOptions) -> str | None:
+    """The IAM principal EKS made (or will make) this cluster's admin: on the run that creates the cluster, the
+    identity running `pulumi up` (an assumed role resolves to its role ARN, as EKS records it); afterwards the
+    cluster's CREATOR_TAG. None: a cluster created before the tag existed (nothing is skipped, as before)."""
+    if cluster_name not in aws.eks.get_clusters(opts=invoke).names:
+        caller = aws.get_caller_identity(opts=invoke).arn
+        return aws.iam.get_session_context(arn=caller, opts=invoke).issuer_arn
+    return (aws.eks.get_cluster(name=cluster_name, opts=invoke).tags or {}).get(CREATOR_TAG)
+
+
+def access_entries(settings: AwsSettings, creator: str | None) -> list[tuple[str, str, int, str]]:
+    """(role, access policy, index, principal) of each access entry to create: aws.adminRoleArns, then
+    aws.viewerRoleArns, without the cluster creator, which has EKS's admin entry already. The index is the
+    principal's place in its list, so that skipping the creator renames no other entry."""
+    return [(role, policy, i, arn)
+            for role, policy, arns in (("admin", ADMIN_POLICY, settings.admin_role_arns),
+                                       ("viewer", VIEW_POLICY, settings.viewer_role_arns))
+            for i, arn in enumerate(arns) if arn != creator]
+
+
 def kubeconfig_yaml(cluster: str, endpoint: str, ca_data: str, region: str, profile: str | None = None,
                     role_arn: str | None = None) -> str:
     """A kubeconfig that gets short-lived tokens from the AWS CLI (no long-lived credential in state), as the
@@ -153,12 +179,14 @@ class EksControlPlane(pulumi.ComponentResource):
                                               self, f"EKS control plane of {cluster_name}")
         key_access = aws.iam.RolePolicy(f"{name}-role-secrets-key", role=self.role.id,
                                         policy=self.secrets_key.arn.apply(secrets_key_policy), opts=child)
+        self.creator = cluster_creator(cluster_name, pulumi.InvokeOptions(parent=self))
         self.cluster = aws.eks.Cluster(
             f"{name}-cluster", name=cluster_name, version=cfg.cluster.kubernetes_version, role_arn=self.role.arn,
             vpc_config={"subnet_ids": network.private_subnet_ids, **endpoint_access(settings)},
-            # API mode: access entries instead of the aws-auth ConfigMap. The identity running
-            # `pulumi up` keeps admin so that the stack can install what runs on the cluster.
+            # API mode: access entries instead of the aws-auth ConfigMap. The identity that creates the
+            # cluster keeps admin so that the stack can install what runs on the cluster.
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+            **({"tags": {CREATOR_TAG: self.creator}} if self.creator else {}),
             encryption_config={"provider": {"key_arn": self.secrets_key.arn}, "resources": ["secrets"]},
             enabled_cluster_log_types=list(LOG_TYPES),
             # Explicit: left unset, EKS enrols the cluster in extended support (and its price) at the end of
@@ -166,16 +194,19 @@ class EksControlPlane(pulumi.ComponentResource):
             upgrade_policy={"support_type": settings.support_type},
             deletion_protection=deletion_protection(cfg),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, key_access, self.log_group]))
-        for role, policy, arns in (("admin", ADMIN_POLICY, settings.admin_role_arns),
-                                   ("viewer", VIEW_POLICY, settings.viewer_role_arns)):
-            for i, arn in enumerate(arns):
-                groups = {"kubernetes_groups": [PREVIEW_GROUP]} if role == "viewer" else {}
-                entry = aws.eks.AccessEntry(f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
-                                            type="STANDARD", opts=child, **groups)
-                aws.eks.AccessPolicyAssociation(
-                    f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
-                    policy_arn=access_policy_arn(partition, policy), access_scope={"type": "cluster"},
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]))
+        listed = [*settings.admin_role_arns, *settings.viewer_role_arns]
+        if self.creator in listed:
+            pulumi.log.info(f"aws.adminRoleArns / aws.viewerRoleArns: no access entry for {self.creator}: it "
+                            f"created the cluster, and EKS gave it cluster admin through an entry of its own",
+                            resource=self)
+        for role, policy, i, arn in access_entries(settings, self.creator):
+            groups = {"kubernetes_groups": [PREVIEW_GROUP]} if role == "viewer" else {}
+            entry = aws.eks.AccessEntry(f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
+                                        type="STANDARD", opts=child, **groups)
+            aws.eks.AccessPolicyAssociation(
+                f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
+                policy_arn=access_policy_arn(partition, policy), access_scope={"type": "cluster"},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]))
         # The private endpoint's ENIs carry the cluster security group, which EKS creates admitting only itself.
         self.security_group_id = self.cluster.vpc_config.apply(lambda v: v.cluster_security_group_id)
         self.deployer_rules = [
@@ -188,7 +219,7 @@ class EksControlPlane(pulumi.ComponentResource):
             pulumi.Output.all(self.cluster.name, self.cluster.endpoint, ca_data, profile, role_arn).apply(
                 lambda a: kubeconfig_yaml(a[0], a[1], a[2], settings.region, a[3], a[4])))
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
-                               "kubeconfig": self.kubeconfig})
+                               "kubeconfig": self.kubeconfig, "clusterCreator": self.creator})
 
 
 def preview_secret_reader(name: str, provider: k8s.Provider, depends_on: list, parent: pulumi.Resource) -> None:

@@ -140,3 +140,65 @@ def test_a_chain_of_assumed_roles_is_a_config_error():
     with pytest.raises(pulumi.RunError, match=r"aws:assumeRoles: the kubeconfig's `aws eks get-token --role-arn` "
                                               r"assumes one role"):
         _kubeconfig_exec(**{"aws:assumeRoles": chain})
+
+
+# --- the cluster creator's access entry ------------------------------------------------------------------
+
+ENTRY = "aws:eks/accessEntry:AccessEntry"
+ASSOC = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+ADMIN = "arn:aws:iam::123456789012:role/platform-admin"
+CI = "arn:aws:iam::123456789012:role/ci-deploy"
+VIEWER = "arn:aws:iam::123456789012:role/ci-preview"
+
+
+def _entries(caller: str, existing: dict | None, monkeypatch) -> tuple[dict, dict, dict]:
+    """({entry name: principal}, {association name: principal}, cluster tags) of a plan run as `caller` (an
+    assumed role), in an account whose EKS clusters are `existing` ({name: tags})."""
+    from components.offline import aws_stubs
+    monkeypatch.setitem(aws_stubs.CALLER, "role", caller)
+    monkeypatch.setattr(aws_stubs, "EXISTING_CLUSTERS", dict(existing or {}))
+    res, _ = plan_config({"cloud": "aws", "models": MODELS,
+                          "aws": {"region": "us-east-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"],
+                                  "adminRoleArns": [ADMIN, CI], "viewerRoleArns": [VIEWER]}})
+    return ({r.name: r.inputs["principalArn"] for r in by_type(res, ENTRY)},
+            {r.name: r.inputs["principalArn"] for r in by_type(res, ASSOC)}, one(res, CLUSTER).inputs.get("tags"))
+
+
+def test_the_deployer_that_creates_the_cluster_gets_no_second_access_entry(monkeypatch):
+    """EKS gives the creator an entry of its own; another one for it fails with 409 ResourceInUseException."""
+    entries, assocs, tags = _entries("platform-admin", None, monkeypatch)
+    expected = {"vllm-cluster-eks-admin-1": CI, "vllm-cluster-eks-viewer-0": VIEWER}
+    assert entries == expected and assocs == expected
+    assert tags == {"vllm-platform/cluster-creator": ADMIN}
+
+
+def test_a_later_run_by_another_listed_role_keeps_every_entry_as_it_was(monkeypatch):
+    """CI deploys a cluster a human created: the creator comes from the cluster's tag, not from the caller,
+    so CI's own entry stays and no entry for the creator is attempted."""
+    entries, _, tags = _entries("ci-deploy", {"vllm": {"vllm-platform/cluster-creator": ADMIN}}, monkeypatch)
+    assert entries == {"vllm-cluster-eks-admin-1": CI, "vllm-cluster-eks-viewer-0": VIEWER}
+    assert tags == {"vllm-platform/cluster-creator": ADMIN}
+
+
+def test_an_unlisted_deployer_changes_nothing_and_is_recorded_as_the_creator(monkeypatch):
+    entries, _, tags = _entries("alice", None, monkeypatch)
+    assert entries == {"vllm-cluster-eks-admin-0": ADMIN, "vllm-cluster-eks-admin-1": CI,
+                       "vllm-cluster-eks-viewer-0": VIEWER}
+    assert tags == {"vllm-platform/cluster-creator": "arn:aws:iam::123456789012:role/alice"}
+
+
+def test_a_cluster_deployed_before_the_creator_tag_keeps_all_its_entries_and_gets_no_tag(monkeypatch):
+    """Nothing is known about its creator: the entries stay as deployed, and the cluster is not updated."""
+    entries, _, tags = _entries("platform-admin", {"vllm": {"team": "ml"}}, monkeypatch)
+    assert entries == {"vllm-cluster-eks-admin-0": ADMIN, "vllm-cluster-eks-admin-1": CI,
+                       "vllm-cluster-eks-viewer-0": VIEWER}
+    assert tags is None
+
+
+def test_the_offline_caller_is_an_assumed_role_resolved_to_its_role():
+    from components.offline.aws_stubs import _caller, _session_context
+    arn = _caller({})["arn"]
+    assert arn == "arn:aws:sts::123456789012:assumed-role/platform-deployer/offline-plan"
+    assert _session_context({"arn": arn})["issuerArn"] == "arn:aws:iam::123456789012:role/platform-deployer"
+    user = "arn:aws:iam::123456789012:user/alice"
+    assert _session_context({"arn": user})["issuerArn"] == user
