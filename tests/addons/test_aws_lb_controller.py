@@ -168,3 +168,27 @@ def test_an_existing_cluster_has_no_nlb_controller():
     raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("prod-llama405b-onprem")).items()
            if k.startswith("vllm-platform:")}
     assert recorded_cluster_facts(raw).load_balancer_controller is None
+
+
+def test_destroy_removes_the_gateways_nlb_service_while_the_controller_still_runs(prod):
+    """`pulumi destroy` deletes dependents first. The Gateway (from which Envoy Gateway makes the LoadBalancer
+    Service), its EnvoyProxy (the NLB annotations) and the namespace the Service lives in (whose deletion Pulumi
+    awaits, and which waits on the controller's finalizer service.k8s.aws/resources) depend on the controller's
+    release, so the controller is still there to delete the NLB, its target groups and security groups; the
+    release goes before the system nodes and the VPC (test_values_name_the_cluster_region_vpc_and_service_account,
+    test_the_release_waits_for_its_identity_and_the_cluster)."""
+    lbc = f"{RELEASE}::vllm-addons-aws-load-balancer-controller"
+    for type_, name in (("kubernetes:gateway.networking.k8s.io/v1:Gateway", "vllm-gateway-gateway"),
+                        ("kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy", "vllm-gateway-envoyproxy"),
+                        ("kubernetes:core/v1:Namespace", "vllm-gateway-ns-envoy-gateway-system")):
+        assert lbc in one(prod, type_, name).dependencies, name
+
+
+def test_kubernetes_objects_keep_the_api_until_they_are_deleted(prod):
+    """A listed admin (here aws.adminRoleArns' platform-admin, not the offline deployer) running `pulumi destroy`
+    keeps its access entry until the Kubernetes objects are gone: without the dependency Pulumi may delete the
+    entry first, every later Kubernetes delete fails with 401 and the NLB stays behind."""
+    access = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation::vllm-cluster-eks-admin-0"
+    for type_, name in ((RELEASE, "vllm-addons-aws-load-balancer-controller"),
+                        ("kubernetes:core/v1:Namespace", "vllm-gateway-ns-envoy-gateway-system")):
+        assert access in one(prod, type_, name).dependencies, name

@@ -140,14 +140,17 @@ class AwsGpuCluster(pulumi.ComponentResource):
         block_class = block_storage_class(f"{name}-block-class", self.provider, addons[EBS_CSI_ADDON], self)
         # Operators and serving objects need the system nodes, the add-ons and a reachable API, not the GPU
         # groups: pods that ask for GPUs wait as Pending while a GPU group (or its capacity) is still coming.
-        ready = [nodes.system, *addons.values(), *control.deployer_rules, block_class]
+        # The access entries too: created before, deleted after every Kubernetes object, so that a listed role
+        # running `pulumi destroy` does not lose the API half-way (and leave the gateway's NLB behind).
+        ready = [nodes.system, *addons.values(), *control.deployer_rules, *control.access, block_class]
         if uses_efs(args):
             cache = EfsModelCache(f"{name}-cache", cluster_name, network, nodes.node_security_group, self.provider,
                                   addons[EFS_CSI_ADDON], opts=child)
             ready.append(cache.storage_class)
         ClusterAutoscaler(f"{name}-autoscaler", self.cluster, cluster_name, settings.region, minor,
                           partition.partition, account, self.provider,
-                          [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules], opts=child)
+                          [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules, *control.access],
+                          opts=child)
         _, lbc_identity = pod_identity_role(
             f"{name}-lb-controller", self.cluster, LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT,
             load_balancer_controller_policy(partition.partition), self,
@@ -158,7 +161,7 @@ class AwsGpuCluster(pulumi.ComponentResource):
             namespace=LB_CONTROLLER_NAMESPACE, service_account=LB_CONTROLLER_SERVICE_ACCOUNT,
             highly_available=args.production, depends_on=[lbc_identity])
         if settings.viewer_role_arns:
-            preview_secret_reader(f"{name}-preview", self.provider, control.deployer_rules, self)
+            preview_secret_reader(f"{name}-preview", self.provider, [*control.deployer_rules, *control.access], self)
         weights_access = s3_readers(name, self.cluster, partition.partition, args.bucket_readers, self,
                                     [addons["eks-pod-identity-agent"], *control.deployer_rules])
         storage_class, read_gbps = cache_facts(args)

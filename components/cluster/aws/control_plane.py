@@ -199,14 +199,17 @@ class EksControlPlane(pulumi.ComponentResource):
             pulumi.log.info(f"aws.adminRoleArns / aws.viewerRoleArns: no access entry for {self.creator}: it "
                             f"created the cluster, and EKS gave it cluster admin through an entry of its own",
                             resource=self)
+        # Kubernetes objects depend on these (components/cluster/aws/component.py): `pulumi destroy` run by a
+        # listed role keeps its access until the last object (the gateway's NLB Service among them) is gone.
+        self.access: list[aws.eks.AccessPolicyAssociation] = []
         for role, policy, i, arn in access_entries(settings, self.creator):
             groups = {"kubernetes_groups": [PREVIEW_GROUP]} if role == "viewer" else {}
             entry = aws.eks.AccessEntry(f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
                                         type="STANDARD", opts=child, **groups)
-            aws.eks.AccessPolicyAssociation(
+            self.access.append(aws.eks.AccessPolicyAssociation(
                 f"{name}-{role}-{i}", cluster_name=self.cluster.name, principal_arn=arn,
                 policy_arn=access_policy_arn(partition, policy), access_scope={"type": "cluster"},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]))
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[entry])))
         # The private endpoint's ENIs carry the cluster security group, which EKS creates admitting only itself.
         self.security_group_id = self.cluster.vpc_config.apply(lambda v: v.cluster_security_group_id)
         self.deployer_rules = [
