@@ -98,9 +98,11 @@ class GcpGpuCluster(pulumi.ComponentResource):
         account, grants = node_identity(name, args, after_apis)
 
         every_model = [m for s in specs for m in s.models]
+        # The default pool (created with the cluster, deleted at once) runs as the node account, with its roles.
         control = GkeControlPlane(
             name, args, net, cost_labels(stack, args.environment, every_model),
-            pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources]))
+            pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources, *grants]),
+            node_service_account=account.email)
         self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
         self.control_plane_firewall = control_plane_firewall(name, prefix, g, net, self.cluster, account.email,
                                                              child)

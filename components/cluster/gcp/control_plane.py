@@ -28,7 +28,10 @@ if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds 
     from .component import GcpClusterArgs
 
 # APIs a fresh project needs before the cluster and the Filestore instance can be created.
-SERVICES = ("compute.googleapis.com", "container.googleapis.com", "file.googleapis.com", "iam.googleapis.com")
+# cloudresourcemanager: gcp.projects.IAMMember reads and writes the project's IAM policy through it
+# (projects.getIamPolicy / setIamPolicy), which a project created without it refuses (403 SERVICE_DISABLED).
+SERVICES = ("compute.googleapis.com", "container.googleapis.com", "file.googleapis.com", "iam.googleapis.com",
+            "cloudresourcemanager.googleapis.com")
 # Least privilege for nodes instead of the Compute Engine default service account (Editor):
 # cloud.google.com/kubernetes-engine/docs/how-to/service-accounts#default-gke-service-agent
 NODE_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader")
@@ -38,7 +41,11 @@ MAINTENANCE_WINDOW = {"start_time": "2025-01-04T02:00:00Z", "end_time": "2025-01
                       "recurrence": "FREQ=WEEKLY;BYDAY=SA,SU"}
 # Maintenance exclusions are operational calls (a launch, a freeze) made with `gcloud container clusters
 # update --add-maintenance-exclusion-*`; `pulumi up` must not remove them again.
-IGNORED_CLUSTER_CHANGES = ["maintenancePolicy.maintenanceExclusions"]
+# nodeConfig describes only the default pool that GKE creates with the cluster and remove_default_node_pool
+# deletes at once. It is ForceNew, and GKE reports a remaining pool's config in its place
+# (hashicorp/terraform-provider-google#12070), so a diff there would replace the cluster; clusters deployed
+# without it keep theirs.
+IGNORED_CLUSTER_CHANGES = ["maintenancePolicy.maintenanceExclusions", "nodeConfig"]
 
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
 INSTALL_HINT = ("Install gke-gcloud-auth-plugin for use with kubectl by following "
@@ -73,9 +80,18 @@ def kubeconfig_via_dns(cfg: GcpClusterArgs) -> bool:
     return cfg.gcp.kubeconfig_endpoint == "dns"
 
 
-def cluster_args(cfg: GcpClusterArgs, net: PrimaryNetwork, labels: dict[str, str]) -> dict:
-    """Arguments of gcp.container.Cluster (pulumi_gcp 10.x names)."""
+def default_pool_node_config(service_account) -> dict:
+    """The default pool's nodes run as the stack's node service account: left unset, GKE gives them the Compute
+    Engine default service account, which hardened organisations disable or strip of its roles, and the cluster's
+    creation fails. The scope is the node pools' (IAM, not scopes, limits access), so that the config GKE reports
+    for the cluster afterwards (a remaining pool's) matches."""
+    return {"service_account": service_account, "oauth_scopes": [CLOUD_PLATFORM_SCOPE]}
+
+
+def cluster_args(cfg: GcpClusterArgs, net: PrimaryNetwork, labels: dict[str, str], node_service_account=None) -> dict:
+    """Arguments of gcp.container.Cluster (pulumi_gcp 10.x names); node_service_account: the default pool's."""
     g = cfg.gcp
+    default_pool = {"node_config": default_pool_node_config(node_service_account)} if node_service_account else {}
     return dict(
         name=cfg.cluster.name,
         # Regional control plane (three replicas, upgrades without API downtime); nodes in one zone,
@@ -90,6 +106,7 @@ def cluster_args(cfg: GcpClusterArgs, net: PrimaryNetwork, labels: dict[str, str
         # Node pools are managed separately (node_pools.py).
         remove_default_node_pool=True,
         initial_node_count=1,
+        **default_pool,
         release_channel={"channel": g.release_channel or GKE_RELEASE_CHANNEL},
         min_master_version=cfg.cluster.kubernetes_version,
         private_cluster_config={"enable_private_nodes": True, "enable_private_endpoint": private_ip_endpoint(cfg),
@@ -185,10 +202,10 @@ class GkeControlPlane:
     Kubernetes provider uses (kubeconfig_via_dns): the DNS endpoint, or the IP endpoint with the cluster CA."""
 
     def __init__(self, name: str, cfg: GcpClusterArgs, net: PrimaryNetwork, labels: dict[str, str],
-                 opts: pulumi.ResourceOptions):
+                 opts: pulumi.ResourceOptions, node_service_account=None):
         g = cfg.gcp
         self.labels = labels
-        self.args = cluster_args(cfg, net, labels)
+        self.args = cluster_args(cfg, net, labels, node_service_account)
         self.cluster = gcp.container.Cluster(
             f"{name}-gke", **self.args,
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=IGNORED_CLUSTER_CHANGES)))

@@ -292,3 +292,32 @@ def test_the_cache_claim_binds_to_the_filestore_volume():
     asked, offered = (int(s.removesuffix("Gi")) for s in (claim["resources"]["requests"]["storage"],
                                                          pv["capacity"]["storage"]))
     assert 0 < asked <= offered == 2560
+
+
+def test_the_default_pool_runs_as_the_node_account_not_the_compute_engine_default():
+    """Hardened organisations disable the Compute Engine default service account (or strip its roles): the pool
+    GKE creates with the cluster, and deletes at once, would fail the cluster's creation. It waits for the node
+    account's roles, and its config never diffs (ForceNew: a diff would replace the cluster)."""
+    res = plan("g2")[0]
+    account = one(res, "gcp:serviceaccount/account:Account").inputs["accountId"]
+    cluster = one(res, CLUSTER)
+    assert cluster.inputs["nodeConfig"] == {
+        "serviceAccount": f"{account}@{PROJECT}.iam.gserviceaccount.com",
+        "oauthScopes": ["https://www.googleapis.com/auth/cloud-platform"]}
+    assert cluster.inputs["removeDefaultNodePool"] is True and cluster.inputs["initialNodeCount"] == 1
+    grants = {f"gcp:projects/iAMMember:IAMMember::{r.name}" for r in by_type(res, "gcp:projects/iAMMember:IAMMember")}
+    assert len(grants) == 2 and grants <= set(cluster.dependencies)
+
+
+def test_the_resource_manager_api_is_on_before_the_iam_bindings():
+    """gcp.projects.IAMMember goes through the Cloud Resource Manager API; a fresh project may not have it."""
+    res = plan("g2")[0]
+    apis = {r.inputs["service"]: r.name for r in by_type(res, "gcp:projects/service:Service")}
+    assert apis["cloudresourcemanager.googleapis.com"] == "vllm-cluster-api-cloudresourcemanager"
+    assert set(apis) == {"compute.googleapis.com", "container.googleapis.com", "file.googleapis.com",
+                         "iam.googleapis.com", "cloudresourcemanager.googleapis.com"}
+    crm = "gcp:projects/service:Service::vllm-cluster-api-cloudresourcemanager"
+    for member in by_type(res, "gcp:projects/iAMMember:IAMMember"):
+        assert crm in member.dependencies, member.name
+    assert one(res, "gcp:projects/service:Service", "vllm-cluster-api-cloudresourcemanager").inputs[
+        "disableOnDestroy"] is False

@@ -268,7 +268,7 @@ def test_maintenance_window_and_operator_exclusions_survive_pulumi_up(monkeypatc
     monkeypatch.setattr(runner, "RecordingMonitor", Monitor)
     extra, model = CASES["g2"]
     res, _ = cluster_plan({"cloud": "gcp", **extra, "models": [model]})
-    assert ignored["vllm-cluster-gke"] == ["maintenancePolicy.maintenanceExclusions"]
+    assert ignored["vllm-cluster-gke"] == ["maintenancePolicy.maintenanceExclusions", "nodeConfig"]
     assert ignored["vllm-cluster-gpu-g2-standard-8"] == ["initialNodeCount"]
     window = one(res, CLUSTER).inputs["maintenancePolicy"]["recurringWindow"]
     assert window["recurrence"] == "FREQ=WEEKLY;BYDAY=SA,SU"
