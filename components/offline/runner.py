@@ -72,7 +72,32 @@ def load_stack_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict) or not isinstance(doc.get("config") or {}, dict):
         raise ConfigError([f"{path}: a stack file is a mapping with a `config:` mapping of `project:key: value`"])
-    return doc.get("config") or {}
+    return namespaced(doc.get("config") or {}, path)
+
+
+def namespaced(config: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The keys as the Pulumi CLI reads them: a key without a namespace (`environment: prod`) is the project's
+    (`vllm-platform:environment`; pulumi/pulumi sdk/go/common/workspace/loaders.go stackConfigNamespacedWithProject),
+    and `ns:config:name`, the old form, is `ns:name` (resource/config/key.go ParseKey). Two spellings of one key
+    are refused: the CLI would keep either, depending on map order."""
+    out: dict[str, Any] = {}
+    spelt: dict[str, str] = {}
+    errors = []
+    for key, value in config.items():
+        key = str(key)
+        parts = key.split(":")
+        full = (f"{PROJECT}:{key}" if len(parts) == 1 else
+                f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == "config" else key)
+        if full.count(":") != 1:
+            errors.append(f"{path}: `{key}` is not a configuration key (the Pulumi CLI refuses it); "
+                          f"write `namespace:name`, e.g. `{PROJECT}:{parts[-1]}`")
+            continue
+        if full in out:
+            errors.append(f"{path}: config keys `{spelt[full]}` and `{key}` are both `{full}`; keep one")
+        out[full], spelt[full] = value, key
+    if errors:
+        raise ConfigError(errors)
+    return out
 
 
 def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str], list[str]]:

@@ -1,0 +1,113 @@
+"""Issue 24, "the plan tells the truth": stack keys as Pulumi reads them, --out, the dev stack's description."""
+import json
+
+import pytest
+import yaml
+
+from components.cli import main
+from components.config import ConfigError
+from components.offline.runner import ROOT, load_stack_yaml, plan_stack_offline
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _dev_with(tmp_path, **unprefixed):
+    """stacks/Pulumi.dev.yaml with some keys written without the project prefix."""
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text())
+    for key, value in unprefixed.items():
+        doc["config"].pop(f"vllm-platform:{key}", None)
+        doc["config"][key] = value
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+# --- 1. a key without a namespace is the project's, as the Pulumi CLI reads it ---------------------------
+
+def test_a_key_without_a_namespace_is_the_projects(tmp_path):
+    # pulumi/pulumi workspace/loaders.go stackConfigNamespacedWithProject: `namespace: other` -> project:namespace
+    config = load_stack_yaml(_dev_with(tmp_path, namespace="other"))
+    assert config["vllm-platform:namespace"] == "other" and "namespace" not in config
+
+
+def test_an_unprefixed_key_changes_the_plan(tmp_path):
+    result = plan_stack_offline(str(_dev_with(tmp_path, namespace="other")))
+    namespaces = {r.inputs.get("metadata", {}).get("name") for r in result.resources
+                  if r.type == "kubernetes:core/v1:Namespace"}
+    assert "other" in namespaces and "vllm" not in namespaces
+
+
+def test_other_namespaces_and_the_old_config_form_stay_as_pulumi_reads_them(tmp_path):
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text("config:\n  aws:region: us-west-2\n  vllm-platform:config:environment: prod\n")
+    assert load_stack_yaml(path) == {"aws:region": "us-west-2", "vllm-platform:environment": "prod"}
+
+
+def test_two_spellings_of_one_key_are_refused(tmp_path):
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text("config:\n  vllm-platform:environment: dev\n  environment: prod\n")
+    with pytest.raises(ConfigError) as e:
+        load_stack_yaml(path)
+    assert e.value.errors == [f"{path}: config keys `vllm-platform:environment` and `environment` are both "
+                              f"`vllm-platform:environment`; keep one"]
+
+
+def test_a_key_pulumi_cannot_parse_is_refused(tmp_path, capsys):
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text("config:\n  vllm-platform:gateway:tls: none\n")
+    code, _, err = run(capsys, "plan", str(path))
+    assert code == 2 and "Traceback" not in err
+    assert (f"{path}: `vllm-platform:gateway:tls` is not a configuration key (the Pulumi CLI refuses it); "
+            f"write `namespace:name`, e.g. `vllm-platform:tls`") in err
+
+
+# --- 5. plan --out on a path it cannot write -------------------------------------------------------------
+
+def test_out_naming_a_file_exits_2_before_planning(tmp_path, capsys):
+    target = tmp_path / "plan.txt"
+    target.write_text("mine")
+    code, out, err = run(capsys, "plan", "--out", str(target))
+    assert (code, out) == (2, "")
+    assert err.strip() == f"--out: {target} is a file, not a directory; give a directory for the plan's files"
+    assert target.read_text() == "mine"
+
+
+def test_out_under_a_file_exits_2(tmp_path, capsys):
+    (tmp_path / "plan.txt").write_text("mine")
+    target = tmp_path / "plan.txt" / "sub" / "dir"
+    code, out, err = run(capsys, "plan", "--out", str(target))
+    assert (code, out) == (2, "")
+    assert err.strip() == (f"--out: {tmp_path / 'plan.txt'} is a file, so {target} cannot be made; "
+                           f"give a directory for the plan's files")
+
+
+def test_out_unwritable_exits_2_without_a_traceback(capsys):
+    # /proc takes no new directories, even from root (for whom every permission check passes)
+    code, out, err = run(capsys, "plan", "--out", "/proc/vllm-platform-plan")
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("--out: ")
+    assert "/proc" in err and "give a directory you can write" in err
+
+
+def test_out_with_missing_parents_makes_them(tmp_path, capsys):
+    target = tmp_path / "new" / "plan"
+    code, _, _ = run(capsys, "plan", "--out", str(target))
+    assert code == 0 and json.loads((target / "topology.json").read_text())["llama-8b"]["replicas"] == 2
+
+
+# --- 6. the dev stack says what it asks for ---------------------------------------------------------------
+
+def test_the_dev_stacks_description_matches_its_plan():
+    from components.cli import stacks_rows
+    row = next(r for r in stacks_rows() if r[0] == "`dev`")
+    # 8 users at 4 per replica (the knee on one L4): 2 replicas, one per single-L4 node; min 1
+    assert row[4:9] == ["your 1×l4 nodes", "TP 1", "1", "2 (1–2)", "2 (1–2)"]
+    head = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text().splitlines()[0]
+    assert head == ("# dev: Llama-3.1-8B on two GPU nodes with one L4 each (2 replicas hold the SLA's 8 users; "
+                    "1 node at the")
+    assert ("(`stacks/Pulumi.dev.yaml`: Llama-3.1-8B on two GPU nodes with one L4 each, 1 at the minimum)"
+            in " ".join((ROOT / "README.md").read_text().split()))
