@@ -93,6 +93,17 @@ def option(path: str) -> str:
     return TOPOLOGY_FLAGS.get(path, path)
 
 
+def in_flags(message: str) -> str:
+    """A no-fit message's headline in the options' words: the planner names a models[] entry's fields
+    (`raise sla.tpotMs`, `bound by replicas.max`); here the options set them (`raise --tpot-ms`)."""
+    head, _, rest = message.partition("\n")
+    for key, flag in sorted(TOPOLOGY_FLAGS.items(), key=lambda kv: -len(kv[0])):
+        if key.islower() and "." not in key and key not in ("accelerator", "precision"):
+            continue  # plain words (model, sla, engine) that the text uses as words
+        head = re.sub(rf"(?<![\w.-]){re.escape(key)}(?![\w])", flag, head)
+    return head + (f"\n{rest}" if rest else "")
+
+
 def cmd_topology(a) -> int:
     import dataclasses
 
@@ -113,7 +124,7 @@ def cmd_topology(a) -> int:
     try:
         t = plan_topology(dataclasses.replace(req, served_model_name=None))
     except NoFeasibleTopology as e:
-        return _fail(EXIT_NO_FIT, f"no topology fits: {e.message}")
+        return _fail(EXIT_NO_FIT, f"no topology fits: {in_flags(e.message)}")
     sys.stderr.write("".join(f"note: {n}\n" for n in dep.spec.notes))  # what a config.json left out or estimated
     print(json.dumps(t.to_dict(), indent=2) if a.json else summary(t))
     return 0
