@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from .capacity_table import capacity_arguments
-from .catalog import ACCELERATORS, MODELS, instance_types
+from .catalog import ACCELERATORS, MODELS, instance_types, offered
 from .cost import total_line
 from .planner.capacity import LATENCY_MARGIN
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
@@ -21,6 +21,7 @@ from .summary import serving_lines, summary  # noqa: F401 (the plan's text; test
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
 TABLE_MAX_MODEL_LEN = 32_768
+NOT_ON_DEMAND_ROW = "not offered on demand (reservation or Spot only)"
 
 
 def _fail(code: int, message: str) -> int:
@@ -40,6 +41,10 @@ def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[lis
             cands = tuple(instance_types(cloud, acc))
             if not cands:
                 continue
+            if not any(offered(i) for i in cands):  # the table prices on demand; a stack on demand refuses these
+                rows.append([m.id, m.precisions[0], acc, *["—"] * 9, NOT_ON_DEMAND_ROW])
+                continue
+            cands = tuple(i for i in cands if offered(i))
             req = PlanRequest(model=m, precision=m.precisions[0], candidates=cands,
                               max_model_len=min(max_model_len, m.max_context))
             try:

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from .catalog import MODELS, PRECISIONS, closest_models, find_model, instance_types
+from .catalog import MODELS, PRECISIONS, closest_models, find_model, instance_types, offered
 from .cli import EXIT_BAD_INPUT, EXIT_NO_FIT, _fail, summary
 from .planner import NoFeasibleTopology, Sla, plan_topology
 from .planner.capacity import PERCENTILES
@@ -115,8 +115,13 @@ def cmd_topology(a) -> int:
     dep, problems = topology_deployment(a, spec)
     if problems:
         return _fail(EXIT_BAD_INPUT, "\n".join(problems))
-    pool = tuple(instance_types(a.cloud))
+    pool = tuple(i for i in instance_types(a.cloud) if offered(i))  # priced on demand: only what is sold so
     req = deployment_request(dep, pool)
+    unsold = [i.name for i in deployment_request(dep, tuple(instance_types(a.cloud))).candidates]
+    if not req.candidates and unsold:
+        return _fail(EXIT_BAD_INPUT, f"--gpu: {dep.accelerator} on {a.cloud} comes as {', '.join(unsold)}, not "
+                                     f"offered on demand (a stack buys it with gcp.reservation or gcp.spot: true); "
+                                     f"topology prices on demand: try another --gpu or --cloud")
     if not req.candidates:
         where = sorted({i.cloud for c in ("aws", "gcp") for i in instance_types(c, dep.accelerator)})
         return _fail(EXIT_BAD_INPUT, f"--gpu: no {a.cloud} instance type carries {dep.accelerator}; "

@@ -111,3 +111,50 @@ def test_the_dev_stacks_description_matches_its_plan():
                     "1 node at the")
     assert ("(`stacks/Pulumi.dev.yaml`: Llama-3.1-8B on two GPU nodes with one L4 each, 1 at the minimum)"
             in " ".join((ROOT / "README.md").read_text().split()))
+
+
+# --- 3. table / topology / capacity never quote a shape a stack on demand refuses --------------------------
+
+def test_the_gcp_table_quotes_no_type_sold_only_by_reservation_or_spot(capsys):
+    code, out, _ = run(capsys, "table", "--cloud", "gcp", "--markdown")
+    assert code == 0
+    assert "a3-ultragpu" not in out and "a4-highgpu" not in out and "$84.81" not in out
+    rows = [line for line in out.splitlines() if line.startswith("| llama-3.1-70b | bf16 | h")]
+    assert rows[1] == ("| llama-3.1-70b | bf16 | h200 | — | — | — | — | — | — | — | — | — | "
+                       "not offered on demand (reservation or Spot only) |")
+
+
+def test_the_table_uses_the_predicate_the_gke_stack_refuses_by():
+    """Every GCP type the table would not quote is one a GKE stack on demand refuses, and the other way round."""
+    from components.catalog import instance_types, offered
+    from components.cli import table_rows
+    unsold = {i.name for i in instance_types("gcp") if not offered(i)}
+    assert unsold == {"a3-ultragpu-8g", "a4-highgpu-8g"}  # cloud.google.com/compute/docs/accelerator-optimized-machines
+    quoted = {r[3] for r in table_rows("gcp")}
+    assert not unsold & quoted and "a3-highgpu-8g" in quoted
+    assert all(offered(i) for i in instance_types("aws"))  # no AWS type is known not to be sold on demand
+
+
+def test_topology_refuses_a_gpu_only_sold_by_reservation(capsys):
+    code, out, err = run(capsys, "topology", "--model", "llama-3.1-70b", "--gpu", "h200", "--cloud", "gcp")
+    assert (code, out) == (2, "")
+    assert err.strip() == ("--gpu: h200 on gcp comes as a3-ultragpu-8g, not offered on demand (a stack buys it with "
+                           "gcp.reservation or gcp.spot: true); topology prices on demand: try another --gpu or --cloud")
+    code, out, _ = run(capsys, "topology", "--model", "llama-3.1-405b", "--cloud", "gcp", "--json")
+    assert code == 0 and json.loads(out)["instance_type"] not in ("a3-ultragpu-8g", "a4-highgpu-8g")
+
+
+def test_capacity_refuses_it_too(capsys):
+    code, _, err = run(capsys, "capacity", "--model", "llama-3.1-8b", "--gpu", "b200", "--cloud", "gcp")
+    assert code == 2 and err.startswith("--gpu: b200 on gcp comes as a4-highgpu-8g, not offered on demand")
+
+
+def test_capacity_takes_a_config_json_as_topology_does(capsys):
+    path = ROOT / "tests" / "fixtures" / "hf" / "meta-llama--Meta-Llama-3.1-8B" / "config.json"
+    code, out, _ = run(capsys, "capacity", "--model-config", str(path), "--gpu", "l4", "--max-model-len", "8192")
+    assert code == 0
+    assert out.splitlines()[0].startswith("Meta-Llama-3.1-8B bf16 on g6.xlarge (TP 1, KV auto, 31,696 tokens)")
+    code, _, err = run(capsys, "capacity", "--gpu", "l4")
+    assert code == 2 and err.strip() == "--model or --model-config: a catalog id / Hub repo id, or a config.json"
+    code, _, err = run(capsys, "capacity", "--model-config", str(ROOT / "nope.json"), "--gpu", "l4")
+    assert code == 2 and err.startswith(f"--model-config: {ROOT / 'nope.json'}: cannot read it")
