@@ -158,3 +158,72 @@ def test_capacity_takes_a_config_json_as_topology_does(capsys):
     assert code == 2 and err.strip() == "--model or --model-config: a catalog id / Hub repo id, or a config.json"
     code, _, err = run(capsys, "capacity", "--model-config", str(ROOT / "nope.json"), "--gpu", "l4")
     assert code == 2 and err.startswith(f"--model-config: {ROOT / 'nope.json'}: cannot read it")
+
+
+# --- 2. secrets a preview needs, and placeholders left in a stack ------------------------------------------
+
+def test_every_secret_is_in_the_deploy_runbook_with_its_command():
+    from components.config.load import SECRET_KEYS
+    assert set(SECRET_KEYS) == {"hfToken", "kubeconfig", "gatewayApiKeys"}  # a new secret belongs in the runbook
+    runbook = (ROOT / "docs" / "deploy.md").read_text()
+    for key in ("hfToken", "gatewayApiKeys", "kubeconfig"):
+        assert f"pulumi config set --secret {key} " in runbook, key
+
+
+def test_plan_says_which_secrets_it_filled(capsys, tmp_path):
+    code, out, _ = run(capsys, "plan", "--out", str(tmp_path / "dev"))
+    assert code == 0
+    assert ("note: secrets not in the stack file, placeholders in this offline plan: hfToken (`pulumi config set "
+            "--secret hfToken hf_...`); gatewayApiKeys (`pulumi config set --secret gatewayApiKeys "
+            "'{\"default\": \"...\"}'`, one key per gateway.clients entry); a real `pulumi preview` needs them set "
+            "(docs/deploy.md)\n") in out
+    assert "warning: " not in out  # the dev stack carries no stand-in values
+
+
+def test_a_stack_with_its_secrets_and_no_gateway_keys_gets_no_secret_note(tmp_path):
+    path = _dev_with(tmp_path, gateway={"auth": "none"})
+    raw = yaml.safe_load(path.read_text())
+    raw["config"]["vllm-platform:hfToken"] = {"secure": "AAABAK..."}
+    path.write_text(yaml.safe_dump(raw))
+    assert plan_stack_offline(str(path)).notes == []
+
+
+def test_plan_names_every_placeholder_field_of_a_shipped_stack():
+    from components.config.placeholders import placeholder_warnings
+    from components.offline.runner import stack_file
+    tail = "; replace it with your own before `pulumi up`"
+    assert placeholder_warnings(load_stack_yaml(stack_file("prod-llama70b-aws"))) == [
+        "aws.endpointPublicAccessCidrs[0]: 203.0.113.10/32 is a documentation address range (203.0.113.0/24, never "
+        "routed)" + tail,
+        "aws.adminRoleArns[0]: arn:aws:iam::123456789012:role/platform-admin is an example ARN (account "
+        "123456789012)" + tail,
+        "gateway.tls.certificateArn: arn:aws:acm:us-east-1:123456789012:certificate/00000000-0000-0000-0000-"
+        "000000000000 is an all-zero example certificate ARN" + tail]
+    assert placeholder_warnings(load_stack_yaml(stack_file("prod-qwen72b-gcp"))) == [
+        "gcp.masterAuthorizedNetworks[0]: 203.0.113.0/28 is a documentation address range (203.0.113.0/24, never "
+        "routed)" + tail]
+    assert placeholder_warnings(load_stack_yaml(stack_file("dev"))) == []
+
+
+@pytest.mark.parametrize("value, what", [
+    ("192.0.2.7", "a documentation address range (192.0.2.0/24, never routed)"),
+    ("198.51.100.0/24", "a documentation address range (198.51.100.0/24, never routed)"),
+    ("2001:db8:1::/48", "a documentation address range (2001:db8::/32, never routed)"),
+    ("arn:aws:iam::000000000000:role/x", "an example ARN (account 000000000000)"),
+    ("arn:aws:acm:eu-west-1:210987654321:certificate/00000000-0000-0000-0000-000000000000",
+     "an all-zero example certificate ARN"),
+    ("llm.example.com", "an example.com/.net/.org documentation host name"),
+    ("https://grafana.example.org/d/x", "an example.com/.net/.org documentation host name"),
+    ("203.0.114.0/24", None), ("10.0.0.0/8", None), ("arn:aws:iam::210987654321:role/admin", None),
+    ("notexample.com", None), ("1.33", None), ("llm.mycorp.com", None),
+])
+def test_what_counts_as_a_placeholder(value, what):
+    from components.config.placeholders import placeholder_problem
+    assert placeholder_problem(value) == what
+
+
+def test_plan_prints_the_placeholder_warnings(capsys, tmp_path):
+    code, out, _ = run(capsys, "plan", "prod-qwen72b-gcp", "--out", str(tmp_path / "q"))
+    assert code == 0
+    assert ("\nwarning: gcp.masterAuthorizedNetworks[0]: 203.0.113.0/28 is a documentation address range "
+            "(203.0.113.0/24, never routed); replace it with your own before `pulumi up`\n") in out
