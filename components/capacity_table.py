@@ -3,8 +3,10 @@
 The replica is the shape the planner picks for the model on the GPU (TP pinned with --tp). The table prints the
 model's estimates; the SLA column and the knee judge them with the planning margin (capacity.LATENCY_MARGIN), at
 the mean or, with --percentile p99, at the tail figures. When no shape meets the SLA even for one request, the
-table is still printed for the shape that fits in memory (every row says the SLA does not hold). Exit codes as
-the other commands: 2 bad input, 3 nothing fits in memory.
+table is still printed for the shape that fits in memory (every row says the SLA does not hold) and the command
+exits 3, as `topology` does when nothing meets the SLA. Exit codes as the other commands: 2 bad input, 3 no shape
+meets the SLA (or nothing fits in memory). The model is anything `topology` takes: a catalog id, a Hub repo id, or
+--model-config config.json.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import json
 import sys
 from dataclasses import replace
 
-from .catalog import ACCELERATORS, MODELS, find_model, instance_types
+from .catalog import ACCELERATORS, instance_types, offered
 from .planner import NoFeasibleTopology, PlanRequest, Sla, evaluate
 from .planner.capacity import PERCENTILES, Workload, sweep
 
@@ -38,7 +40,15 @@ def _check(a, model) -> str | None:
         return f"--tp: {a.tp} does not divide {model.name}'s {model.heads} attention heads"
     if not instance_types(a.cloud, a.gpu):
         return f"--gpu: no {a.cloud} instance type carries {a.gpu}"
+    if not _sold(a.cloud, a.gpu):  # what `topology` and `table` refuse too
+        return (f"--gpu: {a.gpu} on {a.cloud} comes as {', '.join(i.name for i in instance_types(a.cloud, a.gpu))}, "
+                f"not offered on demand (a stack buys it with gcp.reservation or gcp.spot: true); capacity prices on "
+                f"demand: try another --gpu or --cloud")
     return None
+
+
+def _sold(cloud: str, gpu: str):
+    return tuple(i for i in instance_types(cloud, gpu) if offered(i))
 
 
 def _best_fit(req: PlanRequest):
@@ -81,7 +91,10 @@ def knee_lines(t) -> list[str]:
 
 def capacity_arguments(cp) -> None:
     """The `capacity` command's options (the parser entry is in cli.py)."""
-    cp.add_argument("--model", required=True, help="catalog id or Hugging Face repo id (see `table`)")
+    cp.add_argument("--model", help="catalog id (see `table`) or any Hub repo id (its config.json, cached), "
+                                    "as `topology` takes it")
+    cp.add_argument("--model-config", metavar="PATH", help="size the model from this config.json (docs/models.md)")
+    cp.add_argument("--revision", help="Hub commit (40 hex digits) the model's config.json is read at; default: main")
     cp.add_argument("--gpu", required=True, help="GPU type (e.g. h100, l4)")
     cp.add_argument("--precision", choices=["bf16", "fp8", "mxfp4"], help="default: the model's native one")
     cp.add_argument("--tp", type=int, help="pin tensor parallelism; default: what the planner picks")
@@ -97,9 +110,10 @@ def capacity_arguments(cp) -> None:
 
 
 def capacity_report(a) -> int:
-    model = find_model(a.model)
+    from .cli_topology import model_spec  # the same model lookup as `topology` (catalog, Hub, config.json)
+    model, problem = model_spec(a)
     if model is None:
-        return _fail(EXIT_BAD_INPUT, f"--model: unknown model {a.model!r}; allowed: {', '.join(MODELS)}")
+        return _fail(EXIT_BAD_INPUT, problem)
     a.gpu = a.gpu.lower()
     problem = _check(a, model)
     if problem:
@@ -113,14 +127,14 @@ def capacity_report(a) -> int:
                                      f"exceed --max-model-len {mml}")
     sla = Sla(ttft_ms=a.ttft_ms, tpot_ms=a.tpot_ms, concurrency=1, prompt_tokens=a.prompt_tokens,
               output_tokens=a.output_tokens, latency_percentile=a.percentile)
-    req = PlanRequest(model=model, precision=precision, candidates=tuple(instance_types(a.cloud, a.gpu)),
+    req = PlanRequest(model=model, precision=precision, candidates=_sold(a.cloud, a.gpu),
                       max_model_len=mml, sla=sla, tensor_parallel_size=a.tp, max_replicas=10**6)
     try:
         fit, relaxed = _best_fit(req)
     except NoFeasibleTopology as e:
         kinds = sorted({r.constraint for r in e.refusals})
         return _fail(EXIT_NO_FIT, f"nothing fits: {model.name} {precision} on {a.gpu} ({', '.join(kinds)}); "
-                                  f"try `python -m components topology --model {model.id} --gpu {a.gpu}`")
+                                  f"`python -m components topology` with the same options says why")
     points, knee = sweep(fit.replica, Workload(a.prompt_tokens, a.output_tokens), a.tpot_ms, a.ttft_ms, mml,
                          percentile=a.percentile)
     judge = (a.tpot_ms, a.ttft_ms, knee.percentile, knee.margin)
@@ -136,7 +150,7 @@ def capacity_report(a) -> int:
     }
     if a.json:
         print(json.dumps(doc, indent=2))
-        return 0
+        return _no_sla(relaxed, a)
     par = f"TP {fit.tp}" + (f" x PP {fit.pp}" if fit.pp > 1 else "")
     print(f"{model.name} {precision} on {fit.inst.name} ({par}, KV {fit.kv_dtype}, {fit.kv_tokens:,} tokens); "
           f"{a.prompt_tokens} prompt + {a.output_tokens} output tokens; "
@@ -161,4 +175,13 @@ def capacity_report(a) -> int:
     print(f"knee: {knee.concurrency} concurrent requests (bound by {bound}); KV limit {knee.kv_limit} "
           f"at {length} tokens/request{held_text}. p99 columns: a queueing model, not calibrated "
           f"(docs/capacity.md)")
-    return 0
+    return _no_sla(relaxed, a)
+
+
+def _no_sla(relaxed: bool, a) -> int:
+    """Exit 3 (as `topology`) when no shape meets the SLA even for one request: the table shows the closest."""
+    if not relaxed:
+        return 0
+    print(f"no shape meets the SLA (TPOT {a.tpot_ms:g} ms, TTFT {a.ttft_ms:g} ms, {a.percentile}) even for one "
+          f"request; the table is the cheapest shape that fits in memory", file=sys.stderr)
+    return EXIT_NO_FIT

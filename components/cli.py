@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from .capacity_table import capacity_arguments
-from .catalog import ACCELERATORS, MODELS, instance_types
+from .catalog import ACCELERATORS, MODELS, instance_types, offered
 from .cost import total_line
 from .planner.capacity import LATENCY_MARGIN
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
@@ -21,6 +21,7 @@ from .summary import serving_lines, summary  # noqa: F401 (the plan's text; test
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
 TABLE_MAX_MODEL_LEN = 32_768
+NOT_ON_DEMAND_ROW = "not offered on demand (reservation or Spot only)"
 
 
 def _fail(code: int, message: str) -> int:
@@ -40,6 +41,10 @@ def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[lis
             cands = tuple(instance_types(cloud, acc))
             if not cands:
                 continue
+            if not any(offered(i) for i in cands):  # the table prices on demand; a stack on demand refuses these
+                rows.append([m.id, m.precisions[0], acc, *["—"] * 9, NOT_ON_DEMAND_ROW])
+                continue
+            cands = tuple(i for i in cands if offered(i))
             req = PlanRequest(model=m, precision=m.precisions[0], candidates=cands,
                               max_model_len=min(max_model_len, m.max_context))
             try:
@@ -132,9 +137,9 @@ def cmd_plan(a) -> int:
 
     stack = a.stack or DEFAULT_STACK
     started = time.perf_counter()
-    if a.out and Path(a.out).exists() and any(Path(a.out).iterdir()) and not (Path(a.out) / "resources.json").exists():
-        return _fail(EXIT_BAD_INPUT, f"--out: {a.out} exists and holds no earlier plan (resources.json); "
-                                     "the plan replaces its directory, so give a new or a plan directory")
+    problem = _out_problem(Path(a.out)) if a.out else None
+    if problem:
+        return _fail(EXIT_BAD_INPUT, problem)
     old_rows = None
     if a.diff is not None:  # read before the plan: --diff may name the directory this plan replaces
         try:
@@ -160,10 +165,16 @@ def cmd_plan(a) -> int:
     out = Path(a.out) if a.out else ROOT / "build" / stack
     rows = resource_rows(result.resources)
     picture = diagram.mermaid(stack, rows, topology)
-    objs = write_plan(out, result.resources, topology,
-                      extra={"diagram.mmd": picture, "diagram.md": diagram.markdown(stack, picture)})
+    try:
+        objs = write_plan(out, result.resources, topology,
+                          extra={"diagram.mmd": picture, "diagram.md": diagram.markdown(stack, picture)})
+    except OSError as e:  # what the check before the plan cannot see (a read-only file system, a full disk)
+        return _fail(EXIT_BAD_INPUT, f"--out: cannot write the plan to {out}: {e.strerror or e}; "
+                                     f"give a directory you can write")
     for note in result.notes:
         print(f"note: {note}")
+    for warning in result.warnings:  # what to replace before `pulumi up`
+        print(f"warning: {warning}")
     serving = result.exports.get("serving", {})
     for name, t in topology.items():
         print(summary(Topology.from_dict(t)))
@@ -186,6 +197,22 @@ def cmd_plan(a) -> int:
     verdicts = _policy_verdicts(result)
     print(f"policy pack: {len(verdicts)} mandatory violation(s)")
     return EXIT_POLICY if verdicts else 0
+
+
+def _out_problem(out: Path) -> str | None:
+    """Why --out cannot take the plan, before planning: a file, a directory that is not a plan (the plan
+    replaces it), or a path under a file or an unwritable directory. None: fine (missing parents are made)."""
+    if out.exists() and not out.is_dir():
+        return f"--out: {out} is a file, not a directory; give a directory for the plan's files"
+    if out.is_dir() and any(out.iterdir()) and not (out / "resources.json").exists():
+        return (f"--out: {out} exists and holds no earlier plan (resources.json); "
+                "the plan replaces its directory, so give a new or a plan directory")
+    above = next(p for p in out.absolute().parents if p.exists())  # the filesystem root always exists
+    if not above.is_dir():
+        return f"--out: {above} is a file, so {out} cannot be made; give a directory for the plan's files"
+    if not os.access(above, os.W_OK | os.X_OK):
+        return f"--out: {above} is not writable, so the plan cannot be written to {out}; give a directory you can write"
+    return None
 
 
 def _shown(path: Path, root: Path) -> str:

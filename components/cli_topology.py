@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from .catalog import MODELS, PRECISIONS, closest_models, find_model, instance_types
+from .catalog import MODELS, PRECISIONS, closest_models, find_model, instance_types, offered
 from .cli import EXIT_BAD_INPUT, EXIT_NO_FIT, _fail, summary
 from .planner import NoFeasibleTopology, Sla, plan_topology
 from .planner.capacity import PERCENTILES
@@ -93,6 +93,17 @@ def option(path: str) -> str:
     return TOPOLOGY_FLAGS.get(path, path)
 
 
+def in_flags(message: str) -> str:
+    """A no-fit message's headline in the options' words: the planner names a models[] entry's fields
+    (`raise sla.tpotMs`, `bound by replicas.max`); here the options set them (`raise --tpot-ms`)."""
+    head, _, rest = message.partition("\n")
+    for key, flag in sorted(TOPOLOGY_FLAGS.items(), key=lambda kv: -len(kv[0])):
+        if key.islower() and "." not in key and key not in ("accelerator", "precision"):
+            continue  # plain words (model, sla, engine) that the text uses as words
+        head = re.sub(rf"(?<![\w.-]){re.escape(key)}(?![\w])", flag, head)
+    return head + (f"\n{rest}" if rest else "")
+
+
 def cmd_topology(a) -> int:
     import dataclasses
 
@@ -104,8 +115,13 @@ def cmd_topology(a) -> int:
     dep, problems = topology_deployment(a, spec)
     if problems:
         return _fail(EXIT_BAD_INPUT, "\n".join(problems))
-    pool = tuple(instance_types(a.cloud))
+    pool = tuple(i for i in instance_types(a.cloud) if offered(i))  # priced on demand: only what is sold so
     req = deployment_request(dep, pool)
+    unsold = [i.name for i in deployment_request(dep, tuple(instance_types(a.cloud))).candidates]
+    if not req.candidates and unsold:
+        return _fail(EXIT_BAD_INPUT, f"--gpu: {dep.accelerator} on {a.cloud} comes as {', '.join(unsold)}, not "
+                                     f"offered on demand (a stack buys it with gcp.reservation or gcp.spot: true); "
+                                     f"topology prices on demand: try another --gpu or --cloud")
     if not req.candidates:
         where = sorted({i.cloud for c in ("aws", "gcp") for i in instance_types(c, dep.accelerator)})
         return _fail(EXIT_BAD_INPUT, f"--gpu: no {a.cloud} instance type carries {dep.accelerator}; "
@@ -113,7 +129,7 @@ def cmd_topology(a) -> int:
     try:
         t = plan_topology(dataclasses.replace(req, served_model_name=None))
     except NoFeasibleTopology as e:
-        return _fail(EXIT_NO_FIT, f"no topology fits: {e.message}")
+        return _fail(EXIT_NO_FIT, f"no topology fits: {in_flags(e.message)}")
     sys.stderr.write("".join(f"note: {n}\n" for n in dep.spec.notes))  # what a config.json left out or estimated
     print(json.dumps(t.to_dict(), indent=2) if a.json else summary(t))
     return 0

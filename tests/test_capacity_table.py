@@ -76,8 +76,11 @@ def test_capacity_nothing_fits_exits_3(capsys):
 
 
 def test_capacity_shows_a_table_even_when_no_shape_meets_the_sla(capsys):
-    code, out, _ = run(capsys, "capacity", "--model", "llama-3.1-70b", "--gpu", "h100", "--tpot-ms", "2")
-    assert code == 0 and "no shape meets the SLA even for one request" in out
+    code, out, err = run(capsys, "capacity", "--model", "llama-3.1-70b", "--gpu", "h100", "--tpot-ms", "2")
+    # exit 3 as `topology` does when nothing meets the SLA; the table still shows the closest shape
+    assert code == 3 and "no shape meets the SLA even for one request" in out
+    assert err == ("no shape meets the SLA (TPOT 2 ms, TTFT 2000 ms, mean) even for one request; the table is the "
+                   "cheapest shape that fits in memory\n")
     assert "knee: 0 concurrent requests" in out and " yes" not in out
 
 

@@ -31,7 +31,7 @@ def test_topology_json(capsys):
 def test_topology_refusal_exits_3_with_the_reason(capsys):
     code, _, err = run(capsys, "topology", "--model", "llama-3.1-405b", "--gpu", "a10g")
     assert code == 3
-    assert "Llama-3.1-405B bf16 needs 754 GiB of weights; on a10g the most is 8 x 20.1 GiB per node" in err
+    assert "\n  Llama-3.1-405B bf16 needs 754 GiB of weights; on a10g the most is 8 x 20.1 GiB per node" in err
 
 
 @pytest.mark.parametrize("argv,field", [
@@ -144,7 +144,7 @@ def test_plan_infeasible_stack_exits_3(tmp_path, capsys):
         "vllm-platform:models": [{"name": "big", "model": "llama-3.1-405b"}],
     }}))
     code, _, err = run(capsys, "plan", str(stack))
-    assert code == 3 and "models[0] (big): Llama-3.1-405B bf16 needs" in err
+    assert code == 3 and "models[0] (big): Llama-3.1-405B bf16: bound by " in err
 
 
 def test_python_dash_m_entrypoint():

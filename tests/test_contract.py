@@ -165,9 +165,9 @@ def test_a_replica_across_nodes_without_a_network_is_a_plan_refusal():
         "models": [model(name="big", model="llama-3.1-405b")]}, {"hfToken"})
     with pytest.raises(NoFeasibleTopology) as e:
         validated_plan(cfg)
-    assert e.value.message.startswith("models[0] (big): Llama-3.1-405B bf16 needs 754 GiB of weights; on h100 the "
-                                      "most is 8 x 71.3 GiB per node and h100 nodes have no network between them "
-                                      "for PP")
+    assert e.value.message.startswith("models[0] (big): Llama-3.1-405B bf16: bound by memory: ")
+    assert ("\n  Llama-3.1-405B bf16 needs 754 GiB of weights; on h100 the most is 8 x 71.3 GiB per node and h100 "
+            "nodes have no network between them for PP") in e.value.message
     assert "needs a network between them; existing-h100x8 has no network fabric" in str(e.value.refusals)
 
 
@@ -195,7 +195,8 @@ EVERY_PROBLEM = [
     "aws.capacityReservations: no reservation for planned instance type g6.12xlarge (small); add `g6.12xlarge: cr-...`",
     "modelCache.loader: runai-streamer needs the runai-model-streamer package, which the vLLM image carries but the "
     "Ray Serve LLM image of multi-node model(s) huge does not; use auto or eager",
-    "models[1] (big): no topology fits: Llama-3.1-405B bf16 needs 754 GiB of weights; on a10g",
+    "models[1] (big): no topology fits: Llama-3.1-405B bf16: bound by TPOT: ",
+    "  Llama-3.1-405B bf16 needs 754 GiB of weights; on a10g",
 ]
 
 

@@ -127,6 +127,19 @@ INSTANCE_TYPES: dict[str, InstanceType] = {
 }
 
 
+# GCP machine families not sold on demand, only through reservations, flex-start or Spot
+# (cloud.google.com/compute/docs/accelerator-optimized-machines: A3 Ultra and A4 consumption options ⚠ re-check).
+NOT_ON_DEMAND = {"gcp": ("a3-ultragpu", "a4-highgpu")}
+
+
+def offered(inst: InstanceType, capacity_type: str = "onDemand") -> bool:
+    """Whether `inst` can be bought as `capacity_type` (onDemand, spot, reservation, capacityBlock). One predicate:
+    a GKE stack refuses what it is not (components/cluster/gcp/node_pools.py), and `table`, `topology` and
+    `capacity`, which price on demand, never quote it."""
+    family = inst.name.rsplit("-", 1)[0]
+    return not (capacity_type == "onDemand" and family in NOT_ON_DEMAND.get(inst.cloud, ()))
+
+
 def instance_types(cloud: str, accelerator: str | None = None) -> list[InstanceType]:
     return [
         i for i in INSTANCE_TYPES.values()

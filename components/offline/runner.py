@@ -23,6 +23,7 @@ from pulumi.runtime.sync_await import _sync_await
 
 from ..config import load
 from ..config.load import ConfigError
+from ..config.placeholders import placeholder_warnings
 from ..config.schema import PROJECT
 from ..project import project_root
 from .mocks import Recorded, RecordingMocks, RecordingMonitor
@@ -47,6 +48,7 @@ class PlanResult:
     resources: list[Recorded]
     exports: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # placeholders left in the stack file (config/placeholders.py)
 
 
 def stack_file(stack: str) -> Path:
@@ -72,7 +74,32 @@ def load_stack_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict) or not isinstance(doc.get("config") or {}, dict):
         raise ConfigError([f"{path}: a stack file is a mapping with a `config:` mapping of `project:key: value`"])
-    return doc.get("config") or {}
+    return namespaced(doc.get("config") or {}, path)
+
+
+def namespaced(config: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The keys as the Pulumi CLI reads them: a key without a namespace (`environment: prod`) is the project's
+    (`vllm-platform:environment`; pulumi/pulumi sdk/go/common/workspace/loaders.go stackConfigNamespacedWithProject),
+    and `ns:config:name`, the old form, is `ns:name` (resource/config/key.go ParseKey). Two spellings of one key
+    are refused: the CLI would keep either, depending on map order."""
+    out: dict[str, Any] = {}
+    spelt: dict[str, str] = {}
+    errors = []
+    for key, value in config.items():
+        key = str(key)
+        parts = key.split(":")
+        full = (f"{PROJECT}:{key}" if len(parts) == 1 else
+                f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == "config" else key)
+        if full.count(":") != 1:
+            errors.append(f"{path}: `{key}` is not a configuration key (the Pulumi CLI refuses it); "
+                          f"write `namespace:name`, e.g. `{PROJECT}:{parts[-1]}`")
+            continue
+        if full in out:
+            errors.append(f"{path}: config keys `{spelt[full]}` and `{key}` are both `{full}`; keep one")
+        out[full], spelt[full] = value, key
+    if errors:
+        raise ConfigError(errors)
+    return out
 
 
 def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -85,15 +112,23 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
             config[key] = value
         else:
             config[key] = json.dumps(value)
+    filled = []
     token = f"{PROJECT}:hfToken"
     if token not in config:
-        notes.append("hfToken is not in the stack file (set it with `pulumi config set --secret hfToken`); "
-                     "the offline plan uses a placeholder secret")
+        filled.append("hfToken (`pulumi config set --secret hfToken hf_...`)")
         config[token], secret_keys = OFFLINE_SECRET, secret_keys + [token]
     keys = f"{PROJECT}:gatewayApiKeys"  # components/config/gateway.py: one placeholder key per client
     if keys not in config:
         clients = (raw.get(f"{PROJECT}:gateway") or {}).get("clients") or ["default"]
         config[keys], secret_keys = json.dumps({c: f"{OFFLINE_SECRET}-{c}" for c in clients}), secret_keys + [keys]
+        example = json.dumps({c: "..." for c in clients})
+        gw = raw.get(f"{PROJECT}:gateway") or {}
+        if gw.get("enabled", True) is not False and gw.get("auth", "apiKeys") == "apiKeys":  # else unused
+                filled.append(f"gatewayApiKeys (`pulumi config set --secret gatewayApiKeys '{example}'`, one key per "
+                          f"gateway.clients entry)")
+    if filled:
+        notes.append(f"secrets not in the stack file, placeholders in this offline plan: {'; '.join(filled)}; "
+                     f"a real `pulumi preview` needs them set (docs/deploy.md)")
     return config, secret_keys
 
 
@@ -140,10 +175,11 @@ def plan_stack_offline(stack: str = DEFAULT_STACK, preview: bool = False) -> Pla
     if not path.exists():
         raise FileNotFoundError(f"no stack file {path}; stacks: {', '.join(stack_names())}")
     notes: list[str] = []
-    config, secret_keys = pulumi_config(load_stack_yaml(path), notes)
+    raw = load_stack_yaml(path)
+    config, secret_keys = pulumi_config(raw, notes)
     load.STACK_DIR = path.parent  # models[].configFile is relative to the stack file
     try:
         resources, exports = run_program(config, secret_keys, stack, preview)
     finally:
         load.STACK_DIR = None
-    return PlanResult(stack, resources, exports, notes)
+    return PlanResult(stack, resources, exports, notes, placeholder_warnings(raw))

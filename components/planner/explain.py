@@ -24,9 +24,24 @@ def _closest(refusals: list[Refusal]) -> list[Refusal]:
     return list(best.values())
 
 
+# What the headline names as the binding constraint (the refusal that got furthest), in the stack file's words
+# where a field sets it (a models[] entry's sla.tpotMs, replicas.max; the CLI shows its options instead).
+CAUSES = {"tpot": "TPOT", "ttft": "TTFT", "max-replicas": "replicas.max", "memory": "memory",
+          "kv-cache": "memory (KV cache)", "cuda-graph": "memory (CUDA graphs)", "host-memory": "host memory",
+          "fabric": "the network between nodes", "pp-layers": "pipeline parallelism",
+          "tp-gpus-per-node": "tensor parallelism", "tp-heads": "tensor parallelism",
+          "tp-kv-heads": "tensor parallelism", "tp-fp8-block": "tensor parallelism (FP8 blocks)"}
+UNBOUNDED = 10**9
+
+
 def _feasible(req: PlanRequest) -> bool:
     from .search import evaluate
     return bool(evaluate(req)[0])
+
+
+def binding(refusals: list[Refusal]) -> Refusal:
+    """The refusal that got furthest through the checks (on the largest shape): what stops the plan."""
+    return max(_closest(refusals), key=lambda r: (ORDER.index(r.constraint), r.tp * r.pp))
 
 
 def explain_refusal(req: PlanRequest, refusals: list[Refusal]) -> str:
@@ -49,15 +64,50 @@ def explain_refusal(req: PlanRequest, refusals: list[Refusal]) -> str:
             s += (f" and {a} nodes have no fast fabric (EFA/RDMA): PP across them runs over {net:g} Gbps "
                   f"Ethernet, only where the SLA still holds")
         parts.append(s)
-    lines = [head + "; " + "; ".join(parts)]
+    b = binding(refusals)
+    lines = [f"{m.name} {req.precision}: bound by {CAUSES[b.constraint]}: {b.detail} (closest shape: "
+             f"{b.instance_type} TP{b.tp}xPP{b.pp}) → {_suggest(req, b)}",
+             "  " + head + "; " + "; ".join(parts)]
     for r in sorted(_closest(refusals), key=lambda r: ACCELERATORS[r.accelerator].visible_gib):
         lines.append(f"  closest on {r.accelerator}: {r}")
-    lines[0] += " → " + _suggest(req)
     return "\n".join(lines)
 
 
-def _suggest(req: PlanRequest) -> str:
+def _fewest_replicas(req: PlanRequest) -> int | None:
+    from .search import evaluate
+    fits = evaluate(replace(req, max_replicas=UNBOUNDED))[0]
+    return min((f.replicas for f in fits), default=None)
+
+
+def _longest_that_plans(req: PlanRequest) -> int | None:
+    """The longest maxModelLen, halving from the request's, that plans (at least one SLA request long)."""
+    shortest = max(256, req.sla.prompt_tokens + req.sla.output_tokens)
+    length = req.max_model_len // 2
+    while length >= shortest:
+        if _feasible(replace(req, max_model_len=length)):
+            return length
+        length //= 2
+    return None
+
+
+def _suggest(req: PlanRequest, bound: Refusal) -> str:
+    """Only changes that make this request plan (each one checked), the binding constraint's own first."""
     m, tips = req.model, []
+    sla = req.sla
+    if bound.constraint == "tpot" and _feasible(replace(req, sla=replace(sla, tpot_ms=UNBOUNDED))):
+        tips.append("raise sla.tpotMs")
+    if bound.constraint == "ttft" and _feasible(replace(req, sla=replace(sla, ttft_ms=UNBOUNDED))):
+        tips.append("raise sla.ttftMs")
+    if bound.constraint == "max-replicas":
+        fewest = _fewest_replicas(req)
+        if fewest is not None:
+            tips.append(f"raise replicas.max to {fewest}")
+    if bound.constraint == "kv-cache":
+        shorter = _longest_that_plans(req)
+        if shorter:
+            tips.append(f"lower maxModelLen to {shorter:,}")
+        if "fp8" not in req.kv_cache_dtypes and _feasible(replace(req, kv_cache_dtypes=("auto", "fp8"))):
+            tips.append("kvCacheDtype allow-fp8")
     clouds = {i.cloud for i in req.candidates}
     current = {i.accelerator for i in req.candidates}
     other = []
@@ -67,9 +117,9 @@ def _suggest(req: PlanRequest) -> str:
             if acc not in other and _feasible(replace(req, candidates=tuple(instance_types(cloud, acc)))):
                 other.append(acc)
     if other:
-        tips.append("choose " + "/".join(other))
+        tips.append("choose accelerator " + "/".join(other))
     if req.precision == "bf16" and "fp8" in m.precisions and _feasible(replace(req, precision="fp8")):
-        tips.append("fp8")
+        tips.append("precision fp8")
     if not tips:
-        tips.append("relax the SLA, lower max_model_len or raise max_replicas")
+        return "no single change checked here (the SLA, replicas.max, maxModelLen, accelerator, precision) makes it plan"
     return " or ".join(tips)

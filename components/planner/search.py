@@ -177,7 +177,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     if replicas > req.max_replicas:
         return refuse("max-replicas", f"{replicas} replicas of {concurrency} concurrent requests "
                                       f"({at.arrival_rate:.2f} requests/s) each are needed for {sla.load_text}; "
-                                      f"max_replicas is {req.max_replicas}")
+                                      f"replicas.max is {req.max_replicas}")
     rpn = inst.gpus // tp if pp == 1 else 1
     nodes = fleet_nodes(replicas, rpn, pp, req.spread_nodes)
     cpu, memory, shm = _pod_share(inst, rpn)

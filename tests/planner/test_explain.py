@@ -21,7 +21,7 @@ def _refusal(req) -> str:
 def test_nodes_without_a_fast_fabric_run_pp_over_ethernet_within_the_sla():
     msg = _refusal(request("llama-3.1-405b", "a10g"))
     assert ("on a10g the most is 8 x 20.1 GiB per node and a10g nodes have no fast fabric (EFA/RDMA): PP across "
-            "them runs over 100 Gbps Ethernet, only where the SLA still holds → choose") in msg
+            "them runs over 100 Gbps Ethernet, only where the SLA still holds") in msg
     assert "fast fabric (EFA/RDMA) for PP" not in msg  # the old wording said PP was impossible there
 
 

@@ -14,7 +14,7 @@ Sources:
   p = docs/sizing.md (compact placement on GKE documented for A100, L4 and H100;
       H200/B200 capacity comes through reservations)
   d = cloud.google.com/compute/docs/accelerator-optimized-machines (A3 Ultra and A4 boot from
-      Hyperdisk only; consumption through reservations, flex-start or Spot ⚠ re-check)
+      Hyperdisk only; that they are not offered on demand is catalog/instances.py NOT_ON_DEMAND)
 """
 from __future__ import annotations
 
@@ -41,24 +41,23 @@ class MachineFamily:
     mtu: int
     compact_placement: bool  # GKE COMPACT placement policy offered
     boot_disk_type: str
-    on_demand: bool  # offered on demand, or only through reservations / flex-start / Spot
     source: str
 
 
 MACHINE_FAMILIES: dict[str, MachineFamily] = {
     f.family: f
     for f in [
-        MachineFamily("g2-standard", None, 0, None, None, 0, 1460, True, "pd-balanced", True, "p"),
-        MachineFamily("a2-highgpu", None, 0, None, None, 0, 1460, True, "pd-balanced", True, "p"),
-        MachineFamily("a2-ultragpu", None, 0, None, None, 0, 1460, True, "pd-balanced", True, "p"),
+        MachineFamily("g2-standard", None, 0, None, None, 0, 1460, True, "pd-balanced", "p"),
+        MachineFamily("a2-highgpu", None, 0, None, None, 0, 1460, True, "pd-balanced", "p"),
+        MachineFamily("a2-ultragpu", None, 0, None, None, 0, 1460, True, "pd-balanced", "p"),
         MachineFamily("a3-highgpu", "gpudirect-tcpx", 4, PER_NIC_VPC, "NetDevice", 0, GPUDIRECT_MTU, True,
-                      "pd-balanced", True, "t, p"),
+                      "pd-balanced", "t, p"),
         MachineFamily("a3-megagpu", "gpudirect-tcpxo", 8, PER_NIC_VPC, "NetDevice", 0, GPUDIRECT_MTU, True,
-                      "pd-balanced", True, "t, p"),
+                      "pd-balanced", "t, p"),
         MachineFamily("a3-ultragpu", "rdma", 8, ROCE_VPC, "RDMA", 1, RDMA_MTU, False,
-                      "hyperdisk-balanced", False, "r, p, d"),
+                      "hyperdisk-balanced", "r, p, d"),
         MachineFamily("a4-highgpu", "rdma", 8, ROCE_VPC, "RDMA", 1, RDMA_MTU, False,
-                      "hyperdisk-balanced", False, "r, p, d"),
+                      "hyperdisk-balanced", "r, p, d"),
     ]
 }
 

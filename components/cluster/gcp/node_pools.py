@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import pulumi
 import pulumi_gcp as gcp
 
+from ...catalog import offered
 from ...config.load import ConfigError
 from ...versions import GKE_GPU_DRIVER_VERSION
 from ..pools import (CLOUD_TAINT_EFFECTS, GPU_ROOT_DISK_GIB, SYSTEM_POOL, SYSTEM_ROOT_DISK_GIB,
@@ -65,8 +66,7 @@ def capacity_errors(cfg: GcpClusterArgs, specs: list[PoolSpec]) -> list[str]:
                       f"{', '.join(s.instance.name for s in specs)}; pin every model's instanceTypes to the "
                       f"reservation's machine type, or drop gcp.reservation")
     for spec in specs:
-        family = machine_family(spec.instance)
-        if not family.on_demand and not (cfg.gcp.spot or cfg.gcp.reservation):
+        if not (cfg.gcp.spot or cfg.gcp.reservation) and not offered(spec.instance, "onDemand"):
             errors.append(f"gcp.reservation: {spec.instance.name} (for {', '.join(spec.models)}) is not offered "
                           f"on demand; set gcp.reservation to a reservation of it, or gcp.spot: true")
         if cfg.model_cache.kind == "nvme" and not bundled_local_ssds(spec):
