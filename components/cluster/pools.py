@@ -163,5 +163,5 @@ def quota_problem(field: str, where: str, need: QuotaNeed, value: float, request
     """The refusal: which quota, its value, what the plan needs of it, and the exact request to file."""
     q = need.quota
     return (f"{field}: quota {q.code} ({q.name}{''.join(f', {k}={v}' for k, v in q.dimensions)}) in {where} is "
-            f"{value:g} {q.unit}, and GPU pools {', '.join(need.pools)} need {need.need} {q.unit} at their max "
-            f"node counts; request {need.need}: {request} (or lower the models' replicas.max)")
+            f"{value:g} {q.unit}; the GPU pools ({', '.join(need.pools)}) need {need.need} {q.unit} at their max "
+            f"node counts. Request {need.need}: {request}; or lower the models' replicas.max")

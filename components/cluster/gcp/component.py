@@ -22,7 +22,7 @@ from ...source_access import BucketReader
 from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, NEW_GPU_NODE_READY_S, ClusterFacts, GpuPool
 from ..pools import PoolSpec
 from . import storage
-from .control_plane import GkeControlPlane, cost_labels, enable_services, node_identity
+from .control_plane import QUOTAS_API, GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
 from .source_access import gcs_readers
 from .network import control_plane_firewall, fabric_networks, primary_network
@@ -110,7 +110,7 @@ class GcpGpuCluster(pulumi.ComponentResource):
             f"{name}-system", **system_node_pool_args(args, self.cluster.id, account.email, control.labels),
             opts=pool_options(pulumi.ResourceOptions(parent=self, depends_on=grants)))
         # GPU pools are created in the zone GCE confirmed offers their machine type (and holds the reservation).
-        zone = checked_zone(args, specs, apis["compute.googleapis.com"], self)
+        zone = checked_zone(args, specs, [apis["compute.googleapis.com"], apis[QUOTAS_API]], self)
         gpu_opts = pool_options(pulumi.ResourceOptions(parent=self, depends_on=[*grants, *fabric]))
         self.node_pools: dict[str, gcp.container.NodePool] = {}
         for spec in specs:

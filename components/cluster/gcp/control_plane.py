@@ -27,8 +27,11 @@ from .network import PrimaryNetwork
 if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
     from .component import GcpClusterArgs
 
-# APIs a fresh project needs before the cluster and the Filestore instance can be created.
-SERVICES = ("compute.googleapis.com", "container.googleapis.com", "file.googleapis.com", "iam.googleapis.com")
+# APIs a fresh project needs before the cluster and the Filestore instance can be created, and the one the
+# GPU quota check reads (node_pools.checked_zone).
+QUOTAS_API = "cloudquotas.googleapis.com"
+SERVICES = ("compute.googleapis.com", "container.googleapis.com", "file.googleapis.com", "iam.googleapis.com",
+            QUOTAS_API)
 # Least privilege for nodes instead of the Compute Engine default service account (Editor):
 # cloud.google.com/kubernetes-engine/docs/how-to/service-accounts#default-gke-service-agent
 NODE_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader")
