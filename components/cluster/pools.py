@@ -159,6 +159,11 @@ def quota_shortfall(need: QuotaNeed, values: dict[Quota, float | None]) -> float
     return values.get(need.quota) or 0
 
 
+def api_error(e: Exception) -> str:
+    """The API's own words out of `invoke of T failed: invocation of T returned an error: ...`."""
+    return str(e).splitlines()[0].rsplit("returned an error: ", 1)[-1]
+
+
 def quota_problem(field: str, where: str, need: QuotaNeed, value: float, request: str) -> str:
     """The refusal: which quota, its value, what the plan needs of it, and the exact request to file."""
     q = need.quota

@@ -224,7 +224,8 @@ def _quota_info(args):
     for (p, q, region, family), value in QUOTAS.items():
         if (p, q) == (project, qid):
             dims = {**({} if per_project else {"region": region}), **({"gpu_family": family} if family else {})}
-            infos.append({"dimensions": dims, "details": [{"value": value}], "applicableLocations": [region]})
+            info = {"dimensions": dims, "details": [{"value": value}], "applicableLocations": [region]}
+            infos = [info] if per_project else [*infos, info]  # a project-wide quota has one value
     return {"id": name, "name": name, "parent": parent, "service": args["service"], "quotaId": qid,
             "metric": f"compute.googleapis.com/{qid.split('-per-')[0].lower().replace('-', '_')}",
             "metricDisplayName": qid, "metricUnit": "1", "quotaDisplayName": qid, "containerType": "PROJECT",

@@ -71,6 +71,10 @@ def test_key_inputs_of_node_pools_and_workloads():
         "nodeConfig": {"machineType": "a3-highgpu-8g", "guestAccelerators": [{"count": 8, "type": "nvidia-h100-80gb"}]},
         "autoscaling": {"totalMinNodeCount": 1, "totalMaxNodeCount": 4}, "initialNodeCount": 2}}) == \
         "machine a3-highgpu-8g; gpus 8 x nvidia-h100-80gb; nodes 2 (1–4)"
+    # a Capacity Block's start, as the plan shows it
+    assert review.key_inputs({"type": "aws:autoscaling/schedule:Schedule", "inputs": {
+        "startTime": "2027-03-01T11:30:00Z", "minSize": 0.0, "desiredCapacity": 4.0, "maxSize": 4.0}}) == \
+        "at 2027-03-01T11:30:00Z; nodes 4 (0–4)"
     assert review.key_inputs({"type": "kubernetes:apps/v1:Deployment", "inputs": {"spec": {"replicas": 3, "template": {
         "spec": {"initContainers": [{"image": "busybox:1"}], "containers": [{"image": "vllm/vllm-openai:v0.31.0"}]}}}}}) \
         == "replicas 3; image busybox:1, vllm/vllm-openai:v0.31.0"

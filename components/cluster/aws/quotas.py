@@ -16,7 +16,7 @@ import pulumi
 import pulumi_aws as aws
 
 from ...config.schema import AwsSettings
-from ..pools import PoolSpec, Quota, QuotaNeed, quota_needs, quota_problem, quota_shortfall
+from ..pools import PoolSpec, Quota, QuotaNeed, api_error, quota_needs, quota_problem, quota_shortfall
 
 SERVICE_CODE = "ec2"
 # (instance family, aws.capacityType) -> the Service Quotas quota, in vCPUs. Codes: Service Quotas console,
@@ -74,7 +74,7 @@ def check_quotas(specs: list[PoolSpec], settings: AwsSettings, invoke: pulumi.In
                 service_code=SERVICE_CODE, quota_code=need.quota.code, opts=invoke).value
         except Exception as e:  # no servicequotas:GetServiceQuota, or the service unreachable
             problems.append(f"aws.region: cannot read EC2 quota {need.quota.code} ({need.quota.name}) in "
-                            f"{settings.region}: {str(e).splitlines()[0]}; the deployer needs "
+                            f"{settings.region}: {api_error(e)}; the deployer needs "
                             f"servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota")
     if problems:
         return problems

@@ -21,10 +21,10 @@ import pulumi_gcp as gcp
 from ...config.load import ConfigError
 from ...versions import GKE_GPU_DRIVER_VERSION
 from ..pools import (CLOUD_TAINT_EFFECTS, GPU_ROOT_DISK_GIB, SYSTEM_POOL, SYSTEM_ROOT_DISK_GIB,
-                     SYSTEM_SELECTOR, PoolSpec, nvme_cache_path)
+                     SYSTEM_SELECTOR, PoolSpec, api_error, nvme_cache_path)
 from .control_plane import CLOUD_PLATFORM_SCOPE
 from .gpudirect import MachineFamily, machine_family
-from .quotas import api_error, check_quotas
+from .quotas import check_quotas
 
 if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
     from .component import GcpClusterArgs

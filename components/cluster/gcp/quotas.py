@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pulumi
 import pulumi_gcp as gcp
 
-from ..pools import PoolSpec, Quota, QuotaNeed, quota_needs, quota_problem, quota_shortfall
+from ..pools import PoolSpec, Quota, QuotaNeed, api_error, quota_needs, quota_problem, quota_shortfall
 
 if TYPE_CHECKING:
     from .component import GcpClusterArgs
@@ -46,11 +46,6 @@ GPU_QUOTAS: dict[str, tuple[Quota, Quota]] = {
 }
 # Every GPU of the project, any model, Spot included, in all regions; 0 on a new project.
 ALL_REGIONS = Quota("GPUS-ALL-REGIONS-per-project", "GPUs (all regions)", "GPUs")
-
-
-def api_error(e: Exception) -> str:
-    """The API's own words out of `invoke of T failed: invocation of T returned an error: ...`."""
-    return str(e).splitlines()[0].rsplit("returned an error: ", 1)[-1]
 
 
 def gpu_quota_needs(specs: list[PoolSpec], spot: bool, reserved: bool) -> list[QuotaNeed]:

@@ -166,3 +166,20 @@ def test_a_given_vpcs_zones_come_from_its_subnets_and_errors_name_subnet_ids(mon
     monkeypatch.setitem(stubs.NOT_OFFERED, zones[0], {"p5.48xlarge"})
     message = config_error(config(models=[BIG], **vpc))
     assert f"aws.subnetIds: p5.48xlarge is not offered in {zones[0]}, the first zone" in message
+
+
+def test_cluster_autoscaler_owns_the_gpu_groups_desired_size(monkeypatch):
+    """Created at 0, then resized by Cluster Autoscaler: `pulumi up` must never set the desired size back
+    (a deployed stack sees no diff on it), nor replace a group over it."""
+    from components.offline import runner
+    ignored: dict[str, list[str]] = {}
+
+    class Monitor(runner.RecordingMonitor):
+        def RegisterResource(self, request):
+            ignored[request.name] = list(request.ignoreChanges)
+            return super().RegisterResource(request)
+
+    monkeypatch.setattr(runner, "RecordingMonitor", Monitor)
+    res, _ = plan_config(config(models=[BIG]))
+    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
+    assert ignored["vllm-cluster-nodes-gpu-p5-48xlarge"] == ["scalingConfig.desiredSize"]
