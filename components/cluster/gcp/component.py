@@ -156,8 +156,8 @@ class GcpGpuCluster(pulumi.ComponentResource):
             block_storage_class=storage.BLOCK_STORAGE_CLASS,
             network_policy_enforced=control.network_policy_enforced,
             # Operators and serving objects need the control plane (through the provider), the system pool and
-            # the storage and networks they name, not the GPU pools: a GPU pool still waiting for capacity
-            # (a stockout, a reservation not yet active) leaves serving pods Pending instead of failing the run.
+            # the storage and networks they name, not the GPU pools: GPU pools are created empty, and one whose
+            # scale-up waits for capacity (a stockout, a reservation not yet active) leaves serving pods Pending.
             depends_on=[self.system_pool, *self.network_objects, *cache_resources],
             gpu_stack=GKE_GPU_STACK, fabric_software=dict(GKE_FABRIC_SOFTWARE), managed_control_plane=True,
             cluster_dns=KUBE_DNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S,
