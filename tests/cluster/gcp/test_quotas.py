@@ -10,7 +10,7 @@ import pytest
 from components.cluster.gcp.quotas import quota_value
 from components.config import ConfigError
 from components.offline import gcp_stubs
-from tests.support.gcp import CASES, GCP, PROJECT, cluster_plan
+from tests.support.gcp import CASES, PROJECT, cluster_plan
 from tests.support.plans import by_type
 
 FAMILY = "GPUS-PER-GPU-FAMILY-per-project-region"
