@@ -108,3 +108,65 @@ def gpu_pool_specs(topologies: dict[str, Topology]) -> list[PoolSpec]:
             multi_node=any(t.nodes_per_replica > 1 for t in ts),
             models=tuple(t.served_model_name for t in ts)))
     return specs
+
+
+# --- GPU quotas -----------------------------------------------------------------------------------
+# A new AWS account or GCP project has no GPU quota at all. Pools start at zero nodes (the autoscalers
+# add them as pods ask), so a missing quota would not fail `pulumi up`: the run would finish and every
+# model would stay Pending behind a scale-up the cloud refuses. Each cloud asks its quota API before the
+# first resource and refuses, with the request to file, where a quota is below what the pools need at
+# their max node counts (the most the autoscalers may ask for). The quota codes, their units and how
+# much of each a node draws are cloud facts, in components/cluster/aws/quotas.py and gcp/quotas.py.
+
+
+@dataclass(frozen=True)
+class Quota:
+    """One cloud quota, as the cloud's quota API names it."""
+    code: str  # AWS quota code (L-417A185B) / GCP quota id (GPUS-PER-GPU-FAMILY-per-project-region)
+    name: str  # as the quota console shows it
+    unit: str  # "vCPUs" / "GPUs"
+    dimensions: tuple[tuple[str, str], ...] = ()  # GCP: e.g. (("gpu_family", "NVIDIA_H100"),)
+
+
+@dataclass(frozen=True)
+class QuotaNeed:
+    """What the plan draws on one quota: `need` units at every pool's max node count. `alternatives`: quotas
+    the cloud uses instead when this one is unset (GCP Spot falls back to the standard GPU quota)."""
+    quota: Quota
+    need: int
+    pools: tuple[str, ...]
+    alternatives: tuple[Quota, ...] = ()
+
+
+def quota_needs(specs: list[PoolSpec], draws) -> list[QuotaNeed]:
+    """Add up, per quota, what the pools draw at their max node counts. `draws(spec)` gives the cloud's
+    (quota, units per node, alternatives) for one pool; pools drawing on the same quota add up."""
+    totals: dict[Quota, tuple[int, tuple[str, ...], tuple[Quota, ...]]] = {}
+    for spec in specs:
+        for quota, per_node, alternatives in draws(spec):
+            need, pools, _ = totals.get(quota, (0, (), ()))
+            totals[quota] = (need + per_node * spec.max_nodes, (*pools, spec.name), tuple(alternatives))
+    return [QuotaNeed(q, need, pools, alts) for q, (need, pools, alts) in totals.items() if need > 0]
+
+
+def quota_shortfall(need: QuotaNeed, values: dict[Quota, float | None]) -> float | None:
+    """None when a quota of `need` (or an alternative) allows the need, else the quota's own value.
+    A value below zero is unlimited; None (unset, unreadable) counts as zero."""
+    for quota in (need.quota, *need.alternatives):
+        value = values.get(quota)
+        if value is not None and (value < 0 or value >= need.need):
+            return None
+    return values.get(need.quota) or 0
+
+
+def api_error(e: Exception) -> str:
+    """The API's own words out of `invoke of T failed: invocation of T returned an error: ...`."""
+    return str(e).splitlines()[0].rsplit("returned an error: ", 1)[-1]
+
+
+def quota_problem(field: str, where: str, need: QuotaNeed, value: float, request: str) -> str:
+    """The refusal: which quota, its value, what the plan needs of it, and the exact request to file."""
+    q = need.quota
+    return (f"{field}: quota {q.code} ({q.name}{''.join(f', {k}={v}' for k, v in q.dimensions)}) in {where} is "
+            f"{value:g} {q.unit}; the GPU pools ({', '.join(need.pools)}) need {need.need} {q.unit} at their max "
+            f"node counts. Request {need.need}: {request}; or lower the models' replicas.max")

@@ -311,3 +311,20 @@ def _schedule(name, inputs):
             "arn": _arn(inputs, "autoscaling", f"scheduledUpdateGroupAction:{_hex(name, 8)}:autoScalingGroupName/"
                                                f"{inputs['autoscalingGroupName']}:scheduledActionName/"
                                                f"{inputs['scheduledActionName']}")}
+
+
+# Service Quotas values the offline account has, (service code, quota code) -> value. A quota not listed
+# answers a generous value (an account that has been granted GPU quota), so offline plans pass; tests
+# set an entry to 0.0 to show the refusal a new account gets.
+QUOTAS: dict[tuple[str, str], float] = {}
+GENEROUS_QUOTA = 10_000.0
+
+
+@invoke("aws:servicequotas/getServiceQuota:getServiceQuota")
+def _service_quota(args):
+    service, code = args["serviceCode"], args["quotaCode"]
+    region = _region(args)
+    return {"id": f"{service}/{code}", "serviceCode": service, "quotaCode": code, "region": region,
+            "arn": f"arn:aws:servicequotas:{region}:{ACCOUNT}:{service}/{code}", "adjustable": True,
+            "globalQuota": False, "quotaName": code, "serviceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+            "defaultValue": 0.0, "value": float(QUOTAS.get((service, code), GENEROUS_QUOTA)), "usageMetrics": []}

@@ -196,3 +196,39 @@ def _get_project(args):
 @cloud_outputs("gcp:storage/bucketIAMMember:BucketIAMMember")
 def _bucket_iam_member(name, inputs):
     return {"etag": f"CAE{_n(name, 10**6):06d}=", "id": f"b/{inputs['bucket']}/{inputs['role']}/{inputs['member']}"}
+
+
+# Cloud Quotas values of the offline project: (project, quota id, region or "global", gpu_family or None) ->
+# value. A quota not listed answers a generous value (a project granted GPU quota), so offline plans pass;
+# tests set an entry to "0" to show the refusal a new project gets. QUOTA_IDS_MISSING: quota ids the project
+# does not have (quotaInfos.get answers 404).
+QUOTAS: dict[tuple[str, str, str, str | None], str] = {}
+QUOTA_IDS_MISSING: set[str] = set()
+GENEROUS_QUOTA = "10000"
+
+
+@invoke("gcp:cloudquota/getSQuotaInfo:getSQuotaInfo")
+def _quota_info(args):
+    """quotaInfos.get: one entry for every region (dimensions {} or the gpu_family dimension) at the generous
+    value, and one per QUOTAS entry, as Cloud Quotas lists a region granted its own value."""
+    parent, qid = args["parent"], args["quotaId"]
+    name = f"{parent}/locations/global/services/{args['service']}/quotaInfos/{qid}"
+    if qid in QUOTA_IDS_MISSING:
+        raise _DataSourceError("gcp:cloudquota/getSQuotaInfo:getSQuotaInfo",
+                               f"googleapi: Error 404: QuotaInfo {name} not found, notFound")
+    project = parent.split("/", 1)[1]
+    per_project = qid.endswith("-per-project")
+    base = ["global"] if per_project else ["us-central1", "us-east1", "us-east4", "us-east5", "us-west1",
+                                           "europe-west4", "asia-southeast1"]
+    infos = [{"dimensions": {}, "details": [{"value": GENEROUS_QUOTA}], "applicableLocations": base}]
+    for (p, q, region, family), value in QUOTAS.items():
+        if (p, q) == (project, qid):
+            dims = {**({} if per_project else {"region": region}), **({"gpu_family": family} if family else {})}
+            info = {"dimensions": dims, "details": [{"value": value}], "applicableLocations": [region]}
+            infos = [info] if per_project else [*infos, info]  # a project-wide quota has one value
+    return {"id": name, "name": name, "parent": parent, "service": args["service"], "quotaId": qid,
+            "metric": f"compute.googleapis.com/{qid.split('-per-')[0].lower().replace('-', '_')}",
+            "metricDisplayName": qid, "metricUnit": "1", "quotaDisplayName": qid, "containerType": "PROJECT",
+            "dimensions": [] if per_project else ["region"], "dimensionsInfos": infos, "isConcurrent": False,
+            "isFixed": False, "isPrecise": True, "refreshInterval": "", "quotaIncreaseEligibilities": [],
+            "serviceRequestQuotaUri": ""}

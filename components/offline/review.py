@@ -77,12 +77,20 @@ def _gke_node_pool(i: Row) -> list[str]:
             f"nodes {_range(lo, count, hi)}"]
 
 
+def _asg_schedule(i: Row) -> list[str]:
+    """A scheduled action on a GPU group's Auto Scaling group (a Capacity Block's start and end)."""
+    n = [int(v) if isinstance(v, float) and v.is_integer() else v
+         for v in (i.get("minSize"), i.get("desiredCapacity"), i.get("maxSize"))]
+    return [f"at {i.get('startTime')}", f"nodes {_range(n[0], n[1], n[2])}"]
+
+
 # type token -> the inputs a reviewer looks at first (like `pulumi preview --diff`'s headline fields).
 KEY_INPUTS: dict[str, Callable[[Row], list[str]]] = {
     "kubernetes:helm.sh/v3:Release": lambda i: [f"chart {i.get('chart')} {i.get('version')}",
                                                  f"namespace {i.get('namespace')}"],
     "aws:eks/cluster:Cluster": lambda i: [f"kubernetes {i.get('version')}"],
     "aws:eks/nodeGroup:NodeGroup": _eks_node_group,
+    "aws:autoscaling/schedule:Schedule": _asg_schedule,
     "aws:eks/addon:Addon": lambda i: [f"{i.get('addonName')} {i.get('addonVersion')}"],
     "aws:ec2/launchTemplate:LaunchTemplate": lambda i: [f"instance {i['instanceType']}"] if i.get("instanceType") else [],
     "aws:efs/fileSystem:FileSystem": lambda i: [f"throughput {i.get('throughputMode')}"],

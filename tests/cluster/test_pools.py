@@ -52,6 +52,17 @@ def test_gpu_pools_are_tainted_and_sized_alike_on_both_clouds():
     assert all(p["nodeConfig"]["taints"] == [GPU_TAINT] and p["nodeConfig"]["diskSizeGb"] == 200 for p in gke_gpu)
 
 
+def test_gpu_pools_are_created_empty_on_both_clouds_and_grow_to_the_plans_max():
+    """A pool created at its planned size fails the run on a capacity shortage; both clouds create GPU pools with
+    no node and leave the count to the autoscaler (prod-llama70b-aws: up to 4 p5 nodes; prod-qwen72b-gcp: up to 3
+    a3-highgpu-8g nodes)."""
+    (aws_gpu,) = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if g["labels"] != SYSTEM]
+    (gke_gpu,) = [p for p in inputs("prod-qwen72b-gcp", NODE_POOL) if p["name"] != "system"]
+    assert aws_gpu["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
+    assert (gke_gpu["initialNodeCount"], gke_gpu["autoscaling"]["minNodeCount"],
+            gke_gpu["autoscaling"]["maxNodeCount"]) == (0, 0, 3)
+
+
 def test_the_nvme_model_cache_has_one_directory_name_on_both_clouds():
     paths = set()
     for name in ("prod-llama70b-aws+nvme", "prod-qwen72b-gcp+nvme"):

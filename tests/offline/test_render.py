@@ -41,7 +41,7 @@ def test_plan_prints_the_resource_tree_with_key_inputs(tmp_path, capsys):
     assert ("  │  ├─ kubernetes:helm.sh/v3:Release  vllm-addons-gpu-operator  "
             "[chart gpu-operator v26.7.0; namespace gpu-operator]") in lines
     assert "  │  │  ├─ aws:eks/nodeGroup:NodeGroup  vllm-cluster-nodes-gpu-p5-48xlarge  " \
-           "[instance (launch template); nodes 4 (2–6)]" in lines
+           "[instance (launch template); nodes 0 (0–6)]" in lines  # created empty, the autoscaler adds nodes
     assert "  │  │  ├─ aws:ec2/launchTemplate:LaunchTemplate  vllm-cluster-nodes-gpu-p5-48xlarge-lt  " \
            "[instance p5.48xlarge]" in lines
     assert any("│  │  ├─ aws:eks/cluster:Cluster  vllm-cluster-eks-cluster  [kubernetes 1.34]" in line for line in lines)
@@ -71,6 +71,10 @@ def test_key_inputs_of_node_pools_and_workloads():
         "nodeConfig": {"machineType": "a3-highgpu-8g", "guestAccelerators": [{"count": 8, "type": "nvidia-h100-80gb"}]},
         "autoscaling": {"totalMinNodeCount": 1, "totalMaxNodeCount": 4}, "initialNodeCount": 2}}) == \
         "machine a3-highgpu-8g; gpus 8 x nvidia-h100-80gb; nodes 2 (1–4)"
+    # a Capacity Block's start, as the plan shows it
+    assert review.key_inputs({"type": "aws:autoscaling/schedule:Schedule", "inputs": {
+        "startTime": "2027-03-01T11:30:00Z", "minSize": 0.0, "desiredCapacity": 4.0, "maxSize": 4.0}}) == \
+        "at 2027-03-01T11:30:00Z; nodes 4 (0–4)"
     assert review.key_inputs({"type": "kubernetes:apps/v1:Deployment", "inputs": {"spec": {"replicas": 3, "template": {
         "spec": {"initContainers": [{"image": "busybox:1"}], "containers": [{"image": "vllm/vllm-openai:v0.31.0"}]}}}}}) \
         == "replicas 3; image busybox:1, vllm/vllm-openai:v0.31.0"

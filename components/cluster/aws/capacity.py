@@ -8,6 +8,14 @@ the first zone.
 Reserved capacity is used as reserved: the zone and the instance type come from the reservation itself
 (an On-Demand Capacity Reservation or a Capacity Block), never from config; a Capacity Block's group
 stays at zero nodes until the block starts and is scaled on the block's own dates.
+
+Every GPU group is created empty (min and desired 0) and Cluster Autoscaler adds nodes as pods ask for
+them: a group created at its planned size makes EKS wait for those instances, and an
+InsufficientInstanceCapacity (or a Capacity Block not yet active) fails the node group, and with it the
+whole `pulumi up`. Min stays 0 too: EKS refuses a min above the desired size, and the desired size is
+the autoscaler's after creation (ignore_changes), so a planned min > 0 could never be applied to a
+deployed group. Nodes a model's min replicas run on are held by those pods: Cluster Autoscaler removes
+only nodes whose pods fit elsewhere.
 """
 from __future__ import annotations
 
@@ -43,9 +51,13 @@ def uses_efa(spec: PoolSpec) -> bool:
     return spec.multi_node and spec.instance.efa_interfaces > 0
 
 
+# EKS's smallest maxSize (NodegroupScalingConfig: min and desired may be 0, max may not).
+EKS_MIN_MAX_SIZE = 1
+
+
 def scaling(spec: PoolSpec) -> dict[str, int]:
-    """The plan's node counts: min keeps every model's min replicas, max caps the bill."""
-    return {"min_size": spec.min_nodes, "desired_size": spec.desired_nodes, "max_size": max(1, spec.max_nodes)}
+    """A GPU group's scaling config: created empty, the plan's max caps the bill (module docstring)."""
+    return {"min_size": 0, "desired_size": 0, "max_size": max(EKS_MIN_MAX_SIZE, spec.max_nodes)}
 
 
 @dataclass
@@ -79,19 +91,28 @@ def offered_subnets(spec: PoolSpec, zonal: bool, zones: list[str], offered: set[
     return [], [f"{zones_field}: {itype} is not offered in any of {', '.join(zones)}; choose zones that offer it"]
 
 
-def block_schedules(spec: PoolSpec, start: str, end: str, now: datetime) -> tuple[dict, list, list[str]]:
-    """(scaling, scheduled actions, problems) for a Capacity Block from its own dates. Before the block the
-    group holds no node (EC2 would refuse the launch); at its start it grows to the plan; shortly before
-    its end it goes back to zero. A rerun during the block keeps the plan's sizes."""
+def block_schedules(spec: PoolSpec, start: str, end: str, instances: int, now: datetime
+                    ) -> tuple[dict, list, list[str]]:
+    """(scaling, scheduled actions, problems) for a Capacity Block of `instances` from its own dates. The
+    group may never ask for more nodes than the block holds (a capacity-block launch goes nowhere else).
+    Before the block starts EC2 refuses every launch into it, so the group waits at EKS's smallest max (1:
+    a pod Pending early makes Cluster Autoscaler try one node, which fails until the start and is retried);
+    at the start a scheduled action opens it to the plan's max and launches the planned nodes (the block is
+    paid for); shortly before its end it goes back to zero. A rerun during the block keeps the plan's max."""
     t0, t1 = (datetime.fromisoformat(d.replace("Z", "+00:00")) for d in (start, end))
     scale_in = t1 - BLOCK_TERMINATION_LEAD
     planned = scaling(spec)
-    empty = {"min_size": 0, "desired_size": 0, "max_size": planned["max_size"]}
+    if spec.max_nodes > instances:
+        return planned, [], [f"{_field(spec)}: the Capacity Block holds {instances} instances, but pool {spec.name} "
+                             f"may grow to {spec.max_nodes} nodes (the models' replicas.max); lower replicas.max "
+                             f"or buy a block of {spec.max_nodes} instances"]
     if now >= scale_in:
         return planned, [], [f"{_field(spec)}: the Capacity Block ends {end}; buy a new block and put its id here"]
-    schedules = [("block-end", scale_in.strftime(SCHEDULE_FORMAT), empty)]
+    closed = {"min_size": 0, "desired_size": 0, "max_size": EKS_MIN_MAX_SIZE}
+    schedules = [("block-end", scale_in.strftime(SCHEDULE_FORMAT), {**closed, "max_size": 0})]
     if now < t0:
-        return empty, [("block-start", t0.strftime(SCHEDULE_FORMAT), planned), *schedules], []
+        opened = {**planned, "desired_size": spec.desired_nodes}
+        return closed, [("block-start", t0.strftime(SCHEDULE_FORMAT), opened), *schedules], []
     return planned, schedules, []
 
 
@@ -104,7 +125,8 @@ def plan_placement(spec: PoolSpec, settings: AwsSettings, zones: list[str], zone
             return None, []  # reported by the component's check
         block = aws.ec2.get_capacity_block_reservation(id=rid, opts=invoke)
         problems = reservation_problems(spec, rid, block.instance_type, block.availability_zone, zones, zones_field)
-        sizes, schedules, late = block_schedules(spec, block.start_date, block.end_date, now)
+        sizes, schedules, late = block_schedules(spec, block.start_date, block.end_date, block.instance_count,
+                                                 now)
         if problems or late:
             return None, problems + late
         return PoolPlacement([zones.index(block.availability_zone)], sizes, schedules), []

@@ -1,9 +1,9 @@
 """EKS for the plan: VPC, control plane, system and GPU node groups, add-ons, storage classes and
 Cluster Autoscaler, handed over as the same ClusterFacts the GCP and existing-cluster paths return.
 
-Everything that can stop a `pulumi up` half-way (an API the deployer cannot reach, an instance type
-a zone does not offer, a reservation of another type or zone) is asked of EC2 and checked before the
-first resource is registered."""
+Everything that can stop a `pulumi up` half-way or leave it without GPUs (an API the deployer cannot
+reach, an instance type a zone does not offer, a reservation of another type or zone, a GPU quota below
+the plan's max) is asked of EC2 and Service Quotas and checked before the first resource is registered."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, EksAddons, EksControlP
                             preview_secret_reader, token_identity)
 from .source_access import s3_readers
 from .network import AwsNetwork, network_zones
+from .quotas import check_quotas
 from .node_pools import SYSTEM_LABELS, AwsNodeGroups
 from .storage import BLOCK_STORAGE_CLASS, EFS_CLIENT_READ_GBPS, STORAGE_CLASS, EfsModelCache, block_storage_class
 
@@ -122,6 +123,8 @@ class AwsGpuCluster(pulumi.ComponentResource):
             problems += found
             if placement:
                 placements[spec.name] = placement
+        # A new account has no P / G quota: refused here, not as Pending pods after a finished run.
+        problems += check_quotas(specs, settings, invoke)
         if problems:
             _fail(problems)
 

@@ -22,7 +22,7 @@ from ...source_access import BucketReader
 from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, NEW_GPU_NODE_READY_S, ClusterFacts, GpuPool
 from ..pools import PoolSpec
 from . import storage
-from .control_plane import GkeControlPlane, cost_labels, enable_services, node_identity
+from .control_plane import QUOTAS_API, GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
 from .source_access import gcs_readers
 from .network import control_plane_firewall, fabric_networks, primary_network
@@ -112,7 +112,7 @@ class GcpGpuCluster(pulumi.ComponentResource):
             f"{name}-system", **system_node_pool_args(args, self.cluster.id, account.email, control.labels),
             opts=pool_options(pulumi.ResourceOptions(parent=self, depends_on=grants)))
         # GPU pools are created in the zone GCE confirmed offers their machine type (and holds the reservation).
-        zone = checked_zone(args, specs, apis["compute.googleapis.com"], self)
+        zone = checked_zone(args, specs, [apis["compute.googleapis.com"], apis[QUOTAS_API]], self)
         gpu_opts = pool_options(pulumi.ResourceOptions(parent=self, depends_on=[*grants, *fabric]))
         self.node_pools: dict[str, gcp.container.NodePool] = {}
         for spec in specs:
@@ -158,8 +158,8 @@ class GcpGpuCluster(pulumi.ComponentResource):
             block_storage_class=storage.BLOCK_STORAGE_CLASS,
             network_policy_enforced=control.network_policy_enforced,
             # Operators and serving objects need the control plane (through the provider), the system pool and
-            # the storage and networks they name, not the GPU pools: a GPU pool still waiting for capacity
-            # (a stockout, a reservation not yet active) leaves serving pods Pending instead of failing the run.
+            # the storage and networks they name, not the GPU pools: GPU pools are created empty, and one whose
+            # scale-up waits for capacity (a stockout, a reservation not yet active) leaves serving pods Pending.
             depends_on=[self.system_pool, *self.network_objects, *cache_resources],
             gpu_stack=GKE_GPU_STACK, fabric_software=dict(GKE_FABRIC_SOFTWARE), managed_control_plane=True,
             cluster_dns=KUBE_DNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S,

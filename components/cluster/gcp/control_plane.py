@@ -27,11 +27,13 @@ from .network import PrimaryNetwork
 if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
     from .component import GcpClusterArgs
 
-# APIs a fresh project needs before the cluster and the Filestore instance can be created.
+# APIs a fresh project needs before the cluster and the Filestore instance can be created, and the one the
+# GPU quota check reads (node_pools.checked_zone).
 # cloudresourcemanager: gcp.projects.IAMMember reads and writes the project's IAM policy through it
 # (projects.getIamPolicy / setIamPolicy), which a project created without it refuses (403 SERVICE_DISABLED).
+QUOTAS_API = "cloudquotas.googleapis.com"
 SERVICES = ("compute.googleapis.com", "container.googleapis.com", "file.googleapis.com", "iam.googleapis.com",
-            "cloudresourcemanager.googleapis.com")
+            "cloudresourcemanager.googleapis.com", QUOTAS_API)
 # Least privilege for nodes instead of the Compute Engine default service account (Editor):
 # cloud.google.com/kubernetes-engine/docs/how-to/service-accounts#default-gke-service-agent
 NODE_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader")

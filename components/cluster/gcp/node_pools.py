@@ -22,9 +22,10 @@ from ...catalog import offered
 from ...config.load import ConfigError
 from ...versions import GKE_GPU_DRIVER_VERSION
 from ..pools import (CLOUD_TAINT_EFFECTS, GPU_ROOT_DISK_GIB, SYSTEM_POOL, SYSTEM_ROOT_DISK_GIB,
-                     SYSTEM_SELECTOR, PoolSpec, nvme_cache_path)
+                     SYSTEM_SELECTOR, PoolSpec, api_error, nvme_cache_path)
 from .control_plane import CLOUD_PLATFORM_SCOPE
 from .gpudirect import MachineFamily, machine_family
+from .quotas import check_quotas
 
 if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
     from .component import GcpClusterArgs
@@ -111,7 +112,8 @@ def zone_errors(cfg: GcpClusterArgs, specs: list[PoolSpec], offered: set[str]) -
 
 def reservation_errors(cfg: GcpClusterArgs, specs: list[PoolSpec], found: Reservation | None,
                        lookup_error: str | None = None) -> list[str]:
-    """The reservation must be in gcp.zone, hold the planned machine type, and fit the nodes a pool starts with."""
+    """The reservation must be in gcp.zone, hold the planned machine type, and fit the nodes a pool may grow to
+    (the autoscaler's scale-ups past it would fail: the pool consumes that reservation only)."""
     g = cfg.gcp
     project, name = reservation_ref(cfg)
     if found is None:
@@ -125,9 +127,10 @@ def reservation_errors(cfg: GcpClusterArgs, specs: list[PoolSpec], found: Reserv
             errors.append(f"gcp.reservation: {name} holds {found.machine_type}, but the plan puts "
                           f"{', '.join(spec.models)} on {spec.instance.name}; pin the models' instanceTypes to "
                           f"{found.machine_type}, or name a reservation of {spec.instance.name}")
-        elif found.count is not None and spec.desired_nodes > found.count:
-            errors.append(f"gcp.reservation: {name} holds {found.count} VMs, but the {spec.name} pool starts with "
-                          f"{spec.desired_nodes} nodes; lower the models' replicas or grow the reservation")
+        elif found.count is not None and spec.max_nodes > found.count:
+            errors.append(f"gcp.reservation: {name} holds {found.count} VMs, but the {spec.name} pool may grow to "
+                          f"{spec.max_nodes} nodes (the models' replicas.max); lower replicas.max or grow the "
+                          f"reservation")
     return errors
 
 
@@ -167,8 +170,12 @@ def gpu_node_pool_args(spec: PoolSpec, cfg: GcpClusterArgs, cluster_id, service_
         network_config["additional_node_network_configs"] = additional_networks
     args = dict(
         name=spec.name, cluster=cluster_id, location=g.region, node_locations=[g.zone],
-        initial_node_count=spec.desired_nodes,
-        autoscaling={"min_node_count": spec.min_nodes, "max_node_count": spec.max_nodes, "location_policy": "ANY"},
+        # Created empty: GKE waits for a pool's initial nodes, so a stockout (or a reservation not yet ready)
+        # would fail the pool and the run. The cluster autoscaler adds nodes as pods ask (from zero: it knows a
+        # pool's labels, taints and GPUs from its template) and owns the count after creation
+        # (pool_options). Min 0 as on EKS: the pods of a model's min replicas hold the nodes they run on.
+        initial_node_count=0,
+        autoscaling={"min_node_count": 0, "max_node_count": spec.max_nodes, "location_policy": "ANY"},
         # Repairs dead or NotReady nodes, not GPU faults (module docstring).
         management={"auto_repair": True, "auto_upgrade": True},
         # No surge: a spare 8-GPU node is rarely there (least of all in a reservation sized to the pool); an
@@ -229,17 +236,12 @@ def system_node_pool_args(cfg: GcpClusterArgs, cluster_id, service_account, labe
 
 # --- what GCE says about the zone and the reservation -------------------------------------------------
 
-def _api_error(e: Exception) -> str:
-    """The API's own words out of `invoke of T failed: invocation of T returned an error: ...`."""
-    return str(e).splitlines()[0].rsplit("returned an error: ", 1)[-1]
-
-
 def _reservation(cfg: GcpClusterArgs, opts: pulumi.InvokeOptions) -> tuple[Reservation | None, str | None]:
     project, name = reservation_ref(cfg)
     try:
         r = gcp.compute.get_reservation(name=name, project=project, zone=cfg.gcp.zone, opts=opts)
     except Exception as e:  # GCE answers 404 for a reservation of another zone
-        return None, _api_error(e)
+        return None, api_error(e)
     specific = (r.specific_reservations or [None])[0]
     props = (specific.instance_properties or [None])[0] if specific else None
     return Reservation(project, name, props.machine_type if props else None,
@@ -247,7 +249,8 @@ def _reservation(cfg: GcpClusterArgs, opts: pulumi.InvokeOptions) -> tuple[Reser
 
 
 def capacity_checks(cfg: GcpClusterArgs, specs: list[PoolSpec], opts: pulumi.InvokeOptions) -> list[str]:
-    """Ask GCE (compute.getMachineTypes per machine type, compute.getReservation) what the zone offers."""
+    """Ask GCE (compute.getMachineTypes per machine type, compute.getReservation) what the zone offers, and
+    Cloud Quotas what the project may run (quotas.py)."""
     g = cfg.gcp
     offered: set[str] = set()
     for machine in sorted({g.system_machine_type, *(s.instance.name for s in specs)}):
@@ -256,12 +259,13 @@ def capacity_checks(cfg: GcpClusterArgs, specs: list[PoolSpec], opts: pulumi.Inv
                                                   opts=opts).machine_types
         except Exception as e:
             return [f"gcp.zone: cannot list the machine types of {g.zone} in project {g.project}: "
-                    f"{_api_error(e)}"]
+                    f"{api_error(e)}"]
         offered |= {m.name for m in found or []}
     errors = zone_errors(cfg, specs, offered)
     if g.reservation:
         errors += reservation_errors(cfg, specs, *_reservation(cfg, opts))
-    return errors
+    # A new project has no GPU quota: refused here, not as Pending pods after a finished run.
+    return errors + check_quotas(cfg, specs, opts)
 
 
 class CapacityError(ConfigError, pulumi.RunError):
@@ -269,14 +273,15 @@ class CapacityError(ConfigError, pulumi.RunError):
     `pulumi up` prints without a traceback and the ConfigError the offline plan reports as bad input."""
 
 
-def checked_zone(cfg: GcpClusterArgs, specs: list[PoolSpec], compute_api: pulumi.Resource,
+def checked_zone(cfg: GcpClusterArgs, specs: list[PoolSpec], apis: list[pulumi.Resource],
                  parent: pulumi.Resource) -> pulumi.Output[str]:
-    """gcp.zone once GCE has confirmed the machine types and the reservation; node pools take their location
-    from it, so none is created before the check. It waits for the Compute Engine API (a fresh project has
-    it off): on the very first preview the answer is unknown and the check runs during `pulumi up`."""
+    """gcp.zone once GCE has confirmed the machine types, the reservation and the GPU quotas; node pools take
+    their location from it, so none is created before the check. It waits for the Compute Engine and Cloud
+    Quotas APIs (a fresh project has them off): on the very first preview the answer is unknown and the
+    check runs during `pulumi up`."""
     def check(_):
         errors = capacity_checks(cfg, specs, pulumi.InvokeOptions(parent=parent))
         if errors:
             raise CapacityError(errors)
         return cfg.gcp.zone
-    return compute_api.id.apply(check)
+    return pulumi.Output.all(*[api.id for api in apis]).apply(check)

@@ -54,33 +54,44 @@ BLOCK_STACK = dict(capacityType="capacityBlock", capacityReservations={"p5.48xla
 ODCR_STACK = dict(capacityType="reservation", capacityReservations={"p5.48xlarge": ODCR})
 
 
-def test_a_capacity_block_group_waits_at_zero_in_the_blocks_zone_and_is_scheduled_on_its_dates(monkeypatch):
+def test_a_capacity_block_group_waits_closed_in_the_blocks_zone_and_is_scheduled_on_its_dates(monkeypatch):
+    """Before the block EC2 refuses every launch into it: the group is created empty at EKS's smallest max (1),
+    the block's start opens it to the plan's max and launches the planned nodes (405B: 2 replicas x 2 nodes,
+    the whole 4-instance block), its end closes it."""
     at(monkeypatch, "2027-02-01T00:00:00")
-    res, _ = plan_config(config(**BLOCK_STACK))
+    res, _ = plan_config(config(models=[BIG], **BLOCK_STACK))
     group = gpu(res, NG)
     assert group.inputs["subnetIds"] == [subnet_ids(res)["us-east-1b"]]  # the block's zone, not the first one
     assert group.inputs["capacityType"] == "CAPACITY_BLOCK"
-    planned_max = group.inputs["scalingConfig"]["maxSize"]
-    assert group.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": planned_max}
+    assert group.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 1}
     asg = CLOUD_OUTPUTS[NG](group.name, group.inputs)["resources"][0]["autoscalingGroups"][0]["name"]
     schedules = {r.inputs["scheduledActionName"]: r.inputs for r in by_type(res, SCHEDULE)}
     start = schedules["vllm-cluster-nodes-gpu-p5-48xlarge-block-start"]
     end = schedules["vllm-cluster-nodes-gpu-p5-48xlarge-block-end"]
     assert start["autoscalingGroupName"] == end["autoscalingGroupName"] == asg
-    assert start["startTime"] == "2027-03-01T11:30:00Z" and start["minSize"] == 1 and start["desiredCapacity"] == 1
+    assert (start["startTime"], start["minSize"], start["desiredCapacity"], start["maxSize"]) == (
+        "2027-03-01T11:30:00Z", 0, 4, 4)
     # EC2 starts terminating the block's instances 30 minutes before its end
-    assert end["startTime"] == "2027-03-15T11:00:00Z" and (end["minSize"], end["desiredCapacity"]) == (0, 0)
+    assert (end["startTime"], end["minSize"], end["desiredCapacity"], end["maxSize"]) == ("2027-03-15T11:00:00Z", 0, 0, 0)
     lt = gpu(res, LT).inputs
     assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
     assert lt["capacityReservationSpecification"] == {"capacityReservationTarget": {"capacityReservationId": BLOCK}}
 
 
-def test_a_rerun_during_the_block_keeps_the_planned_size_and_only_the_end_schedule(monkeypatch):
+def test_a_rerun_during_the_block_keeps_the_planned_max_and_only_the_end_schedule(monkeypatch):
     at(monkeypatch, "2027-03-05T00:00:00")
-    res, _ = plan_config(config(**BLOCK_STACK))
-    assert gpu(res, NG).inputs["scalingConfig"]["minSize"] == 1
+    res, _ = plan_config(config(models=[BIG], **BLOCK_STACK))
+    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
     assert [r.inputs["scheduledActionName"] for r in by_type(res, SCHEDULE)] == [
         "vllm-cluster-nodes-gpu-p5-48xlarge-block-end"]
+
+
+def test_a_pool_that_may_outgrow_its_capacity_block_is_a_config_error(monkeypatch):
+    at(monkeypatch, "2027-02-01T00:00:00")
+    monkeypatch.setitem(stubs.RESERVATIONS, BLOCK, {**stubs.RESERVATIONS[BLOCK], "instanceCount": 2})
+    assert ("aws.capacityReservations.p5.48xlarge: the Capacity Block holds 2 instances, but pool gpu-p5-48xlarge "
+            "may grow to 4 nodes (the models' replicas.max); lower replicas.max or buy a block of 4 instances"
+            in config_error(config(models=[BIG], **BLOCK_STACK)))
 
 
 def test_an_ended_block_and_a_block_of_another_type_or_zone_are_config_errors(monkeypatch):
@@ -155,3 +166,20 @@ def test_a_given_vpcs_zones_come_from_its_subnets_and_errors_name_subnet_ids(mon
     monkeypatch.setitem(stubs.NOT_OFFERED, zones[0], {"p5.48xlarge"})
     message = config_error(config(models=[BIG], **vpc))
     assert f"aws.subnetIds: p5.48xlarge is not offered in {zones[0]}, the first zone" in message
+
+
+def test_cluster_autoscaler_owns_the_gpu_groups_desired_size(monkeypatch):
+    """Created at 0, then resized by Cluster Autoscaler: `pulumi up` must never set the desired size back
+    (a deployed stack sees no diff on it), nor replace a group over it."""
+    from components.offline import runner
+    ignored: dict[str, list[str]] = {}
+
+    class Monitor(runner.RecordingMonitor):
+        def RegisterResource(self, request):
+            ignored[request.name] = list(request.ignoreChanges)
+            return super().RegisterResource(request)
+
+    monkeypatch.setattr(runner, "RecordingMonitor", Monitor)
+    res, _ = plan_config(config(models=[BIG]))
+    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
+    assert ignored["vllm-cluster-nodes-gpu-p5-48xlarge"] == ["scalingConfig.desiredSize"]

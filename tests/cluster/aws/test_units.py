@@ -84,9 +84,12 @@ def test_user_data_is_a_nodeadm_nodeconfig_that_raids_the_instance_store():
         "instance": {"localStorage": {"strategy": "RAID0", "mountPath": NVME_MOUNT_PATH}}}}
 
 
-def test_scaling_follows_the_plan():
+def test_a_gpu_group_is_created_empty_with_the_plans_max():
+    """Created at its planned size, a group would fail the run on InsufficientInstanceCapacity; min 0 because EKS
+    refuses min > desired and desired is the autoscaler's (ignore_changes)."""
     assert scaling(spec("p5.48xlarge", True, min_nodes=2, desired=2, max_nodes=4)) == \
-        {"min_size": 2, "desired_size": 2, "max_size": 4}
+        {"min_size": 0, "desired_size": 0, "max_size": 4}
+    assert scaling(spec("p5.48xlarge", True, min_nodes=0, desired=0, max_nodes=0))["max_size"] == 1  # EKS's least
 
 
 def test_capacity_types():

@@ -48,7 +48,8 @@ def test_a3_high_pool_has_eight_h100s_the_driver_and_compact_placement():
     assert p["placementPolicy"] == {"type": "COMPACT"}
     assert p["nodeLocations"] == ["us-central1-a"]
     # 1..2 replicas of 2 nodes each
-    assert (p["autoscaling"]["minNodeCount"], p["autoscaling"]["maxNodeCount"], p["initialNodeCount"]) == (2, 4, 2)
+    # created empty (a stockout must not fail the run); the autoscaler grows it to the plan's max of 4
+    assert (p["autoscaling"]["minNodeCount"], p["autoscaling"]["maxNodeCount"], p["initialNodeCount"]) == (0, 4, 0)
     assert node["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
     assert node["labels"] == {"vllm-platform/gpu-pool": "gpu-a3-highgpu-8g", "vllm-platform/accelerator": "h100"}
     assert node["gvnic"] == {"enabled": True}
@@ -315,7 +316,7 @@ def test_the_resource_manager_api_is_on_before_the_iam_bindings():
     apis = {r.inputs["service"]: r.name for r in by_type(res, "gcp:projects/service:Service")}
     assert apis["cloudresourcemanager.googleapis.com"] == "vllm-cluster-api-cloudresourcemanager"
     assert set(apis) == {"compute.googleapis.com", "container.googleapis.com", "file.googleapis.com",
-                         "iam.googleapis.com", "cloudresourcemanager.googleapis.com"}
+                         "iam.googleapis.com", "cloudresourcemanager.googleapis.com", "cloudquotas.googleapis.com"}
     crm = "gcp:projects/service:Service::vllm-cluster-api-cloudresourcemanager"
     for member in by_type(res, "gcp:projects/iAMMember:IAMMember"):
         assert crm in member.dependencies, member.name

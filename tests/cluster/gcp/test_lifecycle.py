@@ -214,10 +214,11 @@ def test_a_reservation_of_another_machine_type_is_refused(monkeypatch):
             "models' instanceTypes to a3-megagpu-8g") in refused(a3_ultra("mega"))
 
 
-def test_a_reservation_smaller_than_the_pools_start_is_refused(monkeypatch):
-    monkeypatch.setitem(gcp_stubs.RESERVATIONS, ("my-proj-123", "us-central1-a", "one"), ("a3-ultragpu-8g", 1))
-    assert "gcp.reservation: one holds 1 VMs, but the gpu-a3-ultragpu-8g pool starts with 2 nodes" in \
-        refused(a3_ultra("one"))
+def test_a_reservation_smaller_than_the_pools_max_is_refused(monkeypatch):
+    """The pool starts empty; the autoscaler may grow it to its max, and scale-ups past the reservation fail."""
+    monkeypatch.setitem(gcp_stubs.RESERVATIONS, ("my-proj-123", "us-central1-a", "three"), ("a3-ultragpu-8g", 3))
+    assert ("gcp.reservation: three holds 3 VMs, but the gpu-a3-ultragpu-8g pool may grow to 4 nodes (the models' "
+            "replicas.max); lower replicas.max or grow the reservation") in refused(a3_ultra("three"))
 
 
 def test_a_shared_reservation_is_looked_up_in_its_owner_project(monkeypatch):
