@@ -19,8 +19,8 @@ Operations (docs/serving.md, "Multi-node HA"):
   image) is not applied by KubeRay: delete the active RayCluster in a maintenance window and KubeRay
   builds it again from the new spec. The plan says so for every RayService (maintenance_notes), naming
   which changes need that step.
-- Drains: the worker pods' budget keeps replicas.min replicas whole (worker_min_available); the head's and
-  the GCS Redis's budgets are in redis.py.
+- Drains: the worker pods' budget lets one worker (one node) go at a time at the minimum fleet
+  (worker_min_available); the head's and the GCS Redis's budgets are in redis.py.
 - Auth: `authOptions.mode: token` (KubeRay >= 1.5.1, Ray >= 2.52): the dashboard / job-submission API and
   the GCS refuse calls without the cluster's token, which KubeRay generates into a Secret and hands to the
   Ray containers, the autoscaler and its own client. The NetworkPolicy (network.py) stays the second layer.
@@ -95,13 +95,17 @@ ZONE_KEY = "topology.kubernetes.io/zone"
 
 
 def worker_min_available(t: Topology) -> int:
-    """The worker pods' PodDisruptionBudget (an integer minAvailable: RayCluster pods have no scale
-    subresource, so maxUnavailable would fail safe to "0 allowed"). A multi-node replica dies with any one
-    of its workers, so one eviction per replica may cost a whole replica: with R replicas running and
-    H = minAvailable healthy workers left, at least H - R x (npr - 1) replicas are whole. Requiring
-    min + (npr - 1) x max healthy workers keeps replicas.min replicas whole at every scale: at the minimum
-    fleet (npr x min workers) no eviction is allowed, at max scale max - min are."""
-    return t.min_replicas + (t.nodes_per_replica - 1) * t.max_replicas
+    """The worker pods' PodDisruptionBudget: an integer minAvailable (RayCluster pods have no scale subresource,
+    so maxUnavailable would fail safe to "0 allowed"; schemas/crds/kuberay/ray.io_rayclusters.yaml has only
+    `status` under subresources). One worker pod per GPU node, so a node drain evicts one worker, and a
+    multi-node replica dies with any one of its workers: one eviction costs one replica. npr x min - 1 lets
+    exactly one worker go at the minimum fleet: a drain or a node-group upgrade (one node at a time on EKS
+    and GKE) proceeds one node at a time, each eviction taking at most one replica while the others serve,
+    and the next waits until KubeRay's replacement worker is Ready again. With replicas.min 1 that one
+    eviction is an outage until the replica is back (a GPU node, the image, the start-up budget): the price of
+    never blocking a drain, which minAvailable >= npr x min would do for ever (EKS fails the node-group
+    update with PodEvictionFailure after 15 minutes; docs/serving.md, "The GPU workers")."""
+    return max(0, t.nodes_per_replica * t.min_replicas - 1)
 
 
 def first_deploy_s(t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> int:
