@@ -22,7 +22,7 @@ from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_IMAGE, VLLM_VERSION
 from .autoscaling import scaled_object_spec, waiting_threshold
-from .cold_start import cold_start, hold_warning
+from .cold_start import cold_start, cold_start_seconds, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
@@ -202,7 +202,9 @@ class VllmService(pulumi.ComponentResource):
             f"{name}-rules", api_version="monitoring.coreos.com/v1", kind="PrometheusRule",
             metadata=meta(f"{model}-sla", runtime, addons.monitor_labels),
             spec=rules_spec(t, ns, runtime, waiting_threshold(t, args.serving), severity,
-                            startup_s=cache.budget(t).total_s), opts=needs("monitoring"))
+                            startup_s=cache.budget(t).total_s,
+                            cold_start_s=cold_start_seconds(t, cache, facts.gpu_node_ready_s)),
+            opts=needs("monitoring"))
         key, value = addons.dashboard_label
         self.dashboard = k8s.core.v1.ConfigMap(
             f"{name}-dashboard", metadata=meta(f"{model}-dashboard", runtime, {key: value}),
