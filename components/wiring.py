@@ -109,11 +109,16 @@ def inline_chat_templates(cfg: StackConfig) -> dict[str, tuple[str, dict[str, st
             for dep in cfg.models if dep.engine.chat_template and dep.engine.chat_template.inline}
 
 
+def upgrade_room(cfg: StackConfig) -> str | None:
+    """Why this stack's GPU pools cannot hold a RayService's second cluster (serving/upgrades.no_room), or None."""
+    return no_room(cfg.cloud, cfg.aws.capacity_type if cfg.aws else None, cfg.gcp.reservation if cfg.gcp else None)
+
+
 def serving_args(cfg: StackConfig) -> ServingArgs:
     gw = cfg.gateway
     return ServingArgs(namespace=cfg.namespace, production=cfg.production, serving=cfg.serving, gateway=gw.enabled,
                        api_key_client=gw.clients[0] if not gw.enabled and gw.auth == "apiKeys" else None,
-                       new_cluster_blocked=no_room(cfg))
+                       new_cluster_blocked=upgrade_room(cfg))
 
 
 def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, monitor_labels: dict | None = None):
@@ -212,7 +217,8 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
             check()
         except CacheError as e:
             problems += e.errors
-    return (problems + scale_to_zero_problems(cfg, topologies) + upgrade_problems(cfg, topologies)
+    return (problems + scale_to_zero_problems(cfg, topologies)
+            + upgrade_problems(cfg.serving.ray_upgrade_strategy, topologies, upgrade_room(cfg))
             + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment))
 
 

@@ -16,12 +16,7 @@ schemas/crds/kuberay/ray.io_rayservices.yaml leaves `upgradeStrategy.type` a fre
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..planner import Topology
-
-if TYPE_CHECKING:
-    from ..config import StackConfig
 
 NONE = "None"
 NEW_CLUSTER = "NewCluster"
@@ -42,31 +37,30 @@ def pool_surge(strategy: str, topologies: dict[str, Topology]) -> dict[str, int]
     return {t.served_model_name: surge_nodes(t) for t in topologies.values() if t.multi_node}
 
 
-def no_room(cfg: "StackConfig") -> str | None:
-    """Why this stack's GPU pools cannot take a second cluster's nodes, or None where they can."""
-    if cfg.cloud == "existing":
+def no_room(cloud: str, aws_capacity_type: str | None = None, gcp_reservation: str | None = None) -> str | None:
+    """Why the stack's GPU pools cannot take a second cluster's nodes, or None where they can (components/wiring.py
+    passes the stack's cloud, aws.capacityType and gcp.reservation)."""
+    if cloud == "existing":
         return ("cloud existing: the stack neither sizes nor sees the cluster's GPU node count, so it cannot make "
                 "room for a second cluster")
-    if cfg.cloud == "aws" and cfg.aws.capacity_type in ("reservation", "capacityBlock"):
-        return (f"aws.capacityType {cfg.aws.capacity_type}: the reserved capacity is sized for one fleet and the "
+    if cloud == "aws" and aws_capacity_type in ("reservation", "capacityBlock"):
+        return (f"aws.capacityType {aws_capacity_type}: the reserved capacity is sized for one fleet and the "
                 f"second cluster's nodes would find none")
-    if cfg.cloud == "gcp" and cfg.gcp.reservation:
+    if cloud == "gcp" and gcp_reservation:
         return ("gcp.reservation: the reservation is sized for one fleet and the second cluster's nodes would find "
                 "none")
     return None
 
 
-def upgrade_problems(cfg: "StackConfig", topologies: dict[str, Topology]) -> list[str]:
-    """serving.rayUpgradeStrategy: NewCluster where the GPU pool cannot be given the second cluster's nodes."""
-    if cfg.serving.ray_upgrade_strategy != NEW_CLUSTER:
-        return []
-    surge = pool_surge(NEW_CLUSTER, topologies)
-    reason = no_room(cfg)
-    if not surge or not reason:
+def upgrade_problems(strategy: str, topologies: dict[str, Topology], blocked: str | None) -> list[str]:
+    """serving.rayUpgradeStrategy NewCluster where the GPU pool cannot be given the second cluster's nodes
+    (blocked: no_room's reason)."""
+    surge = pool_surge(strategy, topologies)
+    if not surge or not blocked:
         return []
     need = ", ".join(f"{m}: {n} more GPU node(s)" for m, n in surge.items())
     return [f"{FIELD}: NewCluster runs a second RayCluster beside the first during an upgrade ({need}), and "
-            f"{reason}; keep {NONE} (cluster changes in a maintenance window, docs/serving.md \"Cluster changes\")"]
+            f"{blocked}; keep {NONE} (cluster changes in a maintenance window, docs/serving.md \"Cluster changes\")"]
 
 
 def upgrade_note(t: Topology, strategy: str, blocked: str | None, in_place: str, needs_window: str) -> str:
