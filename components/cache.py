@@ -29,8 +29,8 @@ from .config import ConfigError
 from .config.schema import ModelCache as ModelCacheSettings
 from .planner import Topology
 from .serving.k8s import (CACHE_MOUNT, CACHE_VOLUME, COMPILE_CACHE, HF_HOME, READY_DIR, cache_mount,
-                          container_security, offline_cache_env, pod_security, ready_marker, root_container_security,
-                          slug)
+                          container_security, home_env, offline_cache_env, pod_security, ready_marker,
+                          root_container_security, scratch_mounts, scratch_volumes, slug)
 from .serving.pods import gpu_placement, hf_token_env
 from .serving.probes import IMAGE_PULL_S, LOADERS
 from .versions import PAUSE_IMAGE, PREFETCH_IMAGE
@@ -142,8 +142,11 @@ def prefetch_container(repo: str, image: str = PREFETCH_IMAGE, resources: dict |
         script = f"set -eu\n(\n{script}\n)\n{warm_script(repo, revision)}"
     return {
         "name": "prefetch", "image": image, "command": ["/bin/sh", "-c", script],
-        "env": [hf_token_env(), {"name": "HF_HOME", "value": HF_HOME}],
-        "volumeMounts": [cache_mount()],
+        # HF_HOME on the cache volume holds the Hub cache, hf_xet's chunk cache and the token path; the root file
+        # system is read-only, so HOME and /tmp are the pod's scratch volumes (k8s.scratch_volumes: the Job adds
+        # them, and the serving pods whose init container this is already have them)
+        "env": [hf_token_env(), {"name": "HF_HOME", "value": HF_HOME}, *home_env()],
+        "volumeMounts": [cache_mount(), *scratch_mounts()],
         # root (without capabilities) so that it can fill a hostPath the kubelet created root-owned, also
         # from the Ray image whose default user is uid 1000; the script then opens the cache to all
         "resources": resources or PREFETCH_RESOURCES, "securityContext": root_container_security(),
@@ -291,7 +294,7 @@ def prefetch_job_spec(repo: str, system_node_selector: dict[str, str], labels: d
         "restartPolicy": "Never", "enableServiceLinks": False, "automountServiceAccountToken": False,
         "securityContext": pod_security(root=True),
         "containers": [prefetch_container(repo, revision=revision, expected_gib=expected_gib)],
-        "volumes": [{"name": VOLUME, "persistentVolumeClaim": {"claimName": CLAIM}}],
+        "volumes": [{"name": VOLUME, "persistentVolumeClaim": {"claimName": CLAIM}}, *scratch_volumes()],
     }
     if system_node_selector:
         pod["nodeSelector"] = dict(system_node_selector)

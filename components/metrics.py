@@ -125,6 +125,11 @@ NAME_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_:])((?:ray_)?vllm:[A-Za-z0-9_:]+|ray_
 # `ray_` by Ray's metrics agent as Ray's own Serve dashboard queries it.
 KSM_HPA_CURRENT_REPLICAS = "kube_horizontalpodautoscaler_status_current_replicas"
 KSM_HPA_MAX_REPLICAS = "kube_horizontalpodautoscaler_spec_max_replicas"
+# The Deployment's desired replicas (kube-state-metrics docs/metrics/workload/deployment-metrics.md; labels
+# namespace, deployment): 0 while KEDA holds a scale-to-zero model at zero.
+KSM_DEPLOYMENT_SPEC_REPLICAS = "kube_deployment_spec_replicas"
+# Prometheus' own per-target series: 1 when the last scrape of the target succeeded, 0 when it failed.
+SCRAPE_UP = "up"
 RAY_SERVE_REPLICA_HEALTHY = "ray_serve_deployment_replica_healthy"
 
 

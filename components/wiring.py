@@ -31,6 +31,7 @@ from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, pla
 from .providers import CloudProviderArgs
 from .source_access import bucket_readers, cross_cloud_problems
 from .serving.service import ServingArgs
+from .serving.upgrades import no_room, pool_surge, upgrade_problems
 
 
 def provider_args(cfg: StackConfig, settings: dict[str, dict[str, Any]] | None = None) -> CloudProviderArgs:
@@ -51,7 +52,8 @@ def cluster_args(cfg: StackConfig, topologies: dict[str, Topology], kubeconfig: 
     if cfg.cloud == "existing":
         return ExistingClusterArgs(existing=cfg.existing, cluster=cfg.cluster, model_cache=cfg.model_cache,
                                    topologies=dict(topologies), kubeconfig=kubeconfig)
-    pools = tuple(gpu_pool_specs(topologies))
+    # serving.rayUpgradeStrategy NewCluster: room for a RayService's second cluster (serving/upgrades.py)
+    pools = tuple(gpu_pool_specs(topologies, pool_surge(cfg.serving.ray_upgrade_strategy, topologies)))
     readers = bucket_readers(cfg.namespace, model_sources(cfg).values())
     if cfg.cloud == "aws":
         from .cluster.aws.component import AwsClusterArgs, pool_models
@@ -107,10 +109,16 @@ def inline_chat_templates(cfg: StackConfig) -> dict[str, tuple[str, dict[str, st
             for dep in cfg.models if dep.engine.chat_template and dep.engine.chat_template.inline}
 
 
+def upgrade_room(cfg: StackConfig) -> str | None:
+    """Why this stack's GPU pools cannot hold a RayService's second cluster (serving/upgrades.no_room), or None."""
+    return no_room(cfg.cloud, cfg.aws.capacity_type if cfg.aws else None, cfg.gcp.reservation if cfg.gcp else None)
+
+
 def serving_args(cfg: StackConfig) -> ServingArgs:
     gw = cfg.gateway
     return ServingArgs(namespace=cfg.namespace, production=cfg.production, serving=cfg.serving, gateway=gw.enabled,
-                       api_key_client=gw.clients[0] if not gw.enabled and gw.auth == "apiKeys" else None)
+                       api_key_client=gw.clients[0] if not gw.enabled and gw.auth == "apiKeys" else None,
+                       new_cluster_blocked=upgrade_room(cfg))
 
 
 def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, monitor_labels: dict | None = None):
@@ -209,8 +217,9 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
             check()
         except CacheError as e:
             problems += e.errors
-    return problems + scale_to_zero_problems(cfg, topologies) + production_tls_problems(cfg.gateway, cfg.cloud,
-                                                                                        cfg.environment)
+    return (problems + scale_to_zero_problems(cfg, topologies)
+            + upgrade_problems(cfg.serving.ray_upgrade_strategy, topologies, upgrade_room(cfg))
+            + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment))
 
 
 class ValidatedPlan(dict):

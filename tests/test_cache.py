@@ -54,6 +54,52 @@ def test_prefetch_job_fills_the_cache_once_with_the_token_from_the_secret(dev):
     assert {"claimName": "model-cache"} == spec["template"]["spec"]["volumes"][0]["persistentVolumeClaim"]
 
 
+def _mounts_resolve(pod: dict, c: dict) -> None:
+    names = {v["name"] for v in pod["volumes"]}
+    missing = [m["name"] for m in c["volumeMounts"] if m["name"] not in names]
+    assert not missing, f"{c['name']} mounts {missing}, which the pod does not have"
+
+
+def test_the_prefetch_job_has_a_writable_home_and_tmp_beside_its_read_only_root(dev):
+    """The root file system is read-only: Python's tempfile, `hf` and the cloud CLIs of the s3 / gcs sources need
+    a writable /tmp and HOME, which are emptyDir volumes; the Hub cache itself stays under HF_HOME on the cache."""
+    pod = obj(dev.resources, "Job", "prefetch-llama-8b")["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "scratch", "emptyDir": {"sizeLimit": "20Gi"}} in pod["volumes"]
+    assert {"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}} in pod["volumes"]
+    assert {"name": "scratch", "mountPath": "/scratch"} in c["volumeMounts"]
+    assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    assert env["HOME"] == "/scratch/home" and env["XDG_CACHE_HOME"] == "/scratch/home/.cache"
+    assert env["XDG_CONFIG_HOME"] == "/scratch/home/.config"
+    # the token comes from the Secret (HF_TOKEN) and nothing is written under HOME/.cache/huggingface
+    assert env["HF_HOME"] == "/models/hf"
+    assert any(m["mountPath"] == "/models" and m["name"] == "model-cache" for m in c["volumeMounts"])
+    _mounts_resolve(pod, c)
+
+
+@pytest.mark.parametrize("stack", ["prod-llama70b-aws+nvme", "prod-llama405b-aws+nvme"])
+def test_a_node_local_prefetch_writes_home_and_tmp_to_its_pods_scratch(stack):
+    """The same container as the serving pods' init container: its HOME and /tmp are the serving pod's scratch
+    volumes, which exist in both shapes (Deployment, Ray worker)."""
+    from tests.support.stacks import plan
+    checked = 0
+    for m in plan(stack).objects:
+        pod = (m.get("spec", {}).get("template", {}).get("spec") if m["kind"] == "Deployment" else
+               m["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["spec"] if m["kind"] == "RayService"
+               else None)
+        if not pod:
+            continue
+        for init in pod.get("initContainers", []):
+            if init["name"] == "prefetch":
+                assert {"name": "HOME", "value": "/scratch/home"} in init["env"]
+                assert {"name": "tmp", "mountPath": "/tmp"} in init["volumeMounts"]
+                _mounts_resolve(pod, init)
+                checked += 1
+    assert checked, f"{stack}: no node-local prefetch init container"
+
+
 def test_serving_pods_wait_for_the_cache_and_then_stay_offline(dev):
     d = obj(dev.resources, "Deployment", "llama-8b")["spec"]["template"]["spec"]
     (init,) = d["initContainers"]

@@ -91,10 +91,13 @@ def pool_name(instance_type: str) -> str:
     return "gpu-" + re.sub(r"[^a-z0-9]+", "-", instance_type.lower()).strip("-")
 
 
-def gpu_pool_specs(topologies: dict[str, Topology]) -> list[PoolSpec]:
+def gpu_pool_specs(topologies: dict[str, Topology], surge: dict[str, int] | None = None) -> list[PoolSpec]:
     """Group the planned deployments by cloud instance type (the cloud clusters build the pools; an
     existing cluster's nodes are described by config instead); node counts add up across models
-    (replicas of different models never share a node: each pod asks for its whole share)."""
+    (replicas of different models never share a node: each pod asks for its whole share). surge: model ->
+    nodes its upgrades add beside its max fleet (a RayService's second cluster, serving/upgrades.pool_surge),
+    added to the pool's max only."""
+    surge = surge or {}
     by_type: dict[str, list[Topology]] = {}
     for t in topologies.values():
         by_type.setdefault(t.instance_type, []).append(t)
@@ -104,7 +107,7 @@ def gpu_pool_specs(topologies: dict[str, Topology]) -> list[PoolSpec]:
             name=pool_name(itype), instance=INSTANCE_TYPES[itype],
             min_nodes=sum(t.min_nodes for t in ts),
             desired_nodes=sum(t.nodes for t in ts),
-            max_nodes=sum(t.max_nodes for t in ts),
+            max_nodes=sum(t.max_nodes + surge.get(t.served_model_name, 0) for t in ts),
             multi_node=any(t.nodes_per_replica > 1 for t in ts),
             models=tuple(t.served_model_name for t in ts)))
     return specs

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -22,6 +23,12 @@ class Serving(_Base):
     scale_down_window_s: int = Field(600, ge=0, le=3600, description="HPA scale-down stabilization (seconds)")
     ray_image: str | None = Field(None, description="Ray Serve LLM image for multi-node replicas instead of the "
                                                     "pinned one (it must carry your fabric's NCCL transport)")
+    # KubeRay v1.7.0's RayServiceUpgradeType values offered here (components/serving/upgrades.py)
+    ray_upgrade_strategy: Literal["None", "NewCluster"] = Field(
+        "None", description="how a RayService rolls a RayCluster spec change (a Ray image, resources): None "
+                            "leaves it to a maintenance window; NewCluster brings up a second cluster beside the "
+                            "first and switches to it, and the GPU pool's max grows to hold both (refused on an "
+                            "existing cluster and on reserved capacity)")
 
     @field_validator("allowed_namespaces")
     @classmethod

@@ -132,6 +132,16 @@ def scratch_env() -> list[dict]:
     return [{"name": k, "value": v} for k, v in SCRATCH_ENV.items()]
 
 
+# A download container (the prefetch Job, a node-local cache's init container) needs only a home: the Hub
+# client's caches are under HF_HOME on the cache volume, while `hf`, the AWS CLI (~/.aws/cli/cache) and gcloud
+# (~/.config/gcloud) write their state under HOME, and Python's tempfile needs a writable /tmp.
+HOME_KEYS = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")
+
+
+def home_env() -> list[dict]:
+    return [{"name": k, "value": SCRATCH_ENV[k]} for k in HOME_KEYS]
+
+
 def scratch_volumes() -> list[dict]:
     return [{"name": SCRATCH_VOLUME, "emptyDir": {"sizeLimit": f"{SCRATCH_GIB}Gi"}},
             {"name": TMP_VOLUME, "emptyDir": {"sizeLimit": f"{TMP_GIB}Gi"}}]

@@ -77,10 +77,10 @@ def pdb_spec(model: str, t: Topology) -> dict:
     Production keeps serving through a drain because its replicas are spread over at least two nodes (the
     planner's spread_nodes).
 
-    Ray workers: rayservice.worker_min_available, which keeps replicas.min multi-node replicas whole (no
-    eviction at the minimum fleet, max - min of them at max scale). Unlike a Deployment's pod, an evicted
-    worker takes its whole replica down, so at the minimum fleet a drain waits for an operator (EKS fails a
-    node-group update after 15 minutes, GKE evicts after an hour; docs/serving.md, "Drains")."""
+    Ray workers: rayservice.worker_min_available (npr x min - 1), the same rule counted in worker pods: one
+    node's worker may go at the minimum fleet, so a drain takes one replica at a time and never waits for
+    ever. A minAvailable that keeps replicas.min multi-node replicas whole would allow no eviction at the
+    minimum fleet, and every node-group upgrade would stall on it (docs/serving.md, "The GPU workers")."""
     if t.multi_node:
         spec = {"minAvailable": worker_min_available(t), "selector": {"matchLabels": selector(model, "ray-worker")}}
     else:

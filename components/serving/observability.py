@@ -7,6 +7,7 @@ import json
 import math
 
 from ..planner import Topology
+from ..planner.vllm_args import VLLM_PORT
 from .. import metrics
 from . import rayservice
 from .autoscaling import series_selector
@@ -87,6 +88,43 @@ SCALE_UP_MARGIN_S = 600
 KEDA_HPA_PREFIX = "keda-hpa-"
 
 
+# A model whose pods export nothing silences every alert above: each reads series the model's own pods export.
+# VllmMetricsAbsent watches the scrape itself. prometheus-operator sets a target's `job` label to the Service's
+# name for a ServiceMonitor and to "<namespace>/<PodMonitor name>" for a PodMonitor (prometheus-operator
+# pkg/prometheus/promcfg.go, as its golden files under pkg/prometheus/testdata show: `target_label: job`,
+# `replacement: default/testpodmonitor1`); the Service, the ServiceMonitor and the PodMonitor are all named
+# after the model. It waits a cold start (a replica from nothing: GPU node, image, start-up budget;
+# cold_start.py), at least this long, so a first deploy or a lone replica's restart does not page before it
+# could be back.
+METRICS_ABSENT_MIN_S = 600
+
+
+def scrape_job(model: str, namespace: str, runtime: str) -> str:
+    """The `job` label of the model's scrape targets (see METRICS_ABSENT_MIN_S)."""
+    return f"{namespace}/{model}" if runtime == "ray" else model
+
+
+def metrics_absent_expr(t: Topology, namespace: str, runtime: str) -> str:
+    """No target of the model's scrape job up, or (up but) none of the series the alerts read. A RayService's head
+    keeps its target up while no replica runs, so there the second term is Serve's healthy replicas; a
+    Deployment's /metrics serves vLLM's gauges from the engine's start (a renamed metric or a model_name
+    that is not the served name leaves it empty). A scale-to-zero model at zero replicas exports nothing by
+    design: its alert holds while KEDA keeps the Deployment at 0 (kube-state-metrics' desired replicas)."""
+    m = t.served_model_name
+    target = f'absent({metrics.SCRAPE_UP}{{job="{scrape_job(m, namespace, runtime)}",namespace="{namespace}"}} == 1)'
+    if runtime == "ray":
+        sel = (f'{{namespace="{namespace}",application="{rayservice.APP_NAME}",'
+               f'deployment="{rayservice.serve_deployment_name(m)}"}}')
+        series = f"absent(sum({metrics.RAY_SERVE_REPLICA_HEALTHY}{sel} == 1))"
+    else:
+        series = f"absent(sum({metrics.name('num_requests_running')}{series_selector(namespace, t)}))"
+    expr = f"{target} or on() {series}"
+    if t.min_replicas == 0:
+        wanted = f'max({metrics.KSM_DEPLOYMENT_SPEC_REPLICAS}{{namespace="{namespace}",deployment="{m}"}}) > 0'
+        expr = f"({expr}) and on() ({wanted})"
+    return expr
+
+
 def _minutes(seconds: float) -> str:
     return f"{math.ceil(seconds / 60)}m"
 
@@ -106,10 +144,10 @@ def _replicas(t: Topology, namespace: str, runtime: str) -> tuple[str, str]:
 
 
 def rules_spec(t: Topology, namespace: str, runtime: str, waiting_threshold: float, severity: str,
-               startup_s: int = 300) -> dict:
+               startup_s: int = 300, cold_start_s: int = 0) -> dict:
     """PrometheusRule spec: every alert has a `for:`, a severity and a description that says what to do.
     waiting_threshold: KEDA's waiting requests per replica (autoscaling.py); startup_s: a replica's
-    start-up budget (probes.py)."""
+    start-up budget (probes.py); cold_start_s: how long a replica takes from nothing (cold_start.py)."""
     sel = series_selector(namespace, t)
     m = t.served_model_name
     n = lambda metric, suffix="": metrics.name(metric, runtime, suffix)  # noqa: E731
@@ -132,6 +170,17 @@ def rules_spec(t: Topology, namespace: str, runtime: str, waiting_threshold: flo
     ttft_le = metrics.bucket_at_or_above(TTFT, t.sla_ttft_ms / 1000)
     tpot_le = metrics.bucket_at_or_above(TPOT, t.sla_tpot_ms / 1000)
     stalled_for = _minutes(startup_s + SCALE_UP_MARGIN_S)
+    absent_for = _minutes(max(cold_start_s, METRICS_ABSENT_MIN_S))
+    job = scrape_job(m, namespace, runtime)
+    port = rayservice.METRICS_PORT if runtime == "ray" else VLLM_PORT
+    monitor = "PodMonitor" if runtime == "ray" else "ServiceMonitor"
+    engine = (f"Serve reports no healthy replica of {rayservice.serve_deployment_name(m)} (the head is up, the "
+              f"workers or their replicas are not: `kubectl -n {namespace} get rayservice {m}`, the head's "
+              f"`serve status`)" if runtime == "ray" else
+              f"the targets are up but export no {metrics.name('num_requests_running')}{{model_name=\"{m}\"}}: "
+              f"the vLLM image renamed its metrics (components/metrics.py pins them) or serves another model name")
+    zero = (" A scale-to-zero model at 0 replicas exports nothing by design; this alert only runs while the "
+            "Deployment wants a replica." if t.min_replicas == 0 else "")
     return {"groups": [{"name": f"vllm-{m}-sla", "rules": [
         rule("VllmTimeToFirstTokenAboveSla",
              f"({_slower_share(TTFT, ttft_le, sel, runtime)} > {1 - ttft_q:.2f}) and on() ({busy(TTFT)})",
@@ -173,6 +222,15 @@ def rules_spec(t: Topology, namespace: str, runtime: str, waiting_threshold: flo
              "Requests are being preempted and recomputed; TTFT and throughput suffer. Sustained: requests are "
              "longer than planned (raise maxModelLen only with more KV) or the autoscaler's KV threshold is "
              "too high.", sev="warning"),
+        rule("VllmMetricsAbsent", metrics_absent_expr(t, namespace, runtime),
+             absent_for, f"{m}: no metrics for {absent_for}: every other alert of this model is silent",
+             f"Prometheus has scraped nothing usable from {m} for longer than a replica takes to come back from "
+             f"nothing. Either no target of job=\"{job}\" (namespace {namespace}) is up, or {engine}. Runbook: "
+             f"1) `kubectl -n {namespace} get pods -l vllm-platform/model={m}`: none, Pending (GPU capacity, "
+             f"quota) or crash-looping means the model is down, not only unmonitored; 2) Prometheus' Targets page "
+             f"for {job}: missing means the {monitor} is not selected (its labels against the Prometheus' "
+             f"selector) or selects no pod; down means the scrape fails (the NetworkPolicy must admit "
+             f"Prometheus on port {port}).{zero}"),
     ]}]}
 
 

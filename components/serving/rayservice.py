@@ -11,16 +11,14 @@ accelerator_type, runtime_env, deployment_config.autoscaling_config) and the `ra
 builder.
 
 Operations (docs/serving.md, "Multi-node HA"):
-- Upgrades: `upgradeStrategy: None`. KubeRay's default (NewCluster) brings up a whole second RayCluster and
-  switches over when it is ready: twice the GPUs, which a pool sized for max replicas never has, so the new
-  cluster would sit Pending for ever. NewClusterWithIncrementalUpgrade still surges a new cluster and needs
-  Gateway API plus an operator feature gate. With None, Serve config changes (engine flags, autoscaling,
-  timeouts: everything in serveConfigV2) roll in place, replica by replica; a cluster spec change (a new
-  image) is not applied by KubeRay: delete the active RayCluster in a maintenance window and KubeRay
-  builds it again from the new spec. The plan says so for every RayService (maintenance_notes), naming
-  which changes need that step.
-- Drains: the worker pods' budget keeps replicas.min replicas whole (worker_min_available); the head's and
-  the GCS Redis's budgets are in redis.py.
+- Upgrades: serving.rayUpgradeStrategy (upgrades.py). None, the default: Serve config changes (engine flags,
+  autoscaling, timeouts: everything in serveConfigV2) roll in place, replica by replica; a cluster spec change
+  (a new image) is not applied by KubeRay: delete the active RayCluster in a maintenance window and KubeRay
+  builds it again from the new spec. NewCluster (KubeRay's own default) brings up a second RayCluster and
+  switches over when it is ready: the planned fleet's nodes again, which the GPU pool's max then carries.
+  The plan says which for every RayService (upgrades.upgrade_note), naming which changes need what.
+- Drains: the worker pods' budget lets one worker (one node) go at a time at the minimum fleet
+  (worker_min_available); the head's and the GCS Redis's budgets are in redis.py.
 - Auth: `authOptions.mode: token` (KubeRay >= 1.5.1, Ray >= 2.52): the dashboard / job-submission API and
   the GCS refuse calls without the cluster's token, which KubeRay generates into a Secret and hands to the
   Ray containers, the autoscaler and its own client. The NetworkPolicy (network.py) stays the second layer.
@@ -76,7 +74,6 @@ UPSCALE_DELAY_S = 30
 DOWNSCALE_DELAY_S = 600  # a multi-node replica takes many minutes to come back: give load time to return
 WORKER_GROUP = "gpu"
 APP_NAME = "llm"
-UPGRADE_STRATEGY = "None"  # see the module docstring: NewCluster needs twice the GPUs
 AUTH_MODE = "token"
 # Serve marks a replica unhealthy after 3 failed checks in a row and replaces it, which for a multi-node
 # replica is a full reload: give a stalled engine ~3 minutes (the pods' liveness allows ~2) before that.
@@ -95,13 +92,17 @@ ZONE_KEY = "topology.kubernetes.io/zone"
 
 
 def worker_min_available(t: Topology) -> int:
-    """The worker pods' PodDisruptionBudget (an integer minAvailable: RayCluster pods have no scale
-    subresource, so maxUnavailable would fail safe to "0 allowed"). A multi-node replica dies with any one
-    of its workers, so one eviction per replica may cost a whole replica: with R replicas running and
-    H = minAvailable healthy workers left, at least H - R x (npr - 1) replicas are whole. Requiring
-    min + (npr - 1) x max healthy workers keeps replicas.min replicas whole at every scale: at the minimum
-    fleet (npr x min workers) no eviction is allowed, at max scale max - min are."""
-    return t.min_replicas + (t.nodes_per_replica - 1) * t.max_replicas
+    """The worker pods' PodDisruptionBudget: an integer minAvailable (RayCluster pods have no scale subresource,
+    so maxUnavailable would fail safe to "0 allowed"; schemas/crds/kuberay/ray.io_rayclusters.yaml has only
+    `status` under subresources). One worker pod per GPU node, so a node drain evicts one worker, and a
+    multi-node replica dies with any one of its workers: one eviction costs one replica. npr x min - 1 lets
+    exactly one worker go at the minimum fleet: a drain or a node-group upgrade (one node at a time on EKS
+    and GKE) proceeds one node at a time, each eviction taking at most one replica while the others serve,
+    and the next waits until KubeRay's replacement worker is Ready again. With replicas.min 1 that one
+    eviction is an outage until the replica is back (a GPU node, the image, the start-up budget): the price of
+    never blocking a drain, which minAvailable >= npr x min would do for ever (EKS fails the node-group
+    update with PodEvictionFailure after 15 minutes; docs/serving.md, "The GPU workers")."""
+    return max(0, t.nodes_per_replica * t.min_replicas - 1)
 
 
 def first_deploy_s(t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> int:
@@ -115,12 +116,6 @@ def first_deploy_s(t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> int
 IN_PLACE = "engine flags, autoscaling, Serve timeouts"
 NEEDS_WINDOW = ("the Ray image (serving.rayImage, a Ray bump), the model revision (the workers' cache gate), head or "
                 "worker resources, the instance type or nodes per replica, fabric or cache changes")
-
-
-def maintenance_notes(model: str) -> str:
-    return (f"RAYSERVICE UPGRADES: {model} uses upgradeStrategy None; `pulumi up` applies Serve config changes "
-            f"({IN_PLACE}) in place, but a RayCluster spec change ({NEEDS_WINDOW}) is written and NOT rolled out: "
-            f"delete the active RayCluster in a maintenance window (docs/serving.md, \"Cluster changes\")")
 
 
 def image_pin_note(model: str, image: str) -> str | None:
@@ -338,6 +333,7 @@ def rayservice_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, i
                     system_node_selector: dict[str, str], base_labels: dict[str, str], *,
                     serving: Serving | None = None, gcs: GcsStore | None = None) -> dict:
     """gcs: where the GCS persists (production), or None for an in-memory GCS."""
+    serving = serving or Serving()
     cluster = {
         "rayVersion": RAY_VERSION,
         "authOptions": {"mode": AUTH_MODE},
@@ -360,6 +356,6 @@ def rayservice_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, i
         "serveService": {"metadata": {"name": model, "labels": model_labels(model, "server", base_labels)},
                          "spec": {"type": "ClusterIP",
                                   "ports": [{"name": "serve", "port": VLLM_PORT, "protocol": "TCP"}]}},
-        "upgradeStrategy": {"type": UPGRADE_STRATEGY},
+        "upgradeStrategy": {"type": serving.ray_upgrade_strategy},
         "rayClusterConfig": cluster,
     }

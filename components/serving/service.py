@@ -22,13 +22,14 @@ from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_IMAGE, VLLM_VERSION
 from .autoscaling import scaled_object_spec, waiting_threshold
-from .cold_start import cold_start, hold_warning
+from .cold_start import cold_start, cold_start_seconds, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
 from .pods import model_labels
-from .rayservice import first_deploy_s, image_pin_note, maintenance_notes, rayservice_spec
+from .rayservice import IN_PLACE, NEEDS_WINDOW, first_deploy_s, image_pin_note, rayservice_spec
+from .upgrades import upgrade_note
 from .redis import GcsRedis
 
 
@@ -46,6 +47,8 @@ class ServingArgs:
     # No gateway but API keys (dev, gateway.enabled false): vLLM checks this client's key itself (VLLM_API_KEY
     # from the gateway-api-keys Secret); None: vLLM takes every request the NetworkPolicy lets in
     api_key_client: str | None = None
+    # Why the GPU pools cannot hold a second RayCluster (upgrades.no_room), None where they can
+    new_cluster_blocked: str | None = None
 
 
 def serving_images(args: ServingArgs, t: Topology) -> list[str]:
@@ -100,7 +103,8 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
     warn = out["warnings"]
     if t.multi_node:
         out["firstDeployS"] = first_deploy_s(t, cache, node_ready_s)
-        warn.append(maintenance_notes(t.served_model_name))
+        warn.append(upgrade_note(t, args.serving.ray_upgrade_strategy, args.new_cluster_blocked, IN_PLACE,
+                                 NEEDS_WINDOW))
         if (note := engine_version_note(t)):
             warn.append(note)
         image_note = image_pin_note(t.served_model_name, serving_images(args, t)[0]) if args.production else None
@@ -202,7 +206,9 @@ class VllmService(pulumi.ComponentResource):
             f"{name}-rules", api_version="monitoring.coreos.com/v1", kind="PrometheusRule",
             metadata=meta(f"{model}-sla", runtime, addons.monitor_labels),
             spec=rules_spec(t, ns, runtime, waiting_threshold(t, args.serving), severity,
-                            startup_s=cache.budget(t).total_s), opts=needs("monitoring"))
+                            startup_s=cache.budget(t).total_s,
+                            cold_start_s=cold_start_seconds(t, cache, facts.gpu_node_ready_s)),
+            opts=needs("monitoring"))
         key, value = addons.dashboard_label
         self.dashboard = k8s.core.v1.ConfigMap(
             f"{name}-dashboard", metadata=meta(f"{model}-dashboard", runtime, {key: value}),

@@ -21,7 +21,7 @@ from tests.support.plans import planned
 from tests.support.serving import objs, topology
 
 ALERTS = {"VllmTimeToFirstTokenAboveSla", "VllmTimePerOutputTokenAboveSla", "VllmQueueHighAtMaxReplicas",
-          "VllmQueueHighScaleUpStalled", "VllmKvCacheNearFull"}
+          "VllmQueueHighScaleUpStalled", "VllmKvCacheNearFull", "VllmMetricsAbsent"}
 STEP_S = 60
 # vLLM 0.31's bucket bounds as its /metrics shows them (vllm/v1/metrics/loggers.py), written out here rather
 # than read from components/metrics.py so that a wrong table there fails below.
@@ -90,6 +90,42 @@ class Fleet:
     def queue(self, per_replica: float, running: int) -> list[dict]:
         return self.gauge("num_requests_waiting", per_replica, running) + self.replicas(running)
 
+    def scrape(self, up: int, job: str | None = None) -> list[dict]:
+        """Prometheus' own `up` for one target of the model, labelled as prometheus-operator labels it: `job` is the
+        Service's name for a ServiceMonitor target and "<namespace>/<PodMonitor name>" for a PodMonitor target
+        (prometheus-operator pkg/prometheus/promcfg.go); both monitors and the Service are named after the model."""
+        job = job or (f"{self.ns}/{self.model}" if self.runtime == "ray" else self.model)
+        return [{"series": f'up{{job="{job}",namespace="{self.ns}",pod="{self.model}-0",endpoint="metrics"}}',
+                 "values": f"{up}x90"}]
+
+    def exporting(self) -> list[dict]:
+        """What a serving fleet exports besides `up`: vLLM's gauges (Deployment) or Serve's healthy replica."""
+        if self.runtime == "ray":
+            return self.replicas(1)
+        return self.gauge("num_requests_running", 2)
+
+    def deployment_replicas(self, wanted: int) -> list[dict]:
+        """kube-state-metrics' desired replicas of the model's Deployment (0 while KEDA holds it at zero)."""
+        return [{"series": f'kube_deployment_spec_replicas{{namespace="{self.ns}",deployment="{self.model}",'
+                           f'job="kube-state-metrics"}}', "values": f"{wanted}x90"}]
+
+
+def absent_scenarios(fleet: Fleet, absent_for: int) -> list[tuple[str, str, list[dict], int, bool]]:
+    """VllmMetricsAbsent: quiet while the targets are up and export, firing once they have not for `for:`."""
+    a, late = "VllmMetricsAbsent", absent_for + 5
+    out = [
+        (a, "targets up and exporting", fleet.scrape(1) + fleet.exporting(), late, False),
+        (a, "every target down", fleet.scrape(0), late, True),
+        (a, "every target down, not yet for as long as a replica takes", fleet.scrape(0), absent_for - 5, False),
+        (a, "no target at all (monitor not selected, no pod)", [], late, True),
+        (a, "only another job's target up", fleet.scrape(1, job="other") + fleet.exporting(), late, True),
+        (a, "targets up but none of the series the alerts read", fleet.scrape(1), late, True),
+    ]
+    if fleet.runtime == "ray":
+        out.append((a, "the head up, no healthy Serve replica", fleet.scrape(1) + [
+            {**r, "values": "0x90"} for r in fleet.replicas(1)], late, True))
+    return out
+
 
 def scenarios(fleet: Fleet, rules: dict[str, dict]) -> list[tuple[str, str, list[dict], int, bool]]:
     """(alert, what, series, eval minute, fires). Values sit far from every threshold: the thresholds
@@ -143,12 +179,12 @@ def scenarios(fleet: Fleet, rules: dict[str, dict]) -> list[tuple[str, str, list
             ("VllmQueueHighScaleUpStalled", "queue below max for longer than a replica takes",
              fleet.queue(flood, below_max), stalled + 5, True),
         ]
-    return out
+    return out + absent_scenarios(fleet, minutes(rules["VllmMetricsAbsent"]["for"]))
 
 
-def unit_tests(fleet: Fleet, rules: dict[str, dict]) -> dict:
+def unit_tests(fleet: Fleet, rules: dict[str, dict], cases: list | None = None) -> dict:
     tests = []
-    for alert, what, series, at, fires in scenarios(fleet, rules):
+    for alert, what, series, at, fires in (scenarios(fleet, rules) if cases is None else cases):
         rule = rules[alert]
         expected = [{"exp_labels": dict(rule["labels"]), "exp_annotations": dict(rule["annotations"])}] if fires else []
         tests.append({"name": f"{alert}: {what}", "interval": f"{STEP_S}s", "input_series": series,
@@ -189,7 +225,7 @@ def test_production_pages_and_development_warns():
     assert sev("prod-llama405b-onprem") == {
         "VllmTimeToFirstTokenAboveSla": "critical", "VllmTimePerOutputTokenAboveSla": "critical",
         "VllmQueueHighAtMaxReplicas": "critical", "VllmQueueHighScaleUpStalled": "critical",
-        "VllmKvCacheNearFull": "warning"}
+        "VllmKvCacheNearFull": "warning", "VllmMetricsAbsent": "critical"}
     assert set(sev("dev").values()) == {"warning"}
 
 
@@ -234,3 +270,52 @@ def test_latency_alerts_read_the_bucket_bound_at_or_above_the_sla(stack, ttft_le
 ])
 def test_scale_up_stalled_waits_for_the_replica_start_up_budget(stack, stalled_for):
     assert _rules(stack)["VllmQueueHighScaleUpStalled"]["for"] == stalled_for
+
+
+@pytest.mark.parametrize("stack, absent_for", [
+    ("prod-llama405b-aws", "45m"),     # cold start: 30 s + GPU node 900 s + image 300 s + budget 1460 s + 10 s
+    ("prod-llama405b-onprem", "25m"),  # an existing cluster's nodes stay: 30 + 1460 + 10 s
+    ("prod-llama70b-aws", "30m"),      # 30 + 900 + 300 + 530 + 10 s
+    ("dev", "10m"),                    # 340 s, raised to the 10-minute floor
+])
+def test_metrics_absent_waits_for_a_cold_start(stack, absent_for):
+    assert _rules(stack)["VllmMetricsAbsent"]["for"] == absent_for
+
+
+def test_metrics_absent_watches_the_job_label_prometheus_operator_sets():
+    """A ServiceMonitor target's job is the Service's name; a PodMonitor target's is "<namespace>/<name>"."""
+    single, ray = _rules("prod-llama70b-aws")["VllmMetricsAbsent"], _rules("prod-llama405b-aws")["VllmMetricsAbsent"]
+    assert single["expr"] == ('absent(up{job="llama-70b",namespace="llm"} == 1) or on() '
+                              'absent(sum(vllm:num_requests_running{namespace="llm",model_name="llama-70b"}))')
+    assert ray["expr"].startswith('absent(up{job="llm/llama-405b",namespace="llm"} == 1) or on() ')
+    assert 'ray_serve_deployment_replica_healthy{namespace="llm",application="llm",' \
+           'deployment="LLMServer:llama-405b"} == 1' in ray["expr"]
+    # a model that never scales to zero pages whatever its Deployment's replica count says
+    assert "kube_deployment_spec_replicas" not in single["expr"] + ray["expr"]
+
+
+def test_a_scale_to_zero_model_at_zero_replicas_does_not_page(tmp_path):
+    """replicas.min 0 (docs/scale-to-zero.md): at 0 replicas KEDA holds the Deployment at 0 and nothing exports, by
+    design; once KEDA wants a replica, the alert runs as for any model."""
+    import dataclasses
+    from components.serving.observability import rules_spec
+    tool = promtool()
+    rule_obj, t = next(rule_objects("dev"))
+    t0 = dataclasses.replace(t, min_replicas=0)
+    spec = rules_spec(t0, rule_obj["metadata"]["namespace"], "vllm", 3, "warning", startup_s=300, cold_start_s=1540)
+    rules = {r["alert"]: r for g in spec["groups"] for r in g["rules"]}
+    absent = rules["VllmMetricsAbsent"]
+    assert absent["for"] == "26m"  # the cold start docs/scale-to-zero.md prints for a model at zero: 1540 s
+    assert "scale-to-zero model at 0 replicas exports nothing by design" in absent["annotations"]["description"]
+    fleet = Fleet({"metadata": rule_obj["metadata"]}, t0)
+    at = minutes(absent["for"]) + 5
+    cases = [("VllmMetricsAbsent", "at zero replicas: nothing exported, nothing wanted",
+              fleet.deployment_replicas(0), at, False),
+             ("VllmMetricsAbsent", "woken: KEDA wants a replica that never exports",
+              fleet.deployment_replicas(1), at, True),
+             ("VllmMetricsAbsent", "woken and serving", fleet.deployment_replicas(1) + fleet.scrape(1)
+              + fleet.exporting(), at, False)]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": spec["groups"]}))
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(unit_tests(fleet, rules, cases), sort_keys=False))
+    run = subprocess.run([tool, "test", "rules", "tests.yaml"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr

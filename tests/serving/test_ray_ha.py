@@ -179,8 +179,9 @@ def test_upgrades_never_surge_a_second_cluster(plan):
 
 
 def test_the_aws_gpu_pool_could_never_hold_a_second_cluster():
-    """Why NewCluster (KubeRay's default) is off: it runs a second fleet beside the first until the switch,
-    and the pool is sized for one fleet at max scale (plus at most a replica of headroom)."""
+    """Why NewCluster (KubeRay's default) is not the stack's default: it runs a second fleet beside the first until
+    the switch, and the pool is sized for one fleet at max scale unless serving.rayUpgradeStrategy: NewCluster
+    grows it (tests/serving/test_ray_upgrades.py)."""
     resources = planned("prod-llama405b-aws").resources
     (group,) = cluster(obj(resources, "RayService", MODEL))["workerGroupSpecs"]
     (pool,) = [r for r in by_type(resources, "aws:eks/nodeGroup:NodeGroup") if "gpu" in r.name]
