@@ -272,3 +272,77 @@ def _schedule(name, inputs):
             "arn": _arn(inputs, "autoscaling", f"scheduledUpdateGroupAction:{_hex(name, 8)}:autoScalingGroupName/"
                                                f"{inputs['autoscalingGroupName']}:scheduledActionName/"
                                                f"{inputs['scheduledActionName']}")}
+
+
+# EKS's release calendar as DescribeClusterVersions answers it (docs.aws.amazon.com/eks/latest/userguide/
+# kubernetes-versions.html; the dates components/kubernetes_support.py cites): release, end of standard, end of
+# extended support, patch (⚠ the patch releases are illustrative, no describe-cluster-versions output was at
+# hand; nothing reads them). EKS derives each version's status from these dates; the offline plan does the same on
+# kubernetes_support.today(). Tests remove a minor to show what happens where EKS does not offer it.
+EKS_VERSIONS: dict[str, tuple[str, str, str, str]] = {
+    "1.33": ("2025-05-29", "2026-07-29", "2027-07-29", "1.33.5"),
+    "1.34": ("2025-10-02", "2026-12-02", "2027-12-02", "1.34.2"),
+    "1.35": ("2026-01-28", "2027-03-27", "2028-03-27", "1.35.0"),
+}
+# EKS clusters that already exist in the account ({name: version}); a fresh account has none.
+EXISTING_CLUSTERS: dict[str, str] = {}
+# getAddonVersion answers ({(addon, minor): (default, most recent)}); an add-on not listed here answers the
+# build components/versions.py pins, as both default and newest (an account where the pins are EKS's defaults).
+ADDON_ANSWERS: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def _status(release: str, standard_end: str, extended_end: str) -> str:
+    from ..kubernetes_support import today
+    on = today().isoformat()
+    return "STANDARD_SUPPORT" if on < standard_end else "EXTENDED_SUPPORT" if on < extended_end else "UNSUPPORTED"
+
+
+@invoke("aws:eks/getClusterVersions:getClusterVersions")
+def _cluster_versions(args):
+    """DescribeClusterVersions (the provider formats the API's timestamps as RFC 3339)."""
+    only = args.get("clusterVersionsOnlies") or list(EKS_VERSIONS)
+    newest_standard = max((m for m, d in EKS_VERSIONS.items() if _status(*d[:3]) == "STANDARD_SUPPORT"),
+                          key=lambda m: tuple(map(int, m.split("."))), default=None)
+    out = []
+    for minor in only:
+        if minor not in EKS_VERSIONS:
+            continue
+        release, standard_end, extended_end, patch = EKS_VERSIONS[minor]
+        status = _status(release, standard_end, extended_end)
+        if status == "UNSUPPORTED" and not args.get("includeAll"):
+            continue
+        out.append({"clusterType": "eks", "clusterVersion": minor, "controlPlaneComponentConfigs": [],
+                    "controlPlaneScalingTiers": [], "defaultPlatformVersion": "eks.5",
+                    "defaultVersion": minor == newest_standard, "releaseDate": f"{release}T00:00:00Z",
+                    "endOfStandardSupportDate": f"{standard_end}T00:00:00Z",
+                    "endOfExtendedSupportDate": f"{extended_end}T00:00:00Z", "kubernetesPatchVersion": patch,
+                    "versionStatus": status})
+    return {"id": _region(args), "region": _region(args), "clusterType": args.get("clusterType"),
+            "clusterVersionsOnlies": args.get("clusterVersionsOnlies"), "includeAll": args.get("includeAll"),
+            "clusterVersions": out}
+
+
+@invoke("aws:eks/getClusters:getClusters")
+def _clusters(args):
+    return {"id": _region(args), "region": _region(args), "names": sorted(EXISTING_CLUSTERS)}
+
+
+@invoke("aws:eks/getCluster:getCluster")
+def _get_cluster(args):
+    name = args["name"]
+    if name not in EXISTING_CLUSTERS:
+        raise ValueError(f"reading EKS Cluster ({name}): couldn't find resource")
+    return {"id": name, "name": name, "version": EXISTING_CLUSTERS[name], "status": "ACTIVE",
+            "arn": _arn(args, "eks", f"cluster/{name}"), "region": _region(args)}
+
+
+@invoke("aws:eks/getAddonVersion:getAddonVersion")
+def _addon_version(args):
+    """DescribeAddonVersions for one add-on and minor: its default build, or the newest with mostRecent."""
+    from ..versions import EKS_ADDON_VERSIONS
+    addon, minor = args["addonName"], args["kubernetesVersion"]
+    if minor not in EKS_VERSIONS or (addon, minor) not in ADDON_ANSWERS and addon not in EKS_ADDON_VERSIONS.get(minor, {}):
+        raise ValueError(f"reading EKS Add-On version info ({addon}, {minor}): empty result")
+    default, latest = ADDON_ANSWERS.get((addon, minor)) or (EKS_ADDON_VERSIONS[minor][addon],) * 2
+    return {"id": addon, "addonName": addon, "kubernetesVersion": minor, "mostRecent": args.get("mostRecent"),
+            "region": _region(args), "version": latest if args.get("mostRecent") else default}
