@@ -164,6 +164,8 @@ def cmd_plan(a) -> int:
                       extra={"diagram.mmd": picture, "diagram.md": diagram.markdown(stack, picture)})
     for note in result.notes:
         print(f"note: {note}")
+    for warning in result.warnings:  # pulumi.log.warn: what `pulumi up` prints as a warning
+        print(f"WARNING: {warning}")
     serving = result.exports.get("serving", {})
     for name, t in topology.items():
         print(summary(Topology.from_dict(t)))
