@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from .gcp_stubs import _DataSourceError  # how the engine answers a failed invoke (a gRPC error)
 from .mocks import _FAKE_CA, cloud_outputs, invoke
 
 ACCOUNT = "123456789012"
@@ -331,7 +332,7 @@ def _clusters(args):
 def _get_cluster(args):
     name = args["name"]
     if name not in EXISTING_CLUSTERS:
-        raise ValueError(f"reading EKS Cluster ({name}): couldn't find resource")
+        raise _DataSourceError("aws:eks/getCluster:getCluster", f"reading EKS Cluster ({name}): couldn't find resource")
     return {"id": name, "name": name, "version": EXISTING_CLUSTERS[name], "status": "ACTIVE",
             "arn": _arn(args, "eks", f"cluster/{name}"), "region": _region(args)}
 
@@ -342,7 +343,8 @@ def _addon_version(args):
     from ..versions import EKS_ADDON_VERSIONS
     addon, minor = args["addonName"], args["kubernetesVersion"]
     if minor not in EKS_VERSIONS or (addon, minor) not in ADDON_ANSWERS and addon not in EKS_ADDON_VERSIONS.get(minor, {}):
-        raise ValueError(f"reading EKS Add-On version info ({addon}, {minor}): empty result")
+        raise _DataSourceError("aws:eks/getAddonVersion:getAddonVersion",
+                               f"reading EKS Add-On version info ({addon}, {minor}): empty result")
     default, latest = ADDON_ANSWERS.get((addon, minor)) or (EKS_ADDON_VERSIONS[minor][addon],) * 2
     return {"id": addon, "addonName": addon, "kubernetesVersion": minor, "mostRecent": args.get("mostRecent"),
             "region": _region(args), "version": latest if args.get("mostRecent") else default}
