@@ -94,3 +94,14 @@ def test_unsupported_minor_is_refused():
     problems, _ = cluster_version_problems("1.34", "EXTENDED", [_entry("1.34", "UNSUPPORTED")])
     assert problems == ['cluster.kubernetesVersion: 1.34: EKS no longer supports 1.34 (end of extended support '
                         '2027-12-02); set cluster.kubernetesVersion: "1.35" or newer']
+
+
+def test_plan_prints_the_end_of_support_warning_within_60_days(monkeypatch, capsys, tmp_path):
+    from datetime import date
+
+    from components import cli, kubernetes_support
+    monkeypatch.setattr(kubernetes_support, "today", lambda: date(2027, 2, 10))
+    assert cli.main(["plan", "prod-llama70b-aws", "--out", str(tmp_path / "plan")]) == 0
+    assert "WARNING: cluster.kubernetesVersion: 1.35: EKS standard support ends on 2027-03-27, in 45 day(s); " \
+           "upgrade to 1.36 before then (UPGRADING.md): EKS then upgrades the control plane itself " \
+           "(aws.supportType STANDARD)\n" in capsys.readouterr().out
