@@ -173,8 +173,8 @@ def cmd_plan(a) -> int:
                                      f"give a directory you can write")
     for note in result.notes:
         print(f"note: {note}")
-    for warning in result.warnings:  # what to replace before `pulumi up`
-        print(f"warning: {warning}")
+    for warning in result.warnings:  # placeholders to replace, and pulumi.log.warn (what `pulumi up` prints)
+        print(f"WARNING: {warning}")
     serving = result.exports.get("serving", {})
     for name, t in topology.items():
         print(summary(Topology.from_dict(t)))

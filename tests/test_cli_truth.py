@@ -177,7 +177,7 @@ def test_plan_says_which_secrets_it_filled(capsys, tmp_path):
             "--secret hfToken hf_...`); gatewayApiKeys (`pulumi config set --secret gatewayApiKeys "
             "'{\"default\": \"...\"}'`, one key per gateway.clients entry); a real `pulumi preview` needs them set "
             "(docs/deploy.md)\n") in out
-    assert "warning: " not in out  # the dev stack carries no stand-in values
+    assert "WARNING: " not in out  # the dev stack carries no stand-in values
 
 
 def test_a_stack_with_its_secrets_and_no_gateway_keys_gets_no_secret_note(tmp_path):
@@ -225,5 +225,5 @@ def test_what_counts_as_a_placeholder(value, what):
 def test_plan_prints_the_placeholder_warnings(capsys, tmp_path):
     code, out, _ = run(capsys, "plan", "prod-qwen72b-gcp", "--out", str(tmp_path / "q"))
     assert code == 0
-    assert ("\nwarning: gcp.masterAuthorizedNetworks[0]: 203.0.113.0/28 is a documentation address range "
+    assert ("\nWARNING: gcp.masterAuthorizedNetworks[0]: 203.0.113.0/28 is a documentation address range "
             "(203.0.113.0/24, never routed); replace it with your own before `pulumi up`\n") in out

@@ -304,5 +304,6 @@ class ExistingSettings(_Base):
 
 class ClusterSettings(_Base):
     name: str = Field("vllm", pattern=DNS_LABEL)
-    # 1.33 left EKS standard support on 2026-07-29; GKE's REGULAR channel carries 1.34.
-    kubernetes_version: str = Field("1.34", pattern=r"^1\.\d{2}$")
+    # The newest minor both clouds carry in standard support with pinned EKS add-ons: 1.34 left it on
+    # 2026-12-02 (EKS) / 2026-10-01 (GKE); dates and sources in components/kubernetes_support.py.
+    kubernetes_version: str = Field("1.35", pattern=r"^1\.\d{2}$")

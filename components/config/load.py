@@ -11,6 +11,7 @@ import re
 import typing
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,8 @@ def _caused_by_removal(loc: tuple, dropped: list[tuple]) -> bool:
     return any(loc[:-1] + (other,) in dropped for other in DEPENDS_ON[loc[-1]])
 
 
-def _validate(values: dict[str, Any], base_dir: Path | None = None) -> tuple[StackConfig | None, list[str]]:
+def _validate(values: dict[str, Any], base_dir: Path | None = None,
+              today: date | None = None) -> tuple[StackConfig | None, list[str]]:
     """StackConfig, or every error in it. pydantic runs a block's cross-field rules (unknown model,
     prompt longer than maxModelLen, the cloud's settings block) only once every field under the block
     is valid, so one typo would hide them; after each failed round the invalid values are taken out
@@ -157,7 +159,7 @@ def _validate(values: dict[str, Any], base_dir: Path | None = None) -> tuple[Sta
     dropped: list[tuple] = []
     for _ in range(MAX_ROUNDS):
         try:
-            cfg = StackConfig.model_validate(data, context={"base_dir": base_dir})
+            cfg = StackConfig.model_validate(data, context={"base_dir": base_dir, "today": today})
             return (cfg if not lines else None), lines
         except ValidationError as err:
             found = [_error(e) for e in err.errors(include_url=False)]
@@ -207,14 +209,14 @@ def provider_defaults(raw: dict[str, Any], provider: dict[str, Any]) -> tuple[di
 
 def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] = frozenset(),
           provider: dict[str, Any] | None = None, required: set[str] = REQUIRED_SECRETS,
-          base_dir: Path | None = None) -> StackConfig:
+          base_dir: Path | None = None, today: date | None = None) -> StackConfig:
     """Validate the stack's `vllm-platform:` keys (without the prefix).
 
     `secrets` are the secret keys that are set as secrets, `plain` secret keys set in plain text;
     `provider` holds the cloud providers' own keys (`aws:region`, `gcp:project`, ...) the cloud block
     defaults from; `required` the secrets the stack must set (a cluster-only stack needs no hfToken);
     `base_dir` the stack file's directory, which `models[].configFile` paths are relative to (default: the
-    project's stacks/).
+    project's stacks/); `today` the day Kubernetes support is judged by (default: kubernetes_support.today()).
     """
     raw, errors = provider_defaults(raw, provider or {})
     for key in sorted(plain):
@@ -223,7 +225,7 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     for key in sorted(set(required) - secrets - plain - {"hfToken"}):
         errors.append(f"{key}: missing; set {SECRET_KEYS[key]} with `pulumi config set --secret {key} ...`")
     values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
-    cfg, problems = _validate(values, base_dir)
+    cfg, problems = _validate(values, base_dir, today)
     errors += problems
     if "hfToken" in required and "hfToken" not in secrets | plain:
         # only gated or private Hub repositories need a token (config/engine.py GATED_REPO_PREFIXES, ModelSpec.gated)

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
+
+from .. import kubernetes_support
+from ..versions import GKE_RELEASE_CHANNEL
 
 from .addons import AddonSwitch, Addons, FabricAddon, GpuOperatorAddon, PrometheusAddon, Serving
 from .base import DNS_LABEL, PROJECT, _Base, field_error
@@ -87,6 +90,30 @@ class StackConfig(_Base):
                                                                 "enforces NetworkPolicy (Calico, Cilium, ...), then set "
                                                                 "it to true")
         return self
+
+    @model_validator(mode="after")
+    def _kubernetes_supported(self, info: ValidationInfo):
+        """No new cluster on a minor whose standard support has ended (EKS would upgrade it behind Pulumi's
+        back, GKE refuses it) unless the stack opted in to extended support; `today` from the validation
+        context (config.load.parse) or kubernetes_support.today()."""
+        if self.cloud not in ("aws", "gcp"):
+            return self
+        on = (info.context or {}).get("today") or kubernetes_support.today()
+        line = kubernetes_support.support_problem(self.cloud, self.cluster.kubernetes_version, on,
+                                                  self.extended_support)
+        if line:
+            field = kubernetes_support.FIELD
+            raise field_error(field, line.removeprefix(f"{field}: "))
+        return self
+
+    @property
+    def extended_support(self) -> bool:
+        """aws.supportType EXTENDED or gcp.releaseChannel EXTENDED: the stack pays to stay past standard support."""
+        if self.cloud == "aws" and self.aws is not None:
+            return self.aws.support_type == "EXTENDED"
+        if self.cloud == "gcp" and self.gcp is not None:
+            return (self.gcp.release_channel or GKE_RELEASE_CHANNEL) == "EXTENDED"
+        return False
 
     @property
     def production(self) -> bool:

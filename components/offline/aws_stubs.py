@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from .gcp_stubs import _DataSourceError  # how the engine answers a failed invoke (a gRPC error)
 from .mocks import _FAKE_CA, cloud_outputs, invoke
 
 ACCOUNT = "123456789012"
@@ -69,9 +70,9 @@ def _session_context(args):
             "issuerId": f"AROA{_hex(role).upper()}", "issuerName": role, "sessionName": session}
 
 
-# EKS clusters that already exist in the region ({name: tags}); the offline plan is an empty account.
-# Tests add one to plan a later `pulumi up` of a deployed stack.
-EXISTING_CLUSTERS: dict[str, dict[str, str]] = {}
+# EKS clusters that already exist in the region ({name: {"version": minor, "tags": {...}}}); the offline plan is
+# an empty account. Tests add one to plan a later `pulumi up` of a deployed stack.
+EXISTING_CLUSTERS: dict[str, dict] = {}
 
 
 @invoke("aws:eks/getClusters:getClusters")
@@ -83,9 +84,10 @@ def _clusters(args):
 def _get_cluster(args):
     name = args["name"]
     if name not in EXISTING_CLUSTERS:
-        raise ValueError(f"reading EKS Cluster ({name}): couldn't find resource")
+        raise _DataSourceError("aws:eks/getCluster:getCluster", f"reading EKS Cluster ({name}): couldn't find resource")
+    cluster = EXISTING_CLUSTERS[name]
     return {"id": name, "name": name, "arn": _arn(args, "eks", f"cluster/{name}"), "status": "ACTIVE",
-            "tags": dict(EXISTING_CLUSTERS[name]),
+            "version": cluster["version"], "tags": dict(cluster.get("tags") or {}), "region": _region(args),
             "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}]}
 
 
@@ -328,3 +330,60 @@ def _service_quota(args):
             "arn": f"arn:aws:servicequotas:{region}:{ACCOUNT}:{service}/{code}", "adjustable": True,
             "globalQuota": False, "quotaName": code, "serviceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
             "defaultValue": 0.0, "value": float(QUOTAS.get((service, code), GENEROUS_QUOTA)), "usageMetrics": []}
+# EKS's release calendar as DescribeClusterVersions answers it (docs.aws.amazon.com/eks/latest/userguide/
+# kubernetes-versions.html; the dates components/kubernetes_support.py cites): release, end of standard, end of
+# extended support, patch (⚠ the patch releases are illustrative, no describe-cluster-versions output was at
+# hand; nothing reads them). EKS derives each version's status from these dates; the offline plan does the same on
+# kubernetes_support.today(). Tests remove a minor to show what happens where EKS does not offer it.
+EKS_VERSIONS: dict[str, tuple[str, str, str, str]] = {
+    "1.33": ("2025-05-29", "2026-07-29", "2027-07-29", "1.33.5"),
+    "1.34": ("2025-10-02", "2026-12-02", "2027-12-02", "1.34.2"),
+    "1.35": ("2026-01-28", "2027-03-27", "2028-03-27", "1.35.0"),
+}
+# getAddonVersion answers ({(addon, minor): (default, most recent)}); an add-on not listed here answers the
+# build components/versions.py pins, as both default and newest (an account where the pins are EKS's defaults).
+ADDON_ANSWERS: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def _status(release: str, standard_end: str, extended_end: str) -> str:
+    from ..kubernetes_support import today
+    on = today().isoformat()
+    return "STANDARD_SUPPORT" if on < standard_end else "EXTENDED_SUPPORT" if on < extended_end else "UNSUPPORTED"
+
+
+@invoke("aws:eks/getClusterVersions:getClusterVersions")
+def _cluster_versions(args):
+    """DescribeClusterVersions (the provider formats the API's timestamps as RFC 3339)."""
+    only = args.get("clusterVersionsOnlies") or list(EKS_VERSIONS)
+    newest_standard = max((m for m, d in EKS_VERSIONS.items() if _status(*d[:3]) == "STANDARD_SUPPORT"),
+                          key=lambda m: tuple(map(int, m.split("."))), default=None)
+    out = []
+    for minor in only:
+        if minor not in EKS_VERSIONS:
+            continue
+        release, standard_end, extended_end, patch = EKS_VERSIONS[minor]
+        status = _status(release, standard_end, extended_end)
+        if status == "UNSUPPORTED" and not args.get("includeAll"):
+            continue
+        out.append({"clusterType": "eks", "clusterVersion": minor, "controlPlaneComponentConfigs": [],
+                    "controlPlaneScalingTiers": [], "defaultPlatformVersion": "eks.5",
+                    "defaultVersion": minor == newest_standard, "releaseDate": f"{release}T00:00:00Z",
+                    "endOfStandardSupportDate": f"{standard_end}T00:00:00Z",
+                    "endOfExtendedSupportDate": f"{extended_end}T00:00:00Z", "kubernetesPatchVersion": patch,
+                    "versionStatus": status})
+    return {"id": _region(args), "region": _region(args), "clusterType": args.get("clusterType"),
+            "clusterVersionsOnlies": args.get("clusterVersionsOnlies"), "includeAll": args.get("includeAll"),
+            "clusterVersions": out}
+
+
+@invoke("aws:eks/getAddonVersion:getAddonVersion")
+def _addon_version(args):
+    """DescribeAddonVersions for one add-on and minor: its default build, or the newest with mostRecent."""
+    from ..versions import EKS_ADDON_VERSIONS
+    addon, minor = args["addonName"], args["kubernetesVersion"]
+    if minor not in EKS_VERSIONS or (addon, minor) not in ADDON_ANSWERS and addon not in EKS_ADDON_VERSIONS.get(minor, {}):
+        raise _DataSourceError("aws:eks/getAddonVersion:getAddonVersion",
+                               f"reading EKS Add-On version info ({addon}, {minor}): empty result")
+    default, latest = ADDON_ANSWERS.get((addon, minor)) or (EKS_ADDON_VERSIONS[minor][addon],) * 2
+    return {"id": addon, "addonName": addon, "kubernetesVersion": minor, "mostRecent": args.get("mostRecent"),
+            "region": _region(args), "version": latest if args.get("mostRecent") else default}

@@ -93,7 +93,7 @@ def _firewall(name, inputs):
 def _cluster(name, inputs):
     p, loc = _project(inputs), inputs["location"]
     path = f"projects/{p}/locations/{loc}/clusters/{inputs['name']}"
-    version = f"{inputs.get('minMasterVersion', '1.33')}.5-gke.1080000"
+    version = f"{inputs.get('minMasterVersion', '1.35')}.8-gke.1036000"
     pcc = inputs.get("privateClusterConfig") or {}
     public = f"34.{_n(path, 200) + 20}.{_n(path + 'b', 250)}.{_n(path + 'c', 250) + 2}"
     private = f"10.0.{_n(path, 15)}.{_n(path + 'p', 250) + 2}"  # an address of the node subnet (PSC)
@@ -123,7 +123,7 @@ def _node_pool(name, inputs):
     mig = f"{_API}/projects/{cluster.split('/')[1]}/zones/{zone}/instanceGroupManagers/{group}"
     return {"id": f"{cluster}/nodePools/{inputs['name']}", "instanceGroupUrls": [mig],
             "managedInstanceGroupUrls": [mig.replace("instanceGroupManagers", "instanceGroups")],
-            "version": "1.33.5-gke.1080000"}
+            "version": "1.35.8-gke.1036000"}
 
 
 @cloud_outputs("gcp:filestore/instance:Instance")
@@ -232,3 +232,25 @@ def _quota_info(args):
             "dimensions": [] if per_project else ["region"], "dimensionsInfos": infos, "isConcurrent": False,
             "isFixed": False, "isPrecise": True, "refreshInterval": "", "quotaIncreaseEligibilities": [],
             "serviceRequestQuotaUri": ""}
+# projects.locations.getServerConfig as the GKE release notes listed it (docs.cloud.google.com/kubernetes-engine/
+# docs/release-notes-regular and -nochannel, 2026-09-17 / 2026-09-23: REGULAR's default 1.35.8-gke.1036000, the
+# no-channel default 1.35.8-gke.1225000, 1.34.11-gke.1209000 still available then; 1.34 has since left standard
+# support, 2026-10-01, so it is not offered here). ⚠ Only those builds are sourced: the channels' newest and
+# upgrade targets are set to them, not read. Tests remove a minor to show what happens where GKE does not offer it.
+GKE_VALID_MASTER_VERSIONS: list[str] = ["1.35.8-gke.1225000", "1.35.8-gke.1036000"]
+GKE_CHANNELS: dict[str, dict[str, str]] = {  # channel -> default / latest / upgrade target
+    c: {"default": "1.35.8-gke.1036000", "latest": "1.35.8-gke.1225000", "target": "1.35.8-gke.1036000"}
+    for c in ("RAPID", "REGULAR", "STABLE", "EXTENDED")}
+
+
+@invoke("gcp:container/getEngineVersions:getEngineVersions")
+def _engine_versions(args):
+    p, loc = _project(args), args.get("location")
+    prefix = args.get("versionPrefix") or ""
+    valid = [v for v in GKE_VALID_MASTER_VERSIONS if v.startswith(prefix)]
+    return {"id": f"projects/{p}/locations/{loc}", "project": p, "location": loc, "versionPrefix": args.get("versionPrefix"),
+            "defaultClusterVersion": "1.35.8-gke.1225000", "latestMasterVersion": valid[0] if valid else "",
+            "latestNodeVersion": valid[0] if valid else "", "validMasterVersions": valid, "validNodeVersions": valid,
+            "releaseChannelDefaultVersion": {c: v["default"] for c, v in GKE_CHANNELS.items()},
+            "releaseChannelLatestVersion": {c: v["latest"] for c, v in GKE_CHANNELS.items()},
+            "releaseChannelUpgradeTargetVersion": {c: v["target"] for c, v in GKE_CHANNELS.items()}}

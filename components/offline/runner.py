@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import logging
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,23 @@ class PlanResult:
     resources: list[Recorded]
     exports: dict[str, Any]
     notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # placeholders left in the stack file (config/placeholders.py)
+    # Placeholders left in the stack file (config/placeholders.py), then what the program logged with
+    # pulumi.log.warn (what `pulumi up` prints as warnings), in order.
+    warnings: list[str] = field(default_factory=list)
+
+
+# The mock engine's log (pulumi.log.* under mocks); plan_stack_offline collects its warnings.
+ENGINE_LOG = logging.getLogger("components.offline.engine")
+
+
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        if record.getMessage() not in self.messages:
+            self.messages.append(record.getMessage())
 
 
 def stack_file(stack: str) -> Path:
@@ -140,7 +157,8 @@ def fresh_mocks(config: dict[str, str], secret_keys: list[str], stack: str, prev
     rc.set_all_config(config, secret_keys)
     mocks = RecordingMocks()
     monitor = (monitor_cls or RecordingMonitor)(mocks)  # looked up at call time: tests may swap the recorder
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor,
+                             logger=ENGINE_LOG)
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
     return monitor
@@ -178,8 +196,11 @@ def plan_stack_offline(stack: str = DEFAULT_STACK, preview: bool = False) -> Pla
     raw = load_stack_yaml(path)
     config, secret_keys = pulumi_config(raw, notes)
     load.STACK_DIR = path.parent  # models[].configFile is relative to the stack file
+    collected = _Collect()
+    ENGINE_LOG.addHandler(collected)
     try:
         resources, exports = run_program(config, secret_keys, stack, preview)
     finally:
         load.STACK_DIR = None
-    return PlanResult(stack, resources, exports, notes, placeholder_warnings(raw))
+        ENGINE_LOG.removeHandler(collected)
+    return PlanResult(stack, resources, exports, notes, placeholder_warnings(raw) + collected.messages)

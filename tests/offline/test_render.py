@@ -44,7 +44,7 @@ def test_plan_prints_the_resource_tree_with_key_inputs(tmp_path, capsys):
            "[instance (launch template); nodes 0 (0–6)]" in lines  # created empty, the autoscaler adds nodes
     assert "  │  │  ├─ aws:ec2/launchTemplate:LaunchTemplate  vllm-cluster-nodes-gpu-p5-48xlarge-lt  " \
            "[instance p5.48xlarge]" in lines
-    assert any("│  │  ├─ aws:eks/cluster:Cluster  vllm-cluster-eks-cluster  [kubernetes 1.34]" in line for line in lines)
+    assert any("│  │  ├─ aws:eks/cluster:Cluster  vllm-cluster-eks-cluster  [kubernetes 1.35]" in line for line in lines)
     assert "     ├─ kubernetes:ray.io/v1:RayService  vllm-llama-405b-rayservice  " \
            "[image public.ecr.aws/deep-learning-containers/ray:serve-llm-cuda-v1.0]" in lines
     assert "     └─ vllm-platform:serving:GcsRedis  vllm-llama-405b-gcs" in lines

@@ -27,8 +27,10 @@ from . import capacity
 from .capacity import PoolPlacement, plan_placement
 from .iam import (LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, load_balancer_controller_policy,
                   pod_identity_role)
-from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, EksAddons, EksControlPlane, endpoint_reachability,
-                            preview_secret_reader, token_identity)
+from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, NODE_ADDONS, NODE_MONITORING_ADDON, WORKLOAD_ADDONS,
+                            EksAddons, EksControlPlane, endpoint_reachability, preview_secret_reader, token_identity)
+from .versions_check import eks_version_checks
+from ... import kubernetes_support
 from .source_access import s3_readers
 from .network import AwsNetwork, network_zones
 from .quotas import check_quotas
@@ -74,6 +76,14 @@ def check(args: AwsClusterArgs, specs: list[PoolSpec]) -> list[str]:
     return problems
 
 
+def installed_addons(args: AwsClusterArgs) -> dict[str, str]:
+    """The EKS add-ons EksAddons installs, at their pinned builds for the cluster's minor."""
+    names = [*NODE_ADDONS, *WORKLOAD_ADDONS, EBS_CSI_ADDON, *([EFS_CSI_ADDON] if uses_efs(args) else []),
+             *([NODE_MONITORING_ADDON] if args.aws.node_auto_repair else [])]
+    pinned = EKS_ADDON_VERSIONS[args.cluster.kubernetes_version]
+    return {n: pinned[n] for n in names}
+
+
 def uses_efs(args: AwsClusterArgs) -> bool:
     """EFS unless the cache is node-local or the stack names a StorageClass of its own."""
     return args.model_cache.kind == "rwx" and not args.model_cache.storage_class
@@ -117,6 +127,12 @@ class AwsGpuCluster(pulumi.ComponentResource):
         account = aws.get_caller_identity(opts=invoke).account_id
         zones, zones_field = network_zones(settings, invoke)
         placements: dict[str, PoolPlacement] = {}
+        # EKS's own answer on the minor, an existing cluster's live version and the pinned add-on builds.
+        found, warnings = eks_version_checks(cluster_name, minor, settings.support_type, installed_addons(args),
+                                             invoke, kubernetes_support.today())
+        problems += found
+        for warning in warnings:
+            pulumi.log.warn(warning, resource=self)
         now = capacity.utcnow()
         for spec in specs:
             placement, found = plan_placement(spec, settings, zones, zones_field, invoke, now)

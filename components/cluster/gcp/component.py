@@ -25,6 +25,7 @@ from . import storage
 from .control_plane import QUOTAS_API, GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
 from .source_access import gcs_readers
+from .versions_check import checked_version
 from .network import control_plane_firewall, fabric_networks, primary_network
 from .node_pools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, capacity_errors, checked_zone,
                          gpu_node_pool_args, local_ssd_read_gbps, pool_options, system_node_pool_args)
@@ -102,7 +103,8 @@ class GcpGpuCluster(pulumi.ComponentResource):
         control = GkeControlPlane(
             name, args, net, cost_labels(stack, args.environment, every_model),
             pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources, *grants]),
-            node_service_account=account.email)
+            node_service_account=account.email,
+            min_master_version=checked_version(args, apis["container.googleapis.com"], self))
         self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
         self.control_plane_firewall = control_plane_firewall(name, prefix, g, net, self.cluster, account.email,
                                                              child)

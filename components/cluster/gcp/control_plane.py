@@ -204,12 +204,16 @@ class GkeControlPlane:
     Kubernetes provider uses (kubeconfig_via_dns): the DNS endpoint, or the IP endpoint with the cluster CA."""
 
     def __init__(self, name: str, cfg: GcpClusterArgs, net: PrimaryNetwork, labels: dict[str, str],
-                 opts: pulumi.ResourceOptions, node_service_account=None):
+                 opts: pulumi.ResourceOptions, node_service_account=None,
+                 min_master_version: pulumi.Input[str] | None = None):
         g = cfg.gcp
         self.labels = labels
         self.args = cluster_args(cfg, net, labels, node_service_account)
+        # min_master_version: the minor once GKE confirmed it (versions_check.checked_version), so the cluster
+        # waits for the answer
+        version = {"min_master_version": min_master_version} if min_master_version is not None else {}
         self.cluster = gcp.container.Cluster(
-            f"{name}-gke", **self.args,
+            f"{name}-gke", **{**self.args, **version},
             opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=IGNORED_CLUSTER_CHANGES)))
         context = context_name(g.project, g.region, cfg.cluster.name)
         if kubeconfig_via_dns(cfg):

@@ -156,7 +156,8 @@ def _entries(caller: str, existing: dict | None, monkeypatch) -> tuple[dict, dic
     assumed role), in an account whose EKS clusters are `existing` ({name: tags})."""
     from components.offline import aws_stubs
     monkeypatch.setitem(aws_stubs.CALLER, "role", caller)
-    monkeypatch.setattr(aws_stubs, "EXISTING_CLUSTERS", dict(existing or {}))
+    monkeypatch.setattr(aws_stubs, "EXISTING_CLUSTERS",
+                        {name: {"version": "1.35", "tags": tags} for name, tags in (existing or {}).items()})
     res, _ = plan_config({"cloud": "aws", "models": MODELS,
                           "aws": {"region": "us-east-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"],
                                   "adminRoleArns": [ADMIN, CI], "viewerRoleArns": [VIEWER]}})

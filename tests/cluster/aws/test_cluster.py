@@ -127,7 +127,7 @@ def test_changing_a_pools_models_rolls_no_node_and_re_tags_its_auto_scaling_grou
 def test_node_groups_follow_the_cluster_version():
     res = planned(P5).resources
     version = one(res, CLUSTER).inputs["version"]
-    assert version == "1.34"
+    assert version == "1.35"
     assert [ng.inputs["version"] for ng in by_type(res, NG)] == [version, version]
 
 
@@ -156,7 +156,7 @@ def test_secrets_are_envelope_encrypted_with_a_rotating_kms_key():
     key_arn = cluster["encryptionConfig"]["provider"]["keyArn"]
     assert cluster["accessConfig"]["authenticationMode"] == "API"
     assert cluster["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
-    assert cluster["name"] == "llama405b-prod" and cluster["version"] == "1.34"
+    assert cluster["name"] == "llama405b-prod" and cluster["version"] == "1.35"
     grants = [r.inputs["policy"] for r in by_type(res, "aws:iam/rolePolicy:RolePolicy") if key_arn in r.inputs["policy"]]
     assert len(grants) == 1 and "kms:Decrypt" in grants[0]
 
@@ -165,7 +165,7 @@ def test_addons_are_pinned_and_admins_get_access_entries():
     res = planned(P5).resources
     versions = {r.inputs["addonName"]: r.inputs["addonVersion"] for r in by_type(res, "aws:eks/addon:Addon")}
     from components.versions import EKS_ADDON_VERSIONS
-    assert versions == EKS_ADDON_VERSIONS["1.34"]
+    assert versions == EKS_ADDON_VERSIONS["1.35"]
     efs = next(r for r in by_type(res, "aws:eks/addon:Addon") if r.inputs["addonName"] == "aws-efs-csi-driver")
     assert efs.inputs["podIdentityAssociations"][0]["serviceAccount"] == "efs-csi-controller-sa"
     assoc = one(res, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation").inputs

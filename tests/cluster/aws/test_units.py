@@ -163,7 +163,7 @@ def test_check_names_the_field():
                  "cluster": {"kubernetesVersion": "1.29"}, "models": MODELS}, {"hfToken"})
     (problem,) = check(cfg, [])
     assert problem.startswith("cluster.kubernetesVersion: 1.29 has no pinned EKS add-on versions; allowed: 1.33")
-    cfg = parse({"cloud": "aws", "cluster": {"kubernetesVersion": "1.34"}, "models": MODELS,
+    cfg = parse({"cloud": "aws", "cluster": {"kubernetesVersion": "1.35"}, "models": MODELS,
                  "aws": {"region": "us-east-1", "capacityType": "reservation", "endpointPublicAccessCidrs": ["203.0.113.7/32"],
                          "capacityReservations": {"p5e.48xlarge": "cr-0123456789abcdef0"}}}, {"hfToken"})
     (problem,) = check(cfg, [spec("p5.48xlarge", True)])

@@ -182,7 +182,7 @@ def test_cluster_is_private_with_workload_identity_dataplane_v2_and_shielded_nod
     assert c["workloadIdentityConfig"] == {"workloadPool": f"{PROJECT}.svc.id.goog"}
     assert c["datapathProvider"] == "ADVANCED_DATAPATH"
     assert c["enableShieldedNodes"] is True and c["enableMultiNetworking"] is True
-    assert c["releaseChannel"] == {"channel": "REGULAR"} and c["minMasterVersion"] == ClusterSettings().kubernetes_version == "1.34"
+    assert c["releaseChannel"] == {"channel": "REGULAR"} and c["minMasterVersion"] == ClusterSettings().kubernetes_version == "1.35"
     assert c["addonsConfig"]["gcpFilestoreCsiDriverConfig"] == {"enabled": True}
     assert c["addonsConfig"]["gcsFuseCsiDriverConfig"] == {"enabled": True}
     assert c["removeDefaultNodePool"] is True
