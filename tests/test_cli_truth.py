@@ -177,7 +177,7 @@ def test_plan_says_which_secrets_it_filled(capsys, tmp_path):
             "--secret hfToken hf_...`); gatewayApiKeys (`pulumi config set --secret gatewayApiKeys "
             "'{\"default\": \"...\"}'`, one key per gateway.clients entry); a real `pulumi preview` needs them set "
             "(docs/deploy.md)\n") in out
-    assert "WARNING: " not in out  # the dev stack carries no stand-in values
+    assert "replace it with your own before `pulumi up`" not in out  # the dev stack carries no stand-in values
 
 
 def test_a_stack_with_its_secrets_and_no_gateway_keys_gets_no_secret_note(tmp_path):
