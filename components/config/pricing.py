@@ -21,8 +21,7 @@ class PricingSettings(_Base):
     @field_validator("instance_types")
     @classmethod
     def _rates(cls, v):
-        bad = [f"{name}: {rate!r}" for name, rate in v.items()
-               if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0]
+        bad = [f"{name}: {rate:g}" for name, rate in v.items() if rate <= 0]
         if bad:
             raise ValueError(f"{', '.join(bad)}: a rate is $ per node-hour above 0, e.g. `p5.48xlarge: 41.5`")
         return v
