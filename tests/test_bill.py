@@ -186,3 +186,10 @@ def test_bad_pricing_is_refused_naming_the_field(cloud_block, pricing, error):
     with pytest.raises(ConfigError) as e:
         parse({**cloud_block, "models": [SMALL], "pricing": pricing}, {"hfToken"})
     assert e.value.errors == [error]
+
+
+def test_docs_show_the_bill_the_plan_prints():
+    from tests.support.plans import ROOT
+    doc = (ROOT / "docs" / "cost.md").read_text()
+    shown = doc.split("## The whole bill", 1)[1].split("```\n", 2)[1]
+    assert shown == "\n".join(bill_lines(bill_of(shipped("prod-qwen72b-gcp")).to_dict())) + "\n"
