@@ -31,6 +31,7 @@ outputs = {
     "costPerHour": platform.cost_per_hour,
     "costPerHourMin": platform.cost_per_hour_min,  # every model at its min replicas
     "costPerHourMax": platform.cost_per_hour_max,  # every model at its max replicas
+    "bill": platform.bill,  # control plane, system nodes, NAT, file storage, load balancer, total (aws, gcp)
     "serving": platform.serving,  # start-up budget terms, rollout, production warnings
     "gateway": gateway_outputs(platform.gateway),  # URL per model through the authenticated gateway
     "apiUrl": platform.gateway.url if platform.gateway else None,  # one OpenAI URL, model by the body's `model`

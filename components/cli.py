@@ -181,6 +181,9 @@ def cmd_plan(a) -> int:
         print(serving_lines(serving.get(name, {})))
     if len(topology) > 1:
         print(total_line({name: Topology.from_dict(t) for name, t in topology.items()}))
+    from .bill import bill_lines  # the whole bill of a cloud stack (components/bill.py)
+    for line in bill_lines(result.exports.get("bill")):
+        print(line)
     from .outputs import gateway_lines  # imports Pulumi: not at module level (the pure commands stay light)
     for line in gateway_lines(result.exports.get("gateway")):
         print(line)

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from .cache_sources import WeightsSource
 from .catalog import InstanceType, instance_types
-from .catalog.prices import RESERVED_CAPACITY_TYPES, node_price
+from .catalog.prices import RESERVED_CAPACITY_TYPES, negotiated, node_price
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 from .planner.engine_args import EngineOptions, LoraSlots, Speculation
@@ -39,10 +39,13 @@ def buying(cfg: StackConfig) -> tuple[str, str] | None:
 
 def priced_pool(cfg: StackConfig) -> tuple[InstanceType, ...]:
     """The instance types a stack's cloud offers (an existing cluster's GPU nodes as one), at the price
-    its region and capacity type really pay."""
+    its region and capacity type really pay, negotiated rates (`pricing`) included: the planner ranks
+    shapes on these, so a negotiated rate can change the shape it picks."""
     if cfg.cloud == "existing":
         return (existing_instance_type(cfg.existing.gpu_nodes),)
-    prices = {i.name: node_price(i, *buying(cfg)) for i in instance_types(cfg.cloud)}
+    p = cfg.pricing
+    prices = {i.name: negotiated(node_price(i, *buying(cfg)), p.instance_types.get(i.name), p.discount_percent)
+              for i in instance_types(cfg.cloud)}
     return tuple(replace(i, price_hour=prices[i.name].hour, price_basis=prices[i.name].label)
                  for i in instance_types(cfg.cloud))
 

@@ -85,6 +85,9 @@ class Platform(pulumi.ComponentResource):
     """The same with every model at its minimum replicas."""
     cost_per_hour_max: pulumi.Output[float]
     """The same with every model at its maximum replicas."""
+    bill: Optional[pulumi.Output[dict[str, Any]]]
+    """(EKS / GKE) the whole bill beside the GPU nodes: control plane, system nodes, NAT, file storage, load
+    balancer, each with its price source and read date, and the total (components/bill.py)."""
     cluster_name: pulumi.Output[str]
     """Name of the Kubernetes cluster."""
     api_endpoint: Optional[pulumi.Output[str]]
@@ -159,6 +162,10 @@ class Platform(pulumi.ComponentResource):
         self.cost_per_hour = round(sum(t.cost_billed_per_hour for t in topologies.values()), 2)
         self.cost_per_hour_min = round(sum(t.cost_min_per_hour for t in topologies.values()), 2)
         self.cost_per_hour_max = round(sum(t.cost_max_per_hour for t in topologies.values()), 2)
+        # the whole bill beside the GPU nodes (components/bill.py); None on an existing cluster (no cloud bill)
+        from .bill import stack_bill
+        bill = stack_bill(cfg, topologies)
+        self.bill = bill.to_dict() if bill else None
         identity = cluster_outputs(self.cluster)
         self.cluster_name = identity["cluster_name"]
         self.api_endpoint = identity["api_endpoint"]

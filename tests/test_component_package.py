@@ -45,7 +45,7 @@ def test_the_schema_lists_both_components_with_their_inputs_and_outputs():
     assert platform["requiredInputs"] == ["config", "hfToken"]
     assert platform["inputProperties"]["config"]["plain"] is True  # planned before any resource exists
     assert set(platform["properties"]) == {"endpoints", "topology", "costPerHour", "costPerHourMin",
-                                           "costPerHourMax", "clusterName", "apiEndpoint", "oidcIssuer",
+                                           "costPerHourMax", "bill", "clusterName", "apiEndpoint", "oidcIssuer",
                                            "workloadIdentityPool", "kubeconfig", "grafana", "apiEndpoints"}
     assert set(service["inputProperties"]) == {"model", "gpuNodes", "namespace", "environment", "modelCache",
                                                "addons", "context", "blockStorageClass",

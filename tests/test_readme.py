@@ -24,8 +24,9 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     assert len(block) == 2
     setup, test = block
     assert "python3 -m venv .venv" in setup and setup.endswith("-m components plan")
+    assert test == "scripts/test"  # sets up promtool and the venv itself (tests/test_scripts.py)
     ci = (ROOT / ".ci" / "run").read_text()
-    assert test in ci
+    assert ci.rstrip().endswith('exec scripts/test "$@"')
 
 
 def test_readme_stacks_table_is_the_generated_one():

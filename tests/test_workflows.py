@@ -110,6 +110,24 @@ def test_stacks_workflow_lists_every_stack_file(tmp_path):
     assert json.loads(outputs["dev"]) and json.loads(outputs["prod"])  # the shipped stacks cover both
 
 
+def test_stacks_workflow_orders_a_new_stack_by_name_as_the_cli_does(tmp_path):
+    """docs/stacks.md names a new dev stack `dev-<model><size>-<cloud>`: the workflow lists it after `dev`, as
+    stack_names() does (a plain sort of the file names would put Pulumi.dev-x.yaml first)."""
+    script = step(workflow("stacks.yml")["jobs"]["list"], id="list")["run"]
+    shutil.copytree(ROOT / "stacks", tmp_path / "stacks")
+    extra = tmp_path / "stacks" / "Pulumi.dev-mixtral8x7b-aws.yaml"
+    extra.write_text((ROOT / "stacks" / "Pulumi.prod-llama70b-aws.yaml").read_text()
+                     .replace("vllm-platform:environment: prod", "vllm-platform:environment: dev"))
+    output = tmp_path / "github_output"
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env={**os.environ, "GITHUB_OUTPUT": str(output)},
+                   check=True, capture_output=True, text=True, timeout=60)
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert [r["stack"] for r in json.loads(outputs["all"])] == [
+        "dev", "dev-mixtral8x7b-aws", "prod-llama405b-aws", "prod-llama405b-fp8-h200-aws", "prod-llama405b-onprem",
+        "prod-llama70b-aws", "prod-qwen72b-gcp"]
+    assert [r["stack"] for r in json.loads(outputs["dev"])] == ["dev", "dev-mixtral8x7b-aws"]
+
+
 def test_pull_request_runs_tests_then_plans_and_previews_every_stack():
     wf = workflow("pull-request.yml")
     assert list(wf["on"]) == ["pull_request"]

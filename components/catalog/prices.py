@@ -189,3 +189,107 @@ def node_price(inst: InstanceType, region: str, capacity_type: str = "onDemand")
                      f"components/catalog/prices.py, on-demand shown")
     kind = "reserved (on-demand rate)" if capacity_type == "reservation" else "on-demand"
     return Price(on_demand, f"{kind} {region}", od_estimated, od_source)
+
+
+# --- what a stack pays beside its GPU nodes (components/bill.py) ------------------------------------------
+# One row per billed item, priced in the cloud's base region (BASE_REGIONS); another region is shown at the
+# base rate, marked ⚠, as node_price does. `read` is the day the figure was read (through the project's
+# search tool: stored copies of the pages, whose own date is not always known). ⚠ in `source` marks a
+# figure not read from the vendor's own page (a third-party restatement, a per-size derivation or unverified).
+PLATFORM_READ = "2026-12-04"
+
+
+@dataclass(frozen=True)
+class PlatformPrice:
+    cloud: str
+    key: str
+    price: float  # $ per `unit`
+    unit: str  # "cluster-hour", "node-hour", "GiB-month", ...
+    source: str
+    read: str = PLATFORM_READ
+    extra: str = ""  # what the row does not include (usage charges), as the plan prints it
+
+    @property
+    def estimated(self) -> bool:
+        return W in self.source
+
+
+_EKS = "aws.amazon.com/blogs/containers/amazon-eks-extended-support-for-kubernetes-versions-pricing"
+_NAT3 = f"{W} aws.amazon.com/vpc/pricing as restated by basavytix.com and cloudburn.io (2026); vendor page not read"
+_NLB = (f"{W} aws.amazon.com/elasticloadbalancing/pricing as restated by clustercost.com and "
+        f"awsnegotiations.com (2026); vendor page not read")
+_FS = (f"{W} cloud.google.com/filestore/pricing renders its per-tier table by script: no stored copy carries the "
+       f"figure; last list price known to the project, re-read before relying on it")
+PLATFORM_PRICES: dict[tuple[str, str], PlatformPrice] = {(p.cloud, p.key): p for p in [
+    PlatformPrice("aws", "eks-standard", 0.10, "cluster-hour", f"{_EKS} (standard support: $0.10 per cluster hour)"),
+    PlatformPrice("aws", "eks-extended", 0.60, "cluster-hour",
+                  f"{_EKS} (a minor in extended support: $0.60 per cluster hour in total, from 2024-04-01)"),
+    PlatformPrice("aws", "nat-gateway", 0.045, "gateway-hour", _NAT3, extra="$0.045 per GB processed"),
+    PlatformPrice("aws", "public-ipv4", 0.005, "address-hour",
+                  "aws.amazon.com/blogs/networking-and-content-delivery/identify-and-optimize-public-ipv4-address-"
+                  "usage-on-aws ($0.005 per public IPv4 address per hour from 2024-02-01)"),
+    PlatformPrice("aws", "efs-standard", 0.30, "GB-month", "aws.amazon.com/efs/pricing (Standard storage)",
+                  extra="Elastic throughput: $0.03 per GB read, $0.06 per GB written"),
+    PlatformPrice("aws", "nlb", 0.0225, "load-balancer-hour", _NLB, extra="$0.006 per NLCU-hour"),
+    PlatformPrice("gcp", "gke-management", 0.10, "cluster-hour",
+                  "cloud.google.com/kubernetes-engine/pricing (cluster management fee, every mode and topology)"),
+    PlatformPrice("gcp", "cloud-nat-vm", 0.0014, "VM-hour",
+                  "cloud.google.com/nat/pricing (Public NAT: $0.0014 per VM-hour up to 32 VMs, $0.044 per hour "
+                  "beyond)", extra="$0.045 per GiB processed"),
+    PlatformPrice("gcp", "cloud-nat-ip", 0.005, "address-hour",
+                  "cloud.google.com/nat/pricing (each external IP address a NAT gateway uses)"),
+    PlatformPrice("gcp", "forwarding-rule", 0.025, "rule-hour",
+                  "cloud.google.com/load-balancing/pricing (first 5 forwarding rules of a project; $0.01 each beyond)",
+                  extra="$0.008 per GiB processed in and out"),
+    # Filestore bills the provisioned capacity, not what is stored (cloud.google.com/filestore/pricing).
+    PlatformPrice("gcp", "filestore-BASIC_HDD", 0.20, "GiB-month",
+                  f"{W} cloud.google.com/filestore/pricing example: Basic HDD $0.000274 per GiB-hour in us-west1 "
+                  f"(= $0.20 per GiB-month); us-central1 not read"),
+    PlatformPrice("gcp", "filestore-BASIC_SSD", 0.30, "GiB-month", _FS),
+    PlatformPrice("gcp", "filestore-ZONAL", 0.30, "GiB-month", _FS),
+    PlatformPrice("gcp", "filestore-REGIONAL", 0.45, "GiB-month", _FS),
+    PlatformPrice("gcp", "filestore-ENTERPRISE", 0.60, "GiB-month", _FS),
+]}
+GKE_FREE_TIER = ("the GKE free tier ($74.40 a month per billing account) applies to zonal and Autopilot clusters only "
+                 "(cloud.google.com/kubernetes-engine/pricing); this stack's cluster is regional")
+HOURS_PER_MONTH = 730  # AWS and GCP both convert monthly rates at 730 hours
+
+_M7 = "doit.com/blog/aws-ec2-pricing (m7i.large $0.1008); c3x.dev/blog/m5-vs-m6i-vs-m7i-cost-performance (xlarge)"
+_M7X = f"{W} twice the size below (EC2 prices these families linearly in size); {_M7}"
+_E2 = (f"{W} cloud.google.com/compute/vm-instance-pricing: e2-standard-8 $0.268 (vCPU $0.021811 + GB $0.002923 an "
+       f"hour); stored copies of the page were garbled, not re-read")
+# On-demand Linux $/hour of the system pools' CPU types (aws.systemInstanceType / gcp.systemMachineType), base region.
+CPU_INSTANCES: dict[tuple[str, str], tuple[float, str]] = {
+    ("aws", "m7i.large"): (0.1008, _M7),
+    ("aws", "m7i.xlarge"): (0.2016, _M7),
+    ("aws", "m7i.2xlarge"): (0.4032, _M7X),
+    ("aws", "m7i.4xlarge"): (0.8064, _M7X),
+    ("aws", "m6i.xlarge"): (0.192, _M7),
+    ("aws", "m6i.2xlarge"): (0.384, _M7X),
+    ("aws", "m5.xlarge"): (0.192, _M7),
+    ("aws", "m5.2xlarge"): (0.384, _M7X),
+    ("gcp", "e2-standard-4"): (0.134, _E2),
+    ("gcp", "e2-standard-8"): (0.268, _E2),
+    ("gcp", "e2-standard-16"): (0.536, _E2),
+}
+
+
+def platform_price(cloud: str, key: str, region: str) -> Price:
+    """$ per unit of one platform item in `region` (the base region's rate, marked, elsewhere)."""
+    p = PLATFORM_PRICES[(cloud, key)]
+    base = BASE_REGIONS[cloud]
+    if region == base:
+        return Price(p.price, f"{p.unit} {region}", p.estimated, p.source)
+    return Price(p.price, f"{p.unit} {region} at {base} rates (no {region} prices)", True,
+                 f"{W} {region}: {base} rate shown; {p.source}")
+
+
+def negotiated(price: Price, rate: float | None, discount_percent: float) -> Price:
+    """A catalog price with the stack's `pricing` applied: an instance type's own negotiated rate replaces
+    it (final: no discount on top); otherwise `discountPercent` comes off it."""
+    if rate is not None:
+        return Price(rate, "negotiated (pricing.instanceTypes)", False, "stack file (pricing.instanceTypes)")
+    if not discount_percent:
+        return price
+    return replace(price, hour=round(price.hour * (1 - discount_percent / 100), 4),
+                   basis=f"{price.basis} less {discount_percent:g} % (pricing.discountPercent)")

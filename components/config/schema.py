@@ -17,6 +17,7 @@ from .base import DNS_LABEL, PROJECT, _Base, field_error
 from .gateway import GatewaySettings, check_gateway
 from .clouds import AwsSettings, ClusterSettings, ExistingSettings, GcpSettings, GpuNodes, NodeTaint
 from .models import Architecture, ModelCache, ModelDeployment, Replicas, Sla
+from .pricing import PricingSettings, pricing_problem
 
 __all__ = ["AddonSwitch", "Addons", "FabricAddon", "GpuOperatorAddon", "PrometheusAddon", "Serving", "DNS_LABEL",
            "PROJECT", "field_error", "AwsSettings", "ClusterSettings", "ExistingSettings", "GcpSettings",
@@ -37,6 +38,7 @@ class StackConfig(_Base):
     addons: Addons = Addons()
     serving: Serving = Serving()
     gateway: GatewaySettings = GatewaySettings()  # components/config/gateway.py
+    pricing: PricingSettings = PricingSettings()  # components/config/pricing.py
 
     @model_validator(mode="after")
     def _cloud_settings(self):
@@ -51,6 +53,14 @@ class StackConfig(_Base):
             raise field_error("models", f"duplicate name(s) {', '.join(dup)}; names must be unique")
         if self.cloud == "existing" and self.model_cache.kind == "rwx" and not self.model_cache.storage_class:
             raise field_error("modelCache", "storageClass is required for an rwx cache on an existing cluster")
+        return self
+
+    @model_validator(mode="after")
+    def _pricing_fits_cloud(self):
+        system = (self.aws.system_instance_type if self.aws else self.gcp.system_machine_type if self.gcp else None)
+        problem = pricing_problem(self.pricing, self.cloud, system)
+        if problem:
+            raise field_error(*problem)
         return self
 
     @model_validator(mode="after")

@@ -2,8 +2,9 @@
 through `promtool test rules` against synthetic series named and labelled as vLLM, Ray Serve and
 kube-state-metrics publish them. For every alert a healthy fleet does not fire and a breached one does.
 
-promtool comes from the Debian package `prometheus`, which .ci/run installs. Without it this module fails
-rather than skips; VLLM_PLATFORM_SKIP_PROMTOOL=1 skips it on a workstation that cannot install it.
+promtool comes from the Debian package `prometheus`, which scripts/test (the README's test command) installs.
+Without it this module fails rather than skips; VLLM_PLATFORM_SKIP_PROMTOOL=1 skips it on a workstation that
+cannot install it.
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def promtool() -> str:
     if os.environ.get("VLLM_PLATFORM_SKIP_PROMTOOL") == "1":
         pytest.skip("promtool not installed and VLLM_PLATFORM_SKIP_PROMTOOL=1")
     pytest.fail("promtool not found: install the Debian package `prometheus` "
-                "(apt-get install -y --no-install-recommends prometheus), as .ci/run does")
+                "(apt-get install -y --no-install-recommends prometheus), as scripts/test does")
 
 
 def minutes(duration: str) -> int:
