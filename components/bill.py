@@ -19,6 +19,8 @@ from .cluster.gcp.node_pools import system_nodes as gcp_system_nodes
 from .cluster.gcp.storage import capacity_gib
 from .cluster.pools import model_cache_gib
 from .config.schema import StackConfig
+from . import kubernetes_support
+from .kubernetes_support import END_OF_STANDARD_SUPPORT
 from .planner import Topology
 
 NOT_INCLUDED = ("data transfer, root disks (EBS / persistent disk), logs and metrics storage, and the per-GB "
@@ -111,13 +113,21 @@ def _gateway_lb(cfg: StackConfig) -> bool:
 
 def aws_lines(cfg: StackConfig, topologies: dict[str, Topology]) -> list[BillLine]:
     a = cfg.aws
-    extended = a.support_type == "EXTENDED"
+    minor = cfg.cluster.kubernetes_version
+    ends = END_OF_STANDARD_SUPPORT["aws"].get(minor)
+    # EKS bills extended support from the day standard support ends, only where aws.supportType allows it
+    # (STANDARD upgrades the minor instead): judged on kubernetes_support.today(), as config validation is.
+    extended = a.support_type == "EXTENDED" and ends is not None and kubernetes_support.today() >= ends
+    if a.support_type == "EXTENDED":
+        note = (f"aws.supportType EXTENDED: cluster.kubernetesVersion {minor} left standard support on {ends}"
+                if extended else
+                f"aws.supportType EXTENDED: $0.60/h from {ends}, when {minor} leaves standard support"
+                if ends else f"aws.supportType EXTENDED: $0.60/h once {minor} leaves standard support")
+    else:
+        note = ("aws.supportType STANDARD: EKS upgrades the minor at the end of standard support, never "
+                "billing extended support")
     lines = [_line(cfg, f"EKS control plane ({'extended' if extended else 'standard'} support)",
-                   "eks-extended" if extended else "eks-standard", 1,
-                   "aws.supportType EXTENDED: $0.10/h while cluster.kubernetesVersion is in standard support, "
-                   "this rate once it is in extended support" if extended else
-                   "aws.supportType STANDARD: EKS upgrades the minor at the end of standard support, never "
-                   "billing extended support"),
+                   "eks-extended" if extended else "eks-standard", 1, note),
              _node_line(cfg, "system nodes", a.system_instance_type, a.system_nodes)]
     if not a.vpc_id:  # a given VPC's NAT is its owner's bill
         zones = len(a.availability_zones or []) or DEFAULT_ZONES

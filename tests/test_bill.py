@@ -83,10 +83,22 @@ def test_plan_prints_the_bill_of_the_stack_output(capsys, monkeypatch, tmp_path)
     assert "\n  total: $111.24/h as planned" in out
 
 
-def test_extended_support_bills_the_extended_rate():
+def test_extended_support_bills_the_standard_rate_until_the_minor_leaves_standard_support(monkeypatch):
+    from components import kubernetes_support
+    from datetime import date
+    monkeypatch.setattr(kubernetes_support, "today", lambda: date(2026, 12, 4))
+    got = lines_of(aws(supportType="EXTENDED"))["EKS control plane (standard support)"]
+    assert (got.unit_price, got.per_hour) == (0.10, 0.1)
+    assert got.note == "aws.supportType EXTENDED: $0.60/h from 2027-03-27, when 1.35 leaves standard support"
+
+
+def test_extended_support_bills_the_extended_rate_once_the_minor_left_standard_support(monkeypatch):
+    from components import kubernetes_support
+    from datetime import date
+    monkeypatch.setattr(kubernetes_support, "today", lambda: date(2027, 3, 27))
     got = lines_of(aws(supportType="EXTENDED"))["EKS control plane (extended support)"]
     assert (got.unit_price, got.per_hour) == (0.60, 0.6)
-    assert got.note.startswith("aws.supportType EXTENDED: $0.10/h while cluster.kubernetesVersion is in standard")
+    assert got.note == "aws.supportType EXTENDED: cluster.kubernetesVersion 1.35 left standard support on 2027-03-27"
 
 
 def test_a_given_vpc_brings_its_own_nat_and_a_storage_class_its_own_file_system():

@@ -270,7 +270,7 @@ def test_plan_exits_2_with_every_problem_and_no_traceback(tmp_path, capsys):
 # The modules that may name StackConfig in code: the schema and its loader, the top of the program (Platform and
 # the pure builders it calls), the library's edge that parses a config dict, and the provider's entry point.
 READS_STACK_CONFIG = {"config/__init__.py", "config/load.py", "config/schema.py", "platform.py", "planning.py",
-                      "wiring.py", "library.py", "providers.py", "__init__.py"}
+                      "bill.py", "wiring.py", "library.py", "providers.py", "__init__.py"}
 
 
 def _names_stack_config(path: Path) -> bool:

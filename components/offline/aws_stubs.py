@@ -265,10 +265,11 @@ def _instance_type_offerings(args):
 
 
 # Capacity reservations the offline plan knows (documentation ids; a real plan reads the account's).
-# capacity-block: a Capacity Block for ML (dates from EC2: blocks start and end at 11:30 UTC); default: an ODCR.
+# capacity-block: a Capacity Block for ML (dates from EC2: blocks start and end at 11:30 UTC) of six p5 nodes, what
+# the 405B stacks may grow to; default: an ODCR.
 RESERVATIONS: dict[str, dict] = {
     "cr-0123456789abcdef0": {"reservationType": "capacity-block", "instanceType": "p5.48xlarge",
-                             "availabilityZone": "us-east-1b", "instanceCount": 4,
+                             "availabilityZone": "us-east-1b", "instanceCount": 6,
                              "startDate": "2027-03-01T11:30:00Z", "endDate": "2027-03-15T11:30:00Z"},
     "cr-0fedcba9876543210": {"reservationType": "default", "instanceType": "p5.48xlarge",
                              "availabilityZone": "us-east-1c", "instanceCount": 4, "placementGroupArn": ""},
