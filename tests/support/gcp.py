@@ -55,7 +55,7 @@ if facts.kubeconfig is not None:
 
 
 def _program() -> Path:
-    path = Path(tempfile.mkdtemp(prefix="gcp-cluster-")) / "cluster_only.py"
+    path = Path(tempfile.mkdtemp(prefix="tmp-gcp-cluster-")  # tmp*: not "beside" a clone in the temp dir) / "cluster_only.py"
     path.write_text(CLUSTER_ONLY)
     return path
 
