@@ -55,7 +55,8 @@ if facts.kubeconfig is not None:
 
 
 def _program() -> Path:
-    path = Path(tempfile.mkdtemp(prefix="tmp-gcp-cluster-")  # tmp*: not "beside" a clone in the temp dir) / "cluster_only.py"
+    # tmp*: a clone in the temp dir (CI) does not take it for a neighbour (tests/support/guard.py)
+    path = Path(tempfile.mkdtemp(prefix="tmp-gcp-cluster-")) / "cluster_only.py"
     path.write_text(CLUSTER_ONLY)
     return path
 
