@@ -5,7 +5,7 @@ import hashlib
 from dataclasses import replace
 
 from .cache_sources import WeightsSource
-from .catalog import InstanceType, instance_types
+from .catalog import InstanceType, instance_types, offered
 from .catalog.prices import RESERVED_CAPACITY_TYPES, negotiated, node_price
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
@@ -43,11 +43,14 @@ def priced_pool(cfg: StackConfig) -> tuple[InstanceType, ...]:
     shapes on these, so a negotiated rate can change the shape it picks."""
     if cfg.cloud == "existing":
         return (existing_instance_type(cfg.existing.gpu_nodes),)
-    p = cfg.pricing
-    prices = {i.name: negotiated(node_price(i, *buying(cfg)), p.instance_types.get(i.name), p.discount_percent)
-              for i in instance_types(cfg.cloud)}
-    return tuple(replace(i, price_hour=prices[i.name].hour, price_basis=prices[i.name].label)
-                 for i in instance_types(cfg.cloud))
+    p, (region, capacity) = cfg.pricing, buying(cfg)
+    # What the capacity type cannot buy (GCP A3 Ultra / A4 on demand) is no candidate, unless a model pins it:
+    # then the cluster refuses it with the fix (components/cluster/gcp/node_pools.py capacity_errors).
+    pinned = {name for dep in cfg.models for name in dep.instance_types or ()}
+    sold = [i for i in instance_types(cfg.cloud) if offered(i, capacity) or i.name in pinned]
+    prices = {i.name: negotiated(node_price(i, region, capacity), p.instance_types.get(i.name), p.discount_percent)
+              for i in sold}
+    return tuple(replace(i, price_hour=prices[i.name].hour, price_basis=prices[i.name].label) for i in sold)
 
 
 def candidates(pool: tuple[InstanceType, ...], dep: ModelDeployment) -> tuple[InstanceType, ...]:
@@ -111,6 +114,7 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
         tensor_parallel_size=dep.tensor_parallel_size, served_model_name=dep.name,
         spread_nodes=PRODUCTION_SPREAD_NODES if production else 1,
         engine=engine_options(dep), model_source=weights_source(dep).local_dir if dep.source.kind != "hf" else None,
+        market=pool,
     )
 
 

@@ -112,9 +112,9 @@ def _suggest(req: PlanRequest, bound: Refusal) -> str:
     current = {i.accelerator for i in req.candidates}
     other = []
     for cloud in clouds - {"existing"}:
-        for acc in sorted({i.accelerator for i in instance_types(cloud)} - current,
-                          key=lambda a: ACCELERATORS[a].visible_gib):
-            if acc not in other and _feasible(replace(req, candidates=tuple(instance_types(cloud, acc)))):
+        market = [i for i in req.market if i.cloud == cloud] or instance_types(cloud)
+        for acc in sorted({i.accelerator for i in market} - current, key=lambda a: ACCELERATORS[a].visible_gib):
+            if acc not in other and _feasible(replace(req, candidates=tuple(i for i in market if i.accelerator == acc))):
                 other.append(acc)
     if other:
         tips.append("choose accelerator " + "/".join(other))

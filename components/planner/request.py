@@ -58,3 +58,6 @@ class PlanRequest:
     spread_nodes: int = 1
     engine: EngineOptions = field(default_factory=EngineOptions)  # typed vLLM options (models[].engine)
     model_source: str | None = None  # what vLLM loads when not the Hub repo: s3:// / gs:// URI or a path
+    # Every instance type the stack can buy, any accelerator (planning.priced_pool): a no-fit error only advises
+    # an accelerator sold there (a GKE stack on demand has no H200). Empty: the cloud's whole catalog.
+    market: tuple[InstanceType, ...] = ()
