@@ -91,6 +91,30 @@ def _get_cluster(args):
             "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}]}
 
 
+# Node groups of the EXISTING_CLUSTERS ({cluster: {node group name: desired size}}): what Cluster Autoscaler
+# (or a Capacity Block's scheduled action) has scaled each to since `pulumi up` created it.
+EXISTING_NODE_GROUPS: dict[str, dict[str, int]] = {}
+
+
+@invoke("aws:eks/getNodeGroups:getNodeGroups")
+def _node_groups(args):
+    name = args["clusterName"]
+    if name not in EXISTING_CLUSTERS:
+        raise _DataSourceError("aws:eks/getNodeGroups:getNodeGroups", f"listing EKS Node Groups ({name}): "
+                               "ResourceNotFoundException: No cluster found")
+    return {"id": name, "clusterName": name, "names": sorted(EXISTING_NODE_GROUPS.get(name, {})),
+            "region": _region(args)}
+
+
+@invoke("aws:eks/getNodeGroup:getNodeGroup")
+def _get_node_group(args):
+    cluster, group = args["clusterName"], args["nodeGroupName"]
+    desired = EXISTING_NODE_GROUPS.get(cluster, {})[group]
+    return {"id": f"{cluster}:{group}", "clusterName": cluster, "nodeGroupName": group, "status": "ACTIVE",
+            "scalingConfigs": [{"desiredSize": desired, "minSize": 0, "maxSize": max(desired, 1)}],
+            "region": _region(args)}
+
+
 @invoke("aws:index/getAvailabilityZones:getAvailabilityZones")
 def _zones(args):
     region = _region(args)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import re
 
 import pulumi
 import pulumi_aws as aws
@@ -151,23 +152,53 @@ def _root(gib: int) -> list[dict]:
                                                  "delete_on_termination": "true"}}]
 
 
+# Pulumi auto-names a node group `<logical name>-<7 hex>` (the program gives no nodeGroupName).
+_AUTO_NAME = re.compile(r"(.+)-[0-9a-f]{7}")
+
+
+def live_desired_sizes(cluster_name: str, invoke: pulumi.InvokeOptions) -> dict[str, int]:
+    """{logical name: desired size} of the node groups the cluster has now; {} before the cluster exists.
+
+    Why: `ignore_changes` on desiredSize keeps the size the group was created with (0) as the program's input,
+    not the live one, and a refresh does not change that (the engine skips ignored properties). When min or max
+    change the provider sends the whole scaling config with that stale size: EKS would set a running group back
+    to it, scaling a Capacity Block fleet to zero mid-block. So an existing group is sent its live size."""
+    if cluster_name not in (aws.eks.get_clusters(opts=invoke).names or []):
+        return {}
+    sizes = {}
+    for group in aws.eks.get_node_groups(cluster_name=cluster_name, opts=invoke).names or []:
+        if m := _AUTO_NAME.fullmatch(group):
+            group_now = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=group, opts=invoke)
+            sizes[m.group(1)] = group_now.scaling_configs[0].desired_size
+    return sizes
+
+
+def keep_size(scaling: dict[str, int], live: int | None) -> dict[str, int]:
+    """The scaling config to send: a new group's own; an existing group's live desired size, within min..max."""
+    if live is None:
+        return dict(scaling)
+    return {**scaling, "desired_size": min(max(live, scaling["min_size"]), scaling["max_size"])}
+
+
 class AwsNodeGroups(pulumi.ComponentResource):
     """The node role, the system node group and the GPU node groups of the plan."""
 
     def __init__(self, name: str, settings: AwsSettings, cluster_name: str, specs: list[PoolSpec],
                  placements: dict[str, PoolPlacement], cluster: aws.eks.Cluster, network: NetworkFacts,
                  partition: str, tags: dict[str, str], pool_models: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None):
+                 opts: pulumi.ResourceOptions | None = None, live_sizes: dict[str, int] | None = None):
         super().__init__("vllm-platform:aws:NodeGroups", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self._settings, self._cluster, self._network, self._cluster_name = settings, cluster, network, cluster_name
         self._tags = tags
         self.role, attachments = service_role(f"{name}-role", "ec2.amazonaws.com", partition, NODE_POLICIES, self,
                                               f"EKS nodes of {cluster_name}", tag_session=False)
-        # Cluster Autoscaler owns the desired size once the group exists. Every group names the cluster's
-        # version: without it the provider never moves a group's nodes when kubernetesVersion is raised.
-        self._group_opts = pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress],
-                                                  ignore_changes=["scalingConfig.desiredSize"])
+        # Cluster Autoscaler owns the desired size once the group exists: a new group is created empty and
+        # an existing one is sent its live size (live_desired_sizes), so neither a program value nor a stale
+        # stored one ever resizes it. Every group names the cluster's version: without it the provider never
+        # moves a group's nodes when kubernetesVersion is raised.
+        self._live = live_sizes or {}
+        self._group_opts = pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress])
         # Every node carries it; the model cache's NFS rule admits exactly this group.
         self.node_security_group = aws.ec2.SecurityGroup(
             f"{name}-nodes", vpc_id=network.vpc_id, description=f"EKS nodes of {cluster_name}",
@@ -200,7 +231,8 @@ class AwsNodeGroups(pulumi.ComponentResource):
             capacity_type="ON_DEMAND",
             instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            scaling_config={"min_size": n, "desired_size": n, "max_size": n + 2},
+            scaling_config=keep_size({"min_size": n, "desired_size": n, "max_size": n + 2},
+                                     self._live.get(f"{name}-system")),
             update_config={"max_unavailable": 1}, tags=tags, opts=self._group_opts)
 
     def _gpu(self, name, spec: PoolSpec, placement: PoolPlacement, tags: dict[str, str]) -> aws.eks.NodeGroup:
@@ -246,7 +278,7 @@ class AwsNodeGroups(pulumi.ComponentResource):
             name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
             subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
             capacity_type=capacity_type, launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            labels=gpu_labels(spec), taints=gpu_taints(spec), scaling_config=placement.scaling,
+            labels=gpu_labels(spec), taints=gpu_taints(spec), scaling_config=keep_size(placement.scaling, self._live.get(name)),
             update_config=dict(GPU_UPDATE_CONFIG),
             node_repair_config=({"enabled": True, "max_parallel_nodes_repaired_count": GPU_REPAIR_PARALLELISM}
                                 if settings.node_auto_repair else {"enabled": False}),

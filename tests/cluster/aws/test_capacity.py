@@ -169,8 +169,10 @@ def test_a_given_vpcs_zones_come_from_its_subnets_and_errors_name_subnet_ids(mon
 
 
 def test_cluster_autoscaler_owns_the_gpu_groups_desired_size(monkeypatch):
-    """Created at 0, then resized by Cluster Autoscaler: `pulumi up` must never set the desired size back
-    (a deployed stack sees no diff on it), nor replace a group over it."""
+    """Created at 0, then resized by Cluster Autoscaler (or a Capacity Block's start action): a later `pulumi up`
+    sends each existing group its live desired size, never the size it was created with. ignore_changes would
+    send that stale 0 with any min/max change (the provider sends the whole scaling config), scaling a running
+    Capacity Block fleet to zero; and no group is replaced over it."""
     from components.offline import runner
     ignored: dict[str, list[str]] = {}
 
@@ -180,6 +182,19 @@ def test_cluster_autoscaler_owns_the_gpu_groups_desired_size(monkeypatch):
             return super().RegisterResource(request)
 
     monkeypatch.setattr(runner, "RecordingMonitor", Monitor)
-    res, _ = plan_config(config(models=[BIG]))
+    res, _ = plan_config(config(models=[BIG]))  # first `pulumi up`: no cluster yet, the group is created empty
     assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
-    assert ignored["vllm-cluster-nodes-gpu-p5-48xlarge"] == ["scalingConfig.desiredSize"]
+    assert ignored["vllm-cluster-nodes-gpu-p5-48xlarge"] == []
+    # a later run: the autoscaler has the GPU group at 3 nodes and the system group at 3
+    monkeypatch.setitem(stubs.EXISTING_CLUSTERS, "vllm", {"version": "1.35", "tags": {}})
+    monkeypatch.setitem(stubs.EXISTING_NODE_GROUPS, "vllm", {
+        "vllm-cluster-nodes-gpu-p5-48xlarge-0a1b2c3": 3, "vllm-cluster-nodes-system-9f8e7d6": 3,
+        "hand-made-group": 7})
+    res, _ = plan_config(config(models=[BIG]))
+    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 3, "maxSize": 4}
+    system = next(r for r in by_type(res, NG) if r.name.endswith("-system"))
+    assert system.inputs["scalingConfig"] == {"minSize": 2, "desiredSize": 3, "maxSize": 4}
+    # a group the autoscaler left above a lowered max is sent the max (EKS refuses desired > max)
+    monkeypatch.setitem(stubs.EXISTING_NODE_GROUPS, "vllm", {"vllm-cluster-nodes-gpu-p5-48xlarge-0a1b2c3": 9})
+    res, _ = plan_config(config(models=[BIG]))
+    assert gpu(res, NG).inputs["scalingConfig"]["desiredSize"] == 4
