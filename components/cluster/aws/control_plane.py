@@ -128,6 +128,17 @@ def cluster_creator(cluster_name: str, invoke: pulumi.InvokeOptions) -> str | No
     return (aws.eks.get_cluster(name=cluster_name, opts=invoke).tags or {}).get(CREATOR_TAG)
 
 
+def principal(arn: str | None) -> tuple[str, ...] | None:
+    """An IAM principal without its path: the session issuer ARN carries the role's path
+    (arn:aws:iam::111122223333:role/teams/platform-admin) where a stack file may name it without."""
+    if not arn:
+        return None
+    head, _, resource = arn.partition(":iam::")
+    account, _, rest = resource.partition(":")
+    kind, _, name = rest.partition("/")
+    return (head, account, kind, name.rsplit("/", 1)[-1]) if resource else (arn,)
+
+
 def access_entries(settings: AwsSettings, creator: str | None) -> list[tuple[str, str, int, str]]:
     """(role, access policy, index, principal) of each access entry to create: aws.adminRoleArns, then
     aws.viewerRoleArns, without the cluster creator, which has EKS's admin entry already. The index is the
@@ -135,7 +146,7 @@ def access_entries(settings: AwsSettings, creator: str | None) -> list[tuple[str
     return [(role, policy, i, arn)
             for role, policy, arns in (("admin", ADMIN_POLICY, settings.admin_role_arns),
                                        ("viewer", VIEW_POLICY, settings.viewer_role_arns))
-            for i, arn in enumerate(arns) if arn != creator]
+            for i, arn in enumerate(arns) if creator is None or principal(arn) != principal(creator)]
 
 
 def kubeconfig_yaml(cluster: str, endpoint: str, ca_data: str, region: str, profile: str | None = None,
@@ -195,7 +206,7 @@ class EksControlPlane(pulumi.ComponentResource):
             deletion_protection=deletion_protection(cfg),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, key_access, self.log_group]))
         listed = [*settings.admin_role_arns, *settings.viewer_role_arns]
-        if self.creator in listed:
+        if self.creator and principal(self.creator) in {principal(a) for a in listed}:
             pulumi.log.info(f"aws.adminRoleArns / aws.viewerRoleArns: no access entry for {self.creator}: it "
                             f"created the cluster, and EKS gave it cluster admin through an entry of its own",
                             resource=self)

@@ -203,3 +203,17 @@ def test_the_offline_caller_is_an_assumed_role_resolved_to_its_role():
     assert _session_context({"arn": arn})["issuerArn"] == "arn:aws:iam::123456789012:role/platform-deployer"
     user = "arn:aws:iam::123456789012:user/alice"
     assert _session_context({"arn": user})["issuerArn"] == user
+
+
+def test_a_creator_role_with_a_path_is_the_listed_role_without_it():
+    """The session issuer ARN carries the role's path; a stack file usually names the role without it. Compared
+    as written, the creator would get a second entry again: 409 ResourceInUseException."""
+    from components.cluster.aws.control_plane import access_entries, principal
+    from components.config.schema import AwsSettings
+    settings = AwsSettings(region="us-east-1", endpointPublicAccessCidrs=["203.0.113.7/32"],
+                           adminRoleArns=[ADMIN, CI], viewerRoleArns=[VIEWER])
+    pathed = "arn:aws:iam::123456789012:role/teams/ml/platform-admin"
+    assert principal(pathed) == principal(ADMIN)
+    assert [arn for *_, arn in access_entries(settings, pathed)] == [CI, VIEWER]
+    other_account = "arn:aws:iam::210987654321:role/platform-admin"
+    assert [arn for *_, arn in access_entries(settings, other_account)] == [ADMIN, CI, VIEWER]
