@@ -133,10 +133,11 @@ def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
                       reserved=(buying(cfg) or ("", ""))[1] in RESERVED_CAPACITY_TYPES)
 
 
-def ray_engine_problem(dep: ModelDeployment, t: Topology) -> str | None:
-    """Options a multi-node replica (Ray Serve LLM, engine_kwargs) cannot take in this release."""
+def ray_engine_problem(dep: ModelDeployment, t: Topology, multi_node: str = "rayservice") -> str | None:
+    """Options a multi-node replica (Ray Serve LLM, engine_kwargs) cannot take in this release; multi_node:
+    serving.multiNode (a LeaderWorkerSet runs `vllm serve` with the Deployment's arguments and takes them all)."""
     from .config.vllm_registry import NOT_ENGINE_KWARGS
-    if not t.multi_node:
+    if not t.multi_node or multi_node != "rayservice":
         return None
     bad = []
     if dep.engine.chat_template:
@@ -159,7 +160,7 @@ def plan_models(cfg: StackConfig) -> tuple[dict[str, Topology], list[NoFeasibleT
         except NoFeasibleTopology as e:
             refused.append(NoFeasibleTopology(f"models[{i}] ({dep.name}): {e.message}", e.refusals))
             continue
-        problem = ray_engine_problem(dep, t)
+        problem = ray_engine_problem(dep, t, cfg.serving.multi_node)
         if problem:
             refused.append(NoFeasibleTopology(f"models[{i}] ({dep.name}): {problem}", []))
         else:

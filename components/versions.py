@@ -43,6 +43,10 @@ CHARTS = {
     "network-operator": Chart("https://helm.ngc.nvidia.com/nvidia", "network-operator", "26.10.0"),
     "kuberay-operator": Chart("https://ray-project.github.io/kuberay-helm/", "kuberay-operator", "1.7.0"),
     "keda": Chart("https://kedacore.github.io/charts", "keda", "2.20.2"),
+    # LeaderWorkerSet controller (multi-node replicas, components/serving/lws.py): kubernetes-sigs/lws tag v0.10.0
+    # (commit 2161f38), whose site/content/en/docs/installation/_index.md installs CHART_VERSION=0.10.0 from
+    # this OCI repository; the CRD it ships is the one vendored in schemas/crds/lws.
+    "lws": Chart("oci://registry.k8s.io/lws/charts", "lws", "0.10.0"),
     "kube-prometheus-stack": Chart("https://prometheus-community.github.io/helm-charts",
                                    "kube-prometheus-stack", "92.0.0"),
     # aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml at master 2026-08-03 (appVersion v0.5.20);

@@ -31,6 +31,7 @@ from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, pla
 from .providers import CloudProviderArgs
 from .source_access import bucket_readers, cross_cloud_problems
 from .serving.service import ServingArgs
+from .serving.shape import on_ray, ray_topologies, workload
 from .serving.upgrades import no_room, pool_surge, upgrade_problems
 
 
@@ -53,7 +54,8 @@ def cluster_args(cfg: StackConfig, topologies: dict[str, Topology], kubeconfig: 
         return ExistingClusterArgs(existing=cfg.existing, cluster=cfg.cluster, model_cache=cfg.model_cache,
                                    topologies=dict(topologies), kubeconfig=kubeconfig)
     # serving.rayUpgradeStrategy NewCluster: room for a RayService's second cluster (serving/upgrades.py)
-    pools = tuple(gpu_pool_specs(topologies, pool_surge(cfg.serving.ray_upgrade_strategy, topologies)))
+    pools = tuple(gpu_pool_specs(topologies, pool_surge(cfg.serving.ray_upgrade_strategy,
+                                                        ray_topologies(cfg.serving, topologies))))
     readers = bucket_readers(cfg.namespace, model_sources(cfg).values())
     if cfg.cloud == "aws":
         from .cluster.aws.component import AwsClusterArgs, pool_models
@@ -153,8 +155,9 @@ def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any =
             return {}
         return {"cold_start_s": cold_start_seconds(t, cache, node_ready_s),
                 "first_request_s": first_request_timeout_s(t, cache, node_ready_s)}
-    return [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
-                       {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t),
+    # a LeaderWorkerSet's leaders serve the API as a Deployment's pods do (role server): the same InferencePool
+    return [ModelRoute(t.served_model_name, cfg.namespace, on_ray(t, cfg.serving),
+                       {} if on_ray(t, cfg.serving) else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t),
                        max_concurrency=(t.max_replicas * t.concurrency_per_replica) or None)
             for t in topologies.values()]
 
@@ -189,9 +192,11 @@ def scale_to_zero_problems(cfg: StackConfig, topologies: dict[str, Topology]) ->
             continue
         t = topologies.get(dep.name)
         if t is not None and t.multi_node:
+            why = ("which KEDA cannot scale and whose Ray head stays up" if on_ray(t, cfg.serving) else
+                   "whose cold start is a whole group of GPU nodes started together")
             problems.append(f"{field}: 0 (scale to zero) needs a single-node replica scaled by KEDA; {dep.name} is "
-                            f"planned as a multi-node RayService ({t.nodes_per_replica} x {t.instance_type} per "
-                            f"replica), which KEDA cannot scale and whose Ray head stays up; set min >= 1")
+                            f"planned as a multi-node {workload(t, cfg.serving)} ({t.nodes_per_replica} x "
+                            f"{t.instance_type} per replica), {why}; set min >= 1")
         elif not cfg.gateway.enabled:
             problems.append(f"{field}: 0 (scale to zero) needs the gateway (gateway.enabled is false): the first "
                             f"request waits in the endpoint picker's flow-control queue, whose size wakes "
@@ -218,7 +223,8 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
         except CacheError as e:
             problems += e.errors
     return (problems + scale_to_zero_problems(cfg, topologies)
-            + upgrade_problems(cfg.serving.ray_upgrade_strategy, topologies, upgrade_room(cfg))
+            + upgrade_problems(cfg.serving.ray_upgrade_strategy, ray_topologies(cfg.serving, topologies),
+                               upgrade_room(cfg))
             + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment))
 
 

@@ -85,8 +85,11 @@ def test_autoscalers_span_the_planned_replicas(p):
     for so in p.kind("ScaledObject"):
         t = topo[so["spec"]["scaleTargetRef"]["name"]]
         assert (so["spec"]["minReplicaCount"], so["spec"]["maxReplicaCount"]) == (t["min_replicas"], t["max_replicas"])
-        deployment = next(d for d in p.kind("Deployment") if d["metadata"]["name"] == t["served_model_name"])
-        assert deployment["spec"]["replicas"] == t["replicas"]
+        kind = so["spec"]["scaleTargetRef"]["kind"]  # Deployment, or LeaderWorkerSet (replicas = groups)
+        workload = next(d for d in p.kind(kind) if d["metadata"]["name"] == t["served_model_name"])
+        assert workload["spec"]["replicas"] == t["replicas"]
+        if kind == "LeaderWorkerSet":
+            assert workload["spec"]["leaderWorkerTemplate"]["size"] == t["nodes_per_replica"]
     for ray in p.kind("RayService"):
         t, npr = topo[ray["metadata"]["name"]], topo[ray["metadata"]["name"]]["nodes_per_replica"]
         (group,) = ray["spec"]["rayClusterConfig"]["workerGroupSpecs"]

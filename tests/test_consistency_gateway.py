@@ -40,7 +40,8 @@ def _pool_pods(p: Plan, model: str, ns: str) -> list:
     servers = rel["values"]["router"]["modelServers"]
     pods = [t for t in p.templates if t.namespace == ns
             and label_selector_matches({"matchLabels": servers["matchLabels"]}, t.labels)]
-    assert [t.name for t in pods] == [model], f"{p.name}: pool {model} selects {[t.name for t in pods]}"
+    # a Deployment's pods, or a LeaderWorkerSet's leaders (its workers serve no API)
+    assert [t.name for t in pods] in ([model], [f"{model}/leader"]), f"{p.name}: pool {model} selects {[t.name for t in pods]}"
     for port in servers["targetPorts"]:
         assert pods[0].port(port["number"]), f"{p.name}: {model} pods do not serve {port}"
         _envoy_admitted(p, pods[0], port["number"])

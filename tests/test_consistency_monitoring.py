@@ -17,7 +17,9 @@ def test_services_select_exactly_their_workload_on_a_declared_port(p):
     for svc in p.kind("Service"):
         ns, name, spec = svc["metadata"]["namespace"], svc["metadata"]["name"], svc["spec"]
         chosen = selected_templates(p, ns, {"matchLabels": spec["selector"]})
-        assert [(t.kind, t.name) for t in chosen] in ([("Deployment", name)], [("StatefulSet", name)]), \
+        # a LeaderWorkerSet's Service selects its leaders only (workers run headless, no API)
+        assert [(t.kind, t.name) for t in chosen] in ([("Deployment", name)], [("StatefulSet", name)],
+                                                      [("LeaderWorkerSet", f"{name}/leader")]), \
             f"{p.name}: Service {name} selects {[t.name for t in chosen]}"
         for port in spec["ports"]:
             declared = chosen[0].port(port.get("targetPort", port["port"]))
@@ -184,7 +186,8 @@ def test_keda_queries_the_prometheus_the_stack_installs_for_a_deployment_that_ex
         ns, ref = so["metadata"]["namespace"], so["spec"]["scaleTargetRef"]
         addresses = {t["metadata"]["serverAddress"] for t in so["spec"]["triggers"]}
         assert addresses == {url}, f"{p.name}: KEDA queries {addresses}; Prometheus is at {url}"
-        assert (ref.get("apiVersion"), ref.get("kind")) == ("apps/v1", "Deployment")
-        assert ref["name"] in [d["metadata"]["name"] for d in p.kind("Deployment", ns)], f"{p.name}: {ref}"
+        assert (ref.get("apiVersion"), ref.get("kind")) in (("apps/v1", "Deployment"),
+                                                             ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"))
+        assert ref["name"] in [d["metadata"]["name"] for d in p.kind(ref["kind"], ns)], f"{p.name}: {ref}"
         for trig in so["spec"]["triggers"]:
             assert f'namespace="{ns}"' in trig["metadata"]["query"]

@@ -75,6 +75,8 @@ BY_CONSTRUCTION = {  # no stack key reaches the property the rule reads; every s
     "no-privileged-containers": "serving and cache pods run unprivileged (serving/k8s.py)",
     "no-added-capabilities": "serving/fabric.py: only IPC_LOCK, only beside an RDMA device",
     "vllm-startup-probe": "serving/probes.py: every budget >= MIN_BUDGET_S, the pack's MIN_STARTUP_BUDGET_S",
+    "lws-gang-restart": "serving/lws.py RESTART_POLICY: every LeaderWorkerSet recreates its group; no key sets it",
+    "lws-startup-leader-created": "serving/lws.py STARTUP_POLICY LeaderCreated; no key sets it",
     "hf-token-from-secret": "the token only travels as the hf-token Secret (platform.py)",
     "keda-target-scalable": "serving/autoscaling.py targets the Deployment it made",
     "vllm-current-cli": "planner/vllm_args.py: flags of the pinned vLLM",

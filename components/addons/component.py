@@ -18,7 +18,7 @@ from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.load import ConfigError
 from ..config.schema import Addons, FabricAddon
 from ..versions import CHARTS
-from . import aws_lb_controller, fabrics, gke_nccl, gpu_operator, keda, kuberay, prometheus
+from . import aws_lb_controller, fabrics, gke_nccl, gpu_operator, keda, kuberay, lws, prometheus
 from .placement import gpu_tolerations
 
 # Enough for the GPU Operator's CRD-upgrade hook and Prometheus' volume to be provisioned (seconds).
@@ -31,11 +31,13 @@ LABELS = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/manag
 def release_args(chart_key: str, namespace: str, values: dict) -> dict:
     """Arguments of the helm.v3.Release for one pinned chart (components/versions.py CHARTS)."""
     chart = CHARTS[chart_key]
+    # an OCI chart is named by its full reference (Helm's --repo takes only HTTP repositories), as the gateway's are
+    where = ({"chart": f"{chart.repo}/{chart.chart}"} if chart.repo.startswith("oci://") else
+             {"chart": chart.chart, "repository_opts": {"repo": chart.repo}})
     return {
         "name": chart.chart,  # a fixed release name: Service names (Prometheus URL) derive from it
-        "chart": chart.chart,
+        **where,
         "version": chart.version,
-        "repository_opts": {"repo": chart.repo},
         "namespace": namespace,
         "create_namespace": False,  # made below, with its labels, before the release
         "values": values,
@@ -45,7 +47,8 @@ def release_args(chart_key: str, namespace: str, values: dict) -> dict:
 
 
 class ClusterAddons(pulumi.ComponentResource):
-    """GPU Operator, KubeRay, KEDA, kube-prometheus-stack and the fabric's node software, each switchable."""
+    """GPU Operator, KubeRay, LeaderWorkerSet, KEDA, kube-prometheus-stack and the fabric's node software, each
+    switchable."""
 
     facts: AddonsFacts
 
@@ -56,7 +59,7 @@ class ClusterAddons(pulumi.ComponentResource):
         self._cluster = cluster
         system = cluster.system_node_selector
         ready: dict[str, list] = {"gpu": [], "monitoring": [], "kuberay": [], "keda": [], "network": [],
-                                  "load-balancer": []}
+                                  "load-balancer": [], "lws": []}
 
         prom = settings.prometheus
         if prom.enabled:
@@ -88,6 +91,8 @@ class ClusterAddons(pulumi.ComponentResource):
                 after=monitors))
         if settings.keda.enabled:
             ready["keda"].append(self._release("keda", keda.NAMESPACE, keda.keda_values(system)))
+        if settings.lws.enabled:  # issue 25: LeaderWorkerSets (components/serving/lws.py)
+            ready["lws"].append(self._release("lws", lws.NAMESPACE, lws.lws_values(system)))
 
         lbc = cluster.load_balancer_controller
         if lbc is not None:  # EKS: after its Pod Identity association (the namespace exists: kube-system)

@@ -174,7 +174,7 @@ class AddonsFacts:
 
     `ready` maps a capability to the resources a custom resource of that kind must depend on
     (the operator release that installs its CRDs), so that the first `pulumi up` on an empty
-    cluster succeeds: "keda" (ScaledObject), "kuberay" (RayService), "monitoring" (ServiceMonitor,
+    cluster succeeds: "keda" (ScaledObject), "kuberay" (RayService), "lws" (LeaderWorkerSet), "monitoring" (ServiceMonitor,
     PodMonitor, PrometheusRule), "network" (NetworkAttachmentDefinition / RDMA resources), "load-balancer"
     (a LoadBalancer Service that asks for the NLB controller's class: ClusterFacts.load_balancer_controller).
     An add-on switched off in config leaves its key with [] and the stack uses what the cluster has.

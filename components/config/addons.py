@@ -30,6 +30,13 @@ class Serving(_Base):
                             "first and switches to it, and the GPU pool's max grows to hold both (refused on an "
                             "existing cluster and on reserved capacity)")
 
+    # issue 25: the shape of a replica that spans nodes (components/serving/shape.py, docs/lws.md). New stacks get a
+    # LeaderWorkerSet; a stack deployed with RayServices sets rayservice (switching replaces the fleet)
+    multi_node: Literal["lws", "rayservice"] = Field(
+        "lws", description="a replica that spans nodes: lws (a LeaderWorkerSet running vLLM's multiprocess "
+                           "executor across nodes, the default) or rayservice (KubeRay RayService with Ray Serve "
+                           "LLM); changing it on a deployed stack replaces that model's pods (UPGRADING.md)")
+
     @field_validator("allowed_namespaces")
     @classmethod
     def _namespace_names(cls, v):
@@ -94,6 +101,8 @@ class Addons(_Base):
     """Cluster add-ons (components/addons). Switch one off where the cluster already runs it."""
     gpu_operator: GpuOperatorAddon = GpuOperatorAddon()
     kuberay: AddonSwitch = AddonSwitch()
+    lws: AddonSwitch = Field(AddonSwitch(), description="the LeaderWorkerSet controller (multi-node replicas with "
+                                                        "serving.multiNode lws; components/addons/lws.py)")
     keda: AddonSwitch = AddonSwitch()
     prometheus: PrometheusAddon = PrometheusAddon()
     fabric: FabricAddon = Field(FabricAddon(), description="EFA device plugin, GKE GPUDirect NCCL installers, "

@@ -1,7 +1,8 @@
 """KEDA autoscaling of single-node replicas, from vLLM's own queue and KV-cache gauges.
 
-The ScaledObject targets the Deployment (it has a scale subresource; a RayCluster or RayService has
-none, so multi-node replicas scale through Ray Serve instead, see rayservice.py). Every trigger is
+The ScaledObject targets the Deployment or a LeaderWorkerSet (both have a scale subresource; a set's replicas
+are its groups, lws.py); a RayCluster or RayService has none, so those replicas scale through Ray Serve
+instead, see rayservice.py. Every trigger is
 AverageValue: the HPA divides the summed metric by the replica count, so thresholds are per replica.
 
 Scale to zero (replicas.min 0, dev and staging, single-node only; docs/scale-to-zero.md): with no model
@@ -76,7 +77,8 @@ ACTIVATION = {"waiting-requests": 0, "kv-cache-usage": 1, "running-requests": 0,
 
 
 def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_url: str,
-                       serving: Serving) -> dict:
+                       serving: Serving, target: dict | None = None) -> dict:
+    """target: the scaleTargetRef when it is not the Deployment of that name (a LeaderWorkerSet, lws.py)."""
     q = queries(namespace, t)
     zero = scales_to_zero(t)
 
@@ -96,7 +98,7 @@ def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_
         # keeps the model up while it answers; a full batch per replica is the planned concurrency
         triggers.append(trigger("running-requests", q["running"], t.concurrency_per_replica))
     return {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
+        "scaleTargetRef": target or {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
         "pollingInterval": POLLING_S,
         "cooldownPeriod": COOLDOWN_S,
         "minReplicaCount": t.min_replicas,

@@ -70,6 +70,21 @@ def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[s
             ]}
 
 
+def lws_network_policy_spec(model: str, allowed_namespaces: list[str], prometheus_namespace: str | None = None,
+                            gateway: bool = True) -> dict:
+    """A LeaderWorkerSet's pods (lws.py): any port between the set's own pods (torch.distributed's store on the
+    master port, NCCL, the executor's message queues); the API and /metrics on the leaders only (workers are
+    headless and listen on nothing else)."""
+    from .lws import ROLES
+    callers = _clients(allowed_namespaces) + (_from_namespace(GATEWAY_NAMESPACE, GATEWAY_POD) if gateway else [])
+    pods = {"matchLabels": {MODEL_LABEL: model},
+            "matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": list(ROLES)}]}
+    return {"podSelector": pods, "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": pods}]},
+                        {"from": callers, "ports": _ports(VLLM_PORT)},
+                        {"from": _from_namespace(prometheus_namespace, PROMETHEUS_POD), "ports": _ports(VLLM_PORT)}]}
+
+
 def pdb_spec(model: str, t: Topology) -> dict:
     """Single-node replicas: voluntary disruptions (drains, node upgrades, autoscaler scale-down) take at most
     one replica at a time. Not minAvailable = min replicas: at idle the fleet runs exactly that many, and such a budget

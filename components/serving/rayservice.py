@@ -50,11 +50,9 @@ from ..planner.vllm_args import VLLM_PORT
 from ..versions import RAY_VERSION
 from .autoscaling import kv_threshold, waiting_threshold
 from .deployment import first_start_s
-from .fabric import capabilities, fabric_env, fabric_resources, host_volumes
 from .k8s import container_security, pod_security, scratch_env, scratch_mounts, scratch_volumes
-from .pods import (CONTAINER_SECURITY, SHM_MOUNT, gpu_placement, gpu_resources, hf_token_env, model_labels,
-                   pod_metadata, shm_volume)
-from .probes import engine_ready_env
+from .node_pod import node_pod
+from .pods import CONTAINER_SECURITY, SHM_MOUNT, hf_token_env, model_labels, pod_metadata, shm_volume
 from .redis import NO_CONSOLIDATION, GcsStore
 
 # LLMConfig.accelerator_type for the catalog's GPUs. Serve LLM adds `accelerator_type:<name>` to every
@@ -230,13 +228,6 @@ def serve_config(t: Topology, serving: Serving | None = None, budget_s: int | No
     return yaml.safe_dump({"applications": [app]}, sort_keys=False)
 
 
-def _ray_env(t: Topology, cache: CacheFacts) -> list[dict]:
-    """Workers read the cache offline (no HF_TOKEN); their engines get the same start-up budget as the
-    cache's budget for this model (VLLM_ENGINE_READY_TIMEOUT_S) and writable scratch."""
-    return [*cache_env(), engine_ready_env(cache.budget(t).total_s), *scratch_env(),
-            {"name": "VLLM_NO_USAGE_STATS", "value": "1"}]
-
-
 def head_group(t: Topology, cache: CacheFacts, image: str, labels: dict, system_node_selector: dict[str, str]) -> dict:
     """The head reads the model's config and tokenizer files too (building the Serve app); a shared
     cache is mounted there as well, while with a node-local cache the head fetches them from the Hub."""
@@ -271,29 +262,10 @@ def head_group(t: Topology, cache: CacheFacts, image: str, labels: dict, system_
 
 def worker_group(t: Topology, pool: GpuPool, cache: CacheFacts, image: str, labels: dict) -> dict:
     npr = t.nodes_per_replica
-    gpus = t.gpus_per_replica // npr
-    caps = capabilities(t)  # IPC_LOCK on RDMA fabrics: that worker runs as uid 0 (fabric.py)
-    host_vols, host_mounts = host_volumes(t)
-    resources = gpu_resources(gpus, t.pod_cpu, t.pod_memory_gib, fabric_resources(t, pool))
-    cpu_memory = {k: {r: v for r, v in resources[k].items() if r in ("cpu", "memory")} for k in ("requests", "limits")}
-    pod = {
-        # no Kubernetes API calls from the engines (the head keeps its token: the autoscaler sidecar needs it)
-        "enableServiceLinks": False, "automountServiceAccountToken": False,
-        "securityContext": pod_security(root=bool(caps) or cache.kind == "nvme"),
-        "terminationGracePeriodSeconds": 120,
-        "initContainers": [cache.init_container(t.model_repo, image, pod_resources=cpu_memory,
-                                                expected_gib=t.weights_gib, warm=cache.warms(t))],
-        "containers": [{
-            "name": "ray-worker", "image": image,
-            "env": [*_ray_env(t, cache), *fabric_env(t)],
-            "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
-            "resources": resources,
-            "volumeMounts": [SHM_MOUNT, cache.mount, *scratch_mounts(), *host_mounts],
-            "securityContext": container_security(caps),
-        }],
-        "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type), *scratch_volumes(), *host_vols],
-        **gpu_placement(pool),
-    }
+    # the head keeps its token (the autoscaler sidecar needs it); the workers make no API calls (node_pod)
+    pod = node_pod(t, pool, cache, image, {
+        "name": "ray-worker", "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}]},
+        grace_s=GRACEFUL_SHUTDOWN_S)
     return {
         "groupName": WORKER_GROUP,
         "replicas": npr * t.replicas, "minReplicas": npr * t.min_replicas, "maxReplicas": npr * t.max_replicas,

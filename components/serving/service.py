@@ -1,8 +1,10 @@
 """VllmService: one model deployment, shaped entirely by its Topology.
 
 single-node replica -> Deployment + KEDA ScaledObject + ServiceMonitor
-multi-node replica  -> KubeRay RayService (Ray Serve LLM; Serve + KubeRay autoscaling) + PodMonitor
-both                -> ClusterIP endpoint named after the model, NetworkPolicy, PodDisruptionBudget,
+multi-node replica  -> serving.multiNode (shape.py): a LeaderWorkerSet (vLLM's mp executor) + KEDA ScaledObject
+                       + ServiceMonitor on its leaders (lws.py, the default), or a KubeRay RayService (Ray Serve
+                       LLM; Serve + KubeRay autoscaling) + PodMonitor
+every shape               -> ClusterIP endpoint named after the model, NetworkPolicy, PodDisruptionBudget,
                        PrometheusRule with the SLA alerts, Grafana dashboard ConfigMap
 """
 from __future__ import annotations
@@ -25,10 +27,12 @@ from .autoscaling import scaled_object_spec, waiting_threshold
 from .cold_start import cold_start, cold_start_seconds, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .fabric import ray_image
-from .network import network_policy_spec, pdb_spec, service_spec
+from . import lws
+from .network import lws_network_policy_spec, network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
 from .pods import model_labels
-from .rayservice import IN_PLACE, NEEDS_WINDOW, first_deploy_s, image_pin_note, rayservice_spec
+from .rayservice import HEAD_RESOURCES, IN_PLACE, NEEDS_WINDOW, first_deploy_s, image_pin_note, rayservice_spec
+from .shape import LWS, on_ray, shape
 from .upgrades import upgrade_note
 from .redis import GcsRedis
 
@@ -54,7 +58,7 @@ class ServingArgs:
 def serving_images(args: ServingArgs, t: Topology) -> list[str]:
     """The images a model's GPU pods run (for the pre-pull DaemonSet)."""
     with as_run_error():
-        return [ray_image(t, args.serving.ray_image)] if t.multi_node else [VLLM_IMAGE]
+        return [ray_image(t, args.serving.ray_image)] if on_ray(t, args.serving) else [VLLM_IMAGE]
 
 
 def endpoint(model: str, namespace: str) -> str:
@@ -97,11 +101,17 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         held = hold_warning(t.served_model_name, c.total_s)
         if held:
             out["warnings"].append(held)
+    out["shape"] = shape(t, args.serving)
     if not t.multi_node:
         out["rollout"] = rollout_strategy(t)["rollingUpdate"]
         out["drainS"] = drain_s(t)
     warn = out["warnings"]
-    if t.multi_node:
+    if out["shape"] == LWS:
+        out["firstDeployS"] = lws.first_deploy_s(t, cache, node_ready_s)
+        out["rollout"] = lws.rollout_strategy(t)["rollingUpdateConfiguration"]
+        out["drainS"] = drain_s(t)
+        warn.append(lws.shape_note(t, f"{HEAD_RESOURCES['cpu']} CPU / {HEAD_RESOURCES['memory']}"))
+    if on_ray(t, args.serving):
         out["firstDeployS"] = first_deploy_s(t, cache, node_ready_s)
         warn.append(upgrade_note(t, args.serving.ray_upgrade_strategy, args.new_cluster_blocked, IN_PLACE,
                                  NEEDS_WINDOW))
@@ -153,8 +163,9 @@ class VllmService(pulumi.ComponentResource):
             return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=addons.depends(capability)))
 
         self.summary = serving_summary(args, t, cache, facts.gpu_node_ready_s)
-        runtime = "ray" if t.multi_node else "vllm"
-        if t.multi_node:
+        kind = shape(t, args.serving)
+        runtime = "ray" if on_ray(t, args.serving) else "vllm"
+        if runtime == "ray":
             # production: the head's GCS persists in a Redis of its own (redis.py), so a head restart is no reload
             self.gcs_redis = GcsRedis(f"{name}-gcs", model, ns, facts.system_node_selector, facts.block_storage_class,
                                       labels, opts=child) if args.production else None
@@ -170,6 +181,17 @@ class VllmService(pulumi.ComponentResource):
                 f"{name}-podmonitor", api_version="monitoring.coreos.com/v1", kind="PodMonitor",
                 metadata=meta(model, "ray", addons.monitor_labels), spec=pod_monitor_spec(model),
                 opts=needs("monitoring"))
+        elif kind == LWS:  # issue 25: the leaders serve the API like a Deployment's pods (lws.py)
+            with as_run_error():
+                spec = lws.lws_spec(model, t, pool, cache, model_labels(model, lws.LEADER_ROLE, labels),
+                                    model_labels(model, lws.WORKER_ROLE, labels))
+            if args.api_key_client:  # issue 12: no gateway, the leader's vLLM checks the key
+                with_api_key({"template": spec["leaderWorkerTemplate"]["leaderTemplate"]}, KEYS_SECRET,
+                             args.api_key_client)
+            self.workload = k8s.apiextensions.CustomResource(
+                f"{name}-lws", api_version=lws.API_VERSION, kind=lws.KIND, metadata=meta(model, lws.LEADER_ROLE),
+                spec=spec, opts=pulumi.ResourceOptions.merge(needs("lws"), pulumi.ResourceOptions(
+                    ignore_changes=["spec.replicas"])))  # KEDA owns the group count once the set exists
         else:
             create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
             spec = deployment_spec(model, t, pool, cache, model_labels(model, "server", labels), facts.gpu_node_ready_s)
@@ -182,25 +204,31 @@ class VllmService(pulumi.ComponentResource):
                     # KEDA owns the replica count once the Deployment exists
                     ignore_changes=["spec.replicas"],
                     custom_timeouts=pulumi.CustomTimeouts(create=f"{create_s}s", update=f"{update_s}s"))))
+        if runtime == "vllm":  # a Deployment's pods or an LWS's leaders: one Service, KEDA, one ServiceMonitor
             self.service = k8s.core.v1.Service(f"{name}-service", metadata=meta(model, "server"),
                                                spec=service_spec(model), opts=child)
             self.scaler = k8s.apiextensions.CustomResource(
                 f"{name}-scaledobject", api_version="keda.sh/v1alpha1", kind="ScaledObject",
                 metadata=meta(model, "server"),
-                spec=scaled_object_spec(model, ns, t, addons.prometheus_url, args.serving),
+                spec=scaled_object_spec(model, ns, t, addons.prometheus_url, args.serving,
+                                        target=lws.scale_target(model) if kind == LWS else None),
                 opts=pulumi.ResourceOptions.merge(needs("keda"), pulumi.ResourceOptions(depends_on=[self.workload])))
             self.monitor = k8s.apiextensions.CustomResource(
                 f"{name}-servicemonitor", api_version="monitoring.coreos.com/v1", kind="ServiceMonitor",
                 metadata=meta(model, "server", addons.monitor_labels), spec=service_monitor_spec(model),
                 opts=needs("monitoring"))
 
+        if kind == LWS:
+            netpol = lws_network_policy_spec(model, args.serving.allowed_namespaces, addons.prometheus_namespace,
+                                             gateway=args.gateway)
+        else:
+            netpol = network_policy_spec(model, t.multi_node, args.serving.allowed_namespaces,
+                                         addons.prometheus_namespace, addons.kuberay_namespace, gateway=args.gateway)
         self.network_policy = k8s.networking.v1.NetworkPolicy(
-            f"{name}-netpol", metadata=meta(model, runtime),
-            spec=network_policy_spec(model, t.multi_node, args.serving.allowed_namespaces,
-                                     addons.prometheus_namespace, addons.kuberay_namespace,
-                                     gateway=args.gateway), opts=child)
+            f"{name}-netpol", metadata=meta(model, runtime), spec=netpol, opts=child)
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb", metadata=meta(model, runtime), spec=pdb_spec(model, t), opts=child)
+            f"{name}-pdb", metadata=meta(model, runtime),
+            spec=lws.pdb_spec(model) if kind == LWS else pdb_spec(model, t), opts=child)
         severity = "critical" if args.production else "warning"
         self.rules = k8s.apiextensions.CustomResource(
             f"{name}-rules", api_version="monitoring.coreos.com/v1", kind="PrometheusRule",
@@ -214,4 +242,5 @@ class VllmService(pulumi.ComponentResource):
             f"{name}-dashboard", metadata=meta(f"{model}-dashboard", runtime, {key: value}),
             data={f"vllm-{model}.json": dashboard_json(t, ns, runtime)}, opts=child)
         self.endpoint = endpoint(model, ns)
-        self.register_outputs({"endpoint": self.endpoint, "shape": "multi-node" if t.multi_node else "single-node"})
+        self.register_outputs({"endpoint": self.endpoint, "shape": "multi-node" if t.multi_node else "single-node",
+                               "workload": kind})

@@ -12,7 +12,7 @@ cluster = pulumi.StackReference(config.require("clusterStack"))
 gpu_nodes = stack_output(cluster, "gpuNodes")[config.require("instanceType")]
 already_installed = {"enabled": False}
 addons = {"gpuOperator": already_installed, "kuberay": already_installed, "keda": already_installed,
-          "fabric": already_installed,
+          "lws": already_installed, "fabric": already_installed,
           "prometheus": {"enabled": False, "url": stack_output(cluster, "prometheusUrl"),
                          "monitorLabels": stack_output(cluster, "monitorLabels")}}
 

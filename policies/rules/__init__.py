@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from . import cloud, gateway, production, sizing, workloads  # noqa: F401  (registers the rules)
+from . import cloud, gateway, lws, production, sizing, workloads  # noqa: F401  (registers the rules)
 from .core import (ADVISORY, MANDATORY, RULES, STACK_RULES, Rule, StackResource, StackRule, Verdict, plain,
                    with_remedy)
 

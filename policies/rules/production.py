@@ -96,21 +96,24 @@ def min_replicas(r: StackResource, scaled: dict[tuple[str, str], StackResource])
                 model = get(llm, "model_loading_config", "model_id") or get(app, "name")
                 out.append((f"RayService {name} model {model}", as_number(auto.get("min_replicas", 1))))
         return out
-    so = scaled.get((namespace_of(r), name))
+    kind = "LeaderWorkerSet" if r.type == LWS else "Deployment"  # a set's replicas are its groups
+    so = scaled.get((namespace_of(r), kind, name))
     if so is not None:
-        return [(f"Deployment {name}", as_number(get(so.props, "spec", "minReplicaCount") or 0))]
-    return [(f"Deployment {name}", as_number(get(r.props, "spec", "replicas") or 1))]
+        return [(f"{kind} {name}", as_number(get(so.props, "spec", "minReplicaCount") or 0))]
+    return [(f"{kind} {name}", as_number(get(r.props, "spec", "replicas") or 1))]
 
 
 def production_minimums(resources: list[StackResource]):
-    """(serving workload, what, the fewest replicas it may run) of every production Deployment / RayService."""
+    """(serving workload, what, the fewest replicas it may run) of every production Deployment / RayService /
+    LeaderWorkerSet."""
     by_namespace = environments(resources)
     scaled = {}
     for so in resources:
-        if so.type == SCALEDOBJECT and get(so.props, "spec", "scaleTargetRef", "kind") in (None, "Deployment"):
-            scaled[(namespace_of(so), str(get(so.props, "spec", "scaleTargetRef", "name")))] = so
+        kind = get(so.props, "spec", "scaleTargetRef", "kind") or "Deployment"  # KEDA's default kind
+        if so.type == SCALEDOBJECT and kind in ("Deployment", "LeaderWorkerSet"):
+            scaled[(namespace_of(so), kind, str(get(so.props, "spec", "scaleTargetRef", "name")))] = so
     for r in resources:
-        if r.type not in (DEPLOYMENT, RAYSERVICE) or environment_of(r, by_namespace) != PRODUCTION:
+        if r.type not in (DEPLOYMENT, RAYSERVICE, LWS) or environment_of(r, by_namespace) != PRODUCTION:
             continue
         if r.type == DEPLOYMENT and not is_serving_workload(r.type, r.props):
             continue

@@ -179,7 +179,9 @@ def probe_budget_s(probe: dict) -> float | None:
 def vllm_startup_probe(resource_type, props):
     for tpl in pod_templates(resource_type, props):
         for _, c in tpl.containers(init=False):
-            if not runs_vllm_serve(c):
+            # a headless vLLM (a multi-node worker: vllm/entrypoints/cli/serve.py run_headless) starts no API server
+            # and has nothing to probe; its group's leader is probed, and the gang restart (rules/lws.py) acts on it
+            if not runs_vllm_serve(c) or "--headless" in command_words(c):
                 continue
             probe = c.get("startupProbe")
             if not isinstance(probe, dict):

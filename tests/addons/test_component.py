@@ -57,7 +57,7 @@ def default_run(cloud: str) -> Run:
     return run_addons(cloud)
 
 
-BASE = {"gpu-operator", "kuberay-operator", "keda", "kube-prometheus-stack"}
+BASE = {"gpu-operator", "kuberay-operator", "lws", "keda", "kube-prometheus-stack"}
 EXPECTED = {"aws": BASE | {"aws-efa-k8s-device-plugin"}, "gcp": BASE, "existing": BASE | {"network-operator"}}
 
 
@@ -67,6 +67,10 @@ def test_each_cluster_kind_installs_its_pinned_charts(cloud):
     assert set(releases) == EXPECTED[cloud]
     for name, r in releases.items():
         chart = CHARTS[name]
+        if name == "lws":  # an OCI chart: named by its full reference, no --repo
+            assert (r.inputs["chart"], r.inputs["version"]) == ("oci://registry.k8s.io/lws/charts/lws", "0.10.0")
+            assert "repositoryOpts" not in r.inputs
+            continue
         assert (r.inputs["chart"], r.inputs["repositoryOpts"]["repo"], r.inputs["version"]) == \
             (chart.chart, chart.repo, chart.version)
     assert releases["gpu-operator"].inputs["version"] == "v26.7.0"
@@ -179,14 +183,14 @@ def test_without_our_prometheus_the_stack_uses_the_clusters():
 
 @pytest.mark.parametrize("addon, release, namespace", [
     ("gpuOperator", "gpu-operator", "gpu-operator"), ("kuberay", "kuberay-operator", "kuberay"),
-    ("keda", "keda", "keda"), ("fabric", "network-operator", "nvidia-network-operator")])
+    ("keda", "keda", "keda"), ("fabric", "network-operator", "nvidia-network-operator"), ("lws", "lws", "lws-system")])
 def test_switching_an_addon_off_removes_it_and_leaves_the_rest(addon, release, namespace):
     run = run_addons("existing", {addon: {"enabled": False}})
     releases = run.releases()
     assert release not in releases
     assert set(releases) == EXPECTED["existing"] - {release}
     assert namespace not in {r.inputs["metadata"]["name"] for r in by_type(run.resources, NAMESPACE)}
-    capability = {"gpuOperator": "gpu", "kuberay": "kuberay", "keda": "keda", "fabric": "network"}[addon]
+    capability = {"gpuOperator": "gpu", "kuberay": "kuberay", "keda": "keda", "fabric": "network", "lws": "lws"}[addon]
     assert run.addons.depends(capability) == []
     if addon == "fabric":
         # the cluster's own Network Operator advertises the resource the GPU nodes are described with

@@ -44,7 +44,7 @@ def errors(raw: dict) -> list[str]:
     ({}, {"fabric": "infiniband", "rdmaResource": "nvidia.com/hca"}, "existing",
      "existing.gpuNodes.rdmaResource: nvidia.com/hca cannot be advertised by the Network Operator"),
     ({"grafana": {"enabled": False}}, None, "existing",
-     "addons.grafana: unknown key; allowed: gpuOperator, kuberay, keda, prometheus, fabric"),
+     "addons.grafana: unknown key; allowed: gpuOperator, kuberay, lws, keda, prometheus, fabric"),
     ({}, {"taints": [{"key": "dedicated", "effect": "NoRun"}]}, "existing",
      "existing.gpuNodes.taints[0].effect: Input should be 'NoSchedule', 'PreferNoSchedule' or 'NoExecute'"),
 ])

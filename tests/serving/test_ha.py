@@ -182,13 +182,13 @@ def test_a_ray_image_pinned_by_digest_silences_the_image_warning():
                         "gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048,
                                      "fabric": "infiniband"}},
            "modelCache": {"kind": "rwx", "storageClass": "nfs"},
-           "serving": {"rayImage": f"rayproject/ray-llm:2.58.0-py312-cu130@{DIGEST}"},
+           "serving": {"multiNode": "rayservice", "rayImage": f"rayproject/ray-llm:2.58.0-py312-cu130@{DIGEST}"},
            "models": [{"name": "big", "model": "llama-3.1-405b", "precision": "bf16", "maxModelLen": 8192}]}
     _, exports = plan_config(cfg)
     w = exports["serving"]["big"]["warnings"]
     assert not any(x.startswith("IMAGE BY TAG") for x in w)
     assert any(x.startswith("RAYSERVICE UPGRADES: big") for x in w)
-    cfg["serving"] = {}
+    cfg["serving"] = {"multiNode": "rayservice"}
     _, exports = plan_config(cfg)
     assert any(x.startswith("IMAGE BY TAG in production: big") for x in exports["serving"]["big"]["warnings"])
 

@@ -1,6 +1,7 @@
 """A multi-node replica runs Ray Serve LLM's own vLLM (0.26.0 in ray-llm 2.58.0): engine options validated against
 0.31 only are named in the plan's warnings."""
 from components.cache import CacheFacts
+from components.config.schema import Serving
 from components.catalog import INSTANCE_TYPES, MODELS
 from components.planner import PlanRequest, Sla, plan_topology
 from components.planner.engine_args import EngineOptions
@@ -13,7 +14,7 @@ def summary(options: EngineOptions | None):
                       served_model_name="llama-405b", **({"engine": options} if options else {}))
     t = plan_topology(req)
     assert t.multi_node
-    return serving_summary(ServingArgs(namespace="llm"), t,
+    return serving_summary(ServingArgs(namespace="llm", serving=Serving(multi_node="rayservice")), t,
                            CacheFacts("rwx", 1.0, claim="model-cache"))["warnings"]
 
 

@@ -23,7 +23,7 @@ DEV_405B = {
     "cloud": "existing", "environment": "dev", "namespace": "llm",
     "existing": {"blockStorageClass": "standard",
                  "gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048, "fabric": "infiniband"}},
-    "modelCache": {"kind": "rwx", "storageClass": "nfs"},
+    "modelCache": {"kind": "rwx", "storageClass": "nfs"}, "serving": {"multiNode": "rayservice"},
     "models": [{"name": "big", "model": "llama-3.1-405b", "precision": "bf16", "maxModelLen": 8192}],
 }
 

@@ -20,7 +20,7 @@ NG = "aws:eks/nodeGroup:NodeGroup"
 def _raw(stack: str, strategy: str | None = None, **overrides) -> dict:
     raw = copy.deepcopy(stack_raw(stack))
     if strategy is not None:
-        raw["serving"] = {**raw.get("serving", {}), "rayUpgradeStrategy": strategy}
+        raw["serving"] = {"multiNode": "rayservice", **raw.get("serving", {}), "rayUpgradeStrategy": strategy}
     for key, value in overrides.items():
         raw[key] = {**raw.get(key, {}), **value}
     return raw

@@ -228,7 +228,7 @@ def test_ray_image_can_be_overridden_from_config():
         "existing": {"gpuNodes": {"accelerator": "h100", "gpusPerNode": 8, "vcpu": 192, "ramGib": 2048,
                                   "fabric": "infiniband"}, "blockStorageClass": "fast-block"},
         "modelCache": {"kind": "rwx", "storageClass": "nfs"},
-        "serving": {"rayImage": "registry.example.com/ray-llm-ib:2.58.0"},
+        "serving": {"multiNode": "rayservice", "rayImage": "registry.example.com/ray-llm-ib:2.58.0"},
         "models": [{"name": "big", "model": "llama-3.1-405b", "precision": "bf16", "maxModelLen": 8192}],
     }
     resources, _ = plan_config(config)

@@ -261,6 +261,14 @@ def pod_templates(objs: list[dict]) -> list[Template]:
                 kuberay = {"ray.io/node-type": "head" if group == "head" else "worker"}
                 out.append(Template(kind, ns, f"{meta['name']}/{group}", {**(t["metadata"].get("labels") or {}), **kuberay},
                                     t["spec"], t["metadata"].get("annotations") or {}))
+        elif kind == "LeaderWorkerSet":
+            lwt = spec["leaderWorkerTemplate"]
+            for role, key, index in (("leader", "leaderTemplate", "0"), ("worker", "workerTemplate", "1")):
+                t = lwt[key]
+                # the LWS controller's pod labels (kubernetes-sigs/lws v0.10.0 api/leaderworkerset/v1/leaderworkerset_types.go)
+                lws = {"leaderworkerset.sigs.k8s.io/name": meta["name"], "leaderworkerset.sigs.k8s.io/worker-index": index}
+                out.append(Template(kind, ns, f"{meta['name']}/{role}", {**(t["metadata"].get("labels") or {}), **lws},
+                                    t["spec"], t["metadata"].get("annotations") or {}))
     return out
 
 

@@ -1,0 +1,174 @@
+"""A replica that spans nodes as a LeaderWorkerSet (serving.multiNode lws, the default): one group per replica,
+one pod per GPU node, vLLM 0.31's own multiprocess executor across the group's nodes. No Ray: the pods run
+the pinned vllm/vllm-openai image (the version every flag and option was checked against), the leader serves
+the OpenAI API like a single-node replica's pod, and KEDA scales the groups through the set's scale
+subresource. docs/lws.md has the worked example and what was checked upstream.
+
+vLLM 0.31 (the wheel's source, vllm/):
+- engine/arg_utils.py: `--nnodes`, `--node-rank`, `--master-addr`, `--master-port` (parallel group); nnodes
+  must divide the world size (TP x PP) and node-rank lie in [0, nnodes); each node runs world / nnodes ranks,
+  node r the ranks r x local .. (r + 1) x local - 1, so with TP = GPUs per node node r is pipeline stage r.
+- config/parallel.py: master_addr / master_port / nnodes / node_rank are "for multi-node distributed
+  inference when distributed_executor_backend is mp" (master_port default 29501); nnodes > 1 is refused for
+  any backend but mp / uni / external_launcher, so the planner's `ray` backend is replaced by `mp`.
+- entrypoints/launchers/cli_args.py `--headless`; entrypoints/cli/serve.py run_headless: a node whose
+  node_rank_within_dp > 0 runs only a MultiprocExecutor joining the head at master_addr:master_port (no API
+  server), so a worker pod has no HTTP port and no probe.
+
+kubernetes-sigs/lws v0.10.0 (api/leaderworkerset/v1/leaderworkerset_types.go, pkg/utils/pod/pod_utils.go):
+the webhook adds LWS_LEADER_ADDRESS (`<set>-<group>.<subdomain>.<namespace>`, the leader's name in the set's
+headless Service, which publishes not-ready addresses: pkg/utils/controller/controller_utils.go) and
+LWS_WORKER_INDEX (0 on the leader) to every container, which the args reference as $(VAR) (the kubelet
+expands them; the upstream sglang example does the same).
+"""
+from __future__ import annotations
+
+from ..cache import CacheFacts
+from ..cluster.facts import GpuPool
+from ..planner import Topology
+from ..versions import VLLM_IMAGE
+from .deployment import (PRESTOP_S, drain_s, first_start_s, grace_s, template_metadata, template_mounts,
+                         template_volumes, vllm_args)
+from .k8s import MODEL_LABEL, http_port, probes
+from .node_pod import node_pod
+from .pods import pod_metadata
+
+API_VERSION = "leaderworkerset.x-k8s.io/v1"
+KIND = "LeaderWorkerSet"
+# The leader serves the OpenAI API exactly where a Deployment's pod would: the model's Service, its InferencePool
+# and its ServiceMonitor select it by this role. The workers carry their own.
+LEADER_ROLE = "server"
+WORKER_ROLE = "lws-worker"
+ROLES = (LEADER_ROLE, WORKER_ROLE)
+# Labels the controller puts on every pod of a set (api/leaderworkerset/v1/leaderworkerset_types.go)
+SET_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
+LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
+WORKER_INDEX = "$(LWS_WORKER_INDEX)"
+MASTER_PORT = 29501  # vLLM's default (config/parallel.py), spelt out: every node must agree on it
+# Gang semantics: a worker pod deleted, or any container of the group restarted, deletes the leader and so the
+# whole group, which is created again (pkg/controllers/pod_controller.go handleRestartPolicy). An engine whose
+# ranks span the group cannot lose one and go on: without it a restarted worker would wait for a leader
+# that never calls it again, and the leader would hang in its collectives.
+RESTART_POLICY = "RecreateGroupOnPodRestart"
+# The workers' StatefulSet is created with the leader pod, not once it is Ready: the leader's /health answers
+# only after every rank has joined, so LeaderReady would never create the workers it waits for.
+STARTUP_POLICY = "LeaderCreated"
+
+
+def mp_args(args: list[str]) -> list[str]:
+    """The planner's `vllm serve` arguments with the multiprocess executor instead of Ray."""
+    out = list(args)
+    if "--distributed-executor-backend" in out:
+        out[out.index("--distributed-executor-backend") + 1] = "mp"
+    else:
+        out += ["--distributed-executor-backend", "mp"]
+    return out
+
+
+def _nodes(t: Topology, rank: str) -> list[str]:
+    return ["--nnodes", str(t.nodes_per_replica), "--node-rank", rank, "--master-addr", LEADER_ADDRESS,
+            "--master-port", str(MASTER_PORT)]
+
+
+def leader_args(t: Topology, cache: CacheFacts) -> list[str]:
+    """Node rank 0 runs the API server and the engine core, and waits for the workers' ranks."""
+    return [*mp_args(vllm_args(t, cache)), *_nodes(t, "0")]
+
+
+def worker_args(t: Topology, cache: CacheFacts) -> list[str]:
+    """The same engine arguments (each node loads its own pipeline stage), headless, ranked by the group."""
+    return [*mp_args(vllm_args(t, cache)), *_nodes(t, WORKER_INDEX), "--headless"]
+
+
+def _sleep(seconds: int) -> dict:
+    return {"preStop": {"exec": {"command": ["/bin/sh", "-c", f"sleep {seconds}"]}}}
+
+
+def leader_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict) -> dict:
+    budget = cache.budget(t).total_s
+    container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "args": leader_args(t, cache),
+                 "ports": [http_port()], "lifecycle": _sleep(PRESTOP_S), **probes(budget)}
+    pod = node_pod(t, pool, cache, VLLM_IMAGE, container, grace_s(t), env=[{"name": "DO_NOT_TRACK", "value": "1"}],
+                   mounts=template_mounts(t), volumes=template_volumes(t))
+    return {"metadata": template_metadata(t, pod_metadata(labels, pool)), "spec": pod}
+
+
+def worker_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict) -> dict:
+    """A group goes away whole (scale-down, rollout, gang restart), every pod told at once: a worker keeps its
+    ranks up through the leader's preStop and drain (vLLM's --shutdown-timeout finishing in-flight requests)
+    before its own SIGTERM."""
+    container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "args": worker_args(t, cache),
+                 "lifecycle": _sleep(PRESTOP_S + drain_s(t))}
+    pod = node_pod(t, pool, cache, VLLM_IMAGE, container, grace_s(t), env=[{"name": "DO_NOT_TRACK", "value": "1"}])
+    return {"metadata": pod_metadata(labels, pool), "spec": pod}
+
+
+def group_room(t: Topology) -> int:
+    """Groups the pool holds beyond replicas.max at its maximum size."""
+    return t.max_nodes // t.nodes_per_replica - t.max_replicas
+
+
+def rollout_strategy(t: Topology) -> dict:
+    """A template change replaces groups one at a time. A surge group needs nodes_per_replica free GPU nodes
+    beyond the fleet at replicas.max, which a pool sized to that fleet does not have (it would stay Pending and
+    the rollout hang), so such a pool rolls in place: one group down for one start-up at a time (LWS forbids
+    maxUnavailable 0 with maxSurge 0)."""
+    if group_room(t) >= 1:
+        return {"type": "RollingUpdate", "rollingUpdateConfiguration": {"maxSurge": 1, "maxUnavailable": 0}}
+    return {"type": "RollingUpdate", "rollingUpdateConfiguration": {"maxSurge": 0, "maxUnavailable": 1}}
+
+
+def lws_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, leader_labels: dict,
+             worker_labels: dict) -> dict:
+    return {
+        "replicas": t.replicas,
+        "startupPolicy": STARTUP_POLICY,
+        "rolloutStrategy": rollout_strategy(t),
+        "leaderWorkerTemplate": {
+            "size": t.nodes_per_replica,
+            "restartPolicy": RESTART_POLICY,
+            "leaderTemplate": leader_template(t, pool, cache, leader_labels),
+            "workerTemplate": worker_template(t, pool, cache, worker_labels),
+        },
+    }
+
+
+def scale_target(model: str) -> dict:
+    """KEDA's scaleTargetRef: the set's scale subresource counts groups (schemas/crds/lws: specReplicasPath
+    .spec.replicas, labelSelectorPath .status.hpaPodSelector, which the controller sets to the leaders)."""
+    return {"apiVersion": API_VERSION, "kind": KIND, "name": model}
+
+
+def set_pods(model: str) -> dict:
+    """Every pod of the model's set (leaders and workers) and nothing else: the prefetch Job's pods carry the
+    model label too, and a budget over a pod without a scalable controller would allow no eviction at all."""
+    return {"matchLabels": {MODEL_LABEL: model, SET_NAME_LABEL: model}}
+
+
+def pdb_spec(model: str) -> dict:
+    """One budget over the whole set, maxUnavailable 1 counted in pods. The set's pods belong to StatefulSets
+    (the leaders' and one per group), which have a scale subresource, so the disruption controller counts the
+    expected pods as replicas x size. A drain evicts one pod (one node); the gang restart then deletes its whole
+    group, whose pods are not Ready until it is back, and the budget allows no further eviction until then:
+    drains take one group at a time and never wait for ever. A budget per group cannot be written ahead for a
+    set KEDA scales, and one per group would let every group lose a pod at once."""
+    return {"maxUnavailable": 1, "selector": set_pods(model), "unhealthyPodEvictionPolicy": "AlwaysAllow"}
+
+
+def first_deploy_s(t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> int:
+    """The first group's deadline: its GPU nodes, the cache, the image, the start-up budget (as a Deployment's)."""
+    return first_start_s(t, cache, node_ready_s)
+
+
+def shape_note(t: Topology, ray_head: str) -> str:
+    """What the plan says about the shape: the set, its rollout, and what it saves against a RayService."""
+    r = rollout_strategy(t)["rollingUpdateConfiguration"]
+    roll = ("one surge group beside the fleet" if r["maxSurge"] else
+            f"one group at a time in place (the pool holds no spare {t.nodes_per_replica} nodes at replicas.max)")
+    return (f"MULTI-NODE SHAPE: {t.served_model_name} runs as a LeaderWorkerSet ({t.replicas} group(s) of "
+            f"{t.nodes_per_replica} x {t.instance_type}, vLLM's mp executor, gang restart), scaled by KEDA between "
+            f"{t.min_replicas} and {t.max_replicas} groups; a template change rolls {roll}. Same GPU nodes as a "
+            f"RayService, without its Ray head ({ray_head} on a system node) and its production Redis; "
+            f"serving.multiNode: rayservice selects KubeRay instead")
