@@ -177,7 +177,7 @@ def cmd_plan(a) -> int:
         print(f"WARNING: {warning}")
     serving = result.exports.get("serving", {})
     for name, t in topology.items():
-        print(summary(Topology.from_dict(t)))
+        print(summary(Topology.from_dict(t), serving.get(name, {}).get("serve")))
         print(serving_lines(serving.get(name, {})))
     if len(topology) > 1:
         print(total_line({name: Topology.from_dict(t) for name, t in topology.items()}))

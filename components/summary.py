@@ -8,7 +8,9 @@ from .cost import cost_lines, hourly
 from .planner import Topology
 
 
-def summary(t: Topology) -> str:
+def summary(t: Topology, serve: str | None = None) -> str:
+    """`serve`: the command line the stack's serving shape really runs, where it differs from the planner's
+    arguments (a LeaderWorkerSet's leader: serving.service.serving_summary)."""
     par = f"TP {t.tensor_parallel_size}" + (f" x PP {t.pipeline_parallel_size}" if t.pipeline_parallel_size > 1 else "")
     return "\n".join([
         f"{t.served_model_name}: {t.model_name} {t.precision} on {t.instance_type} ({t.gpus_per_node} x {t.accelerator})",
@@ -22,7 +24,7 @@ def summary(t: Topology) -> str:
         *knee_lines(t),  # capacity_table.py
         *cost_lines(t),
         *([f"  engine: {'; '.join(t.engine_notes)}"] if t.engine_notes else []),
-        f"  vllm serve {' '.join(t.vllm_args)}",
+        f"  {serve}" if serve else f"  vllm serve {' '.join(t.vllm_args)}",
         f"  why: {t.reason}",
     ])
 

@@ -136,6 +136,14 @@ def test_the_plan_names_the_shape_and_its_cost(plan):
             "without its Ray head (4 CPU / 16Gi on a system node) and its production Redis; serving.multiNode: "
             "rayservice selects KubeRay instead") in s["warnings"]
     assert not [w for w in s["warnings"] if w.startswith(("RAYSERVICE UPGRADES", "ENGINE VERSION"))]
+    # the plan's command line is the leader's, not the planner's Ray form (`--distributed-executor-backend ray`)
+    assert "--distributed-executor-backend mp" in s["serve"] and "backend ray" not in s["serve"]
+    assert s["serve"].endswith("--nnodes 2 --node-rank 0 --master-addr $(LWS_LEADER_ADDRESS) --master-port 29501  "
+                               "(workers: --node-rank $(LWS_WORKER_INDEX) ... --headless)")
+    from components.planner import Topology
+    from components.summary import summary
+    t = Topology.from_dict(plan.exports["topology"]["llama-405b"])
+    assert f"\n  {s['serve']}\n" in summary(t, s["serve"]) and "backend ray" not in summary(t, s["serve"])
 
 
 def test_the_example_passes_the_policy_pack(plan):
