@@ -12,7 +12,9 @@ MODEL = {"name": "big", "model": "llama-3.1-405b", "precision": "bf16", "instanc
 
 
 def plan(**kw):
-    cfg = parse({"cloud": "aws", "aws": {"region": "us-east-1"}, "models": [{**MODEL, **kw}]}, {"hfToken"})
+    # the Ray Serve LLM shape (a LeaderWorkerSet's leader runs `vllm serve` and takes every option)
+    cfg = parse({"cloud": "aws", "aws": {"region": "us-east-1"}, "serving": {"multiNode": "rayservice"},
+                 "models": [{**MODEL, **kw}]}, {"hfToken"})
     return plan_stack(cfg)["big"]
 
 
