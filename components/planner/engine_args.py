@@ -81,9 +81,8 @@ class EngineOptions:
         if self.lora:
             lo = self.lora
             out.append(f"LoRA {lo.max_loras} x rank {lo.max_lora_rank}, {len(lo.adapters)} adapter(s)"
-                       + (", runtime load/unload" if lo.runtime_updates else ""))
-        if self.kv_offload_gib:
-            out.append(f"KV offload {self.kv_offload_gib:g} GiB host memory (native)")
+                       + (", runtime load/unload (inside the cluster; the gateway answers the endpoints 403)"
+                          if lo.runtime_updates else ""))
         if self.extra:
             out.append("extra " + " ".join(k for k, _ in self.extra))
         return out
