@@ -124,7 +124,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     if pp > m.layers:
         return refuse("pp-layers", f"PP {pp} > {m.layers} layers")
     if req.engine.kv_offload_gib and pp > 1:
-        return refuse("host-memory", f"engine.kvOffloadGiB: the host tier is planned for single-node replicas; "
+        return refuse("host-tier-nodes", f"engine.kvOffloadGiB: the host tier is planned for single-node replicas; "
                                      f"a replica across {pp} nodes (Ray Serve LLM) gets none")
 
     budget = acc.visible_gib * req.gpu_memory_utilization
