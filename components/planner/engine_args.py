@@ -177,6 +177,8 @@ class EngineArgs:
                 args += [flag, json.dumps(value, separators=(",", ":"))]
             elif isinstance(value, list):
                 args += list_arg(flag, value)
+            elif isinstance(value, float) and flag == "--kv-offloading-size":
+                args += [flag, repr(value)]  # GiB as written (64.5), not a ratio
             elif isinstance(value, float):
                 args += [flag, ratio_arg(value)]
             else:
