@@ -200,8 +200,9 @@ class CacheFacts:
         return prefetch_container(repo, image, res, rev, expected_gib, warm)
 
     def warms(self, t: Topology) -> bool:
-        """Node-local cache: read the shards into the page cache first when they fit the pod's memory."""
-        return self.kind == "nvme" and t.weights_gib <= WARM_MEMORY_SHARE * t.pod_memory_gib
+        """Node-local cache: read the shards into the page cache first when they fit the pod's memory (less the
+        pinned host KV tier, which the kernel cannot reclaim: planner/host_tier.py)."""
+        return self.kind == "nvme" and t.weights_gib <= WARM_MEMORY_SHARE * (t.pod_memory_gib - t.kv_offload_gib)
 
     def loader_for(self, multi_node: bool) -> str:
         """auto: the Run:ai streamer where it pays (a shared file system, the vLLM image that carries it);

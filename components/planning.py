@@ -89,13 +89,14 @@ def engine_options(dep: ModelDeployment) -> EngineOptions:
         **{k: v for k, v in e.speculative.config_json().items() if k.startswith("prompt_lookup")},
         draft_params_b=e.speculative.draft_params_b)
     lora = e.lora and LoraSlots(e.lora.max_loras, e.lora.max_lora_rank, e.lora.max_cpu_loras,
-                                tuple((a.name, a.repo or a.path) for a in e.lora.adapters))
+                                tuple((a.name, a.repo or a.path) for a in e.lora.adapters),
+                                runtime_updates=e.lora.runtime_updates)
     return EngineOptions(
         tool_call_parser=e.tool_call_parser, reasoning_parser=e.reasoning_parser, chat_template_path=tpl,
         chat_template_config_map=cm, chat_template_sha256=inline and hashlib.sha256(inline.encode()).hexdigest(),
         prefix_caching=e.prefix_caching, quantization=e.quantization,
         max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens, speculative=sp or None,
-        lora=lora or None, extra=tuple(dep.extra_args.items()))
+        lora=lora or None, kv_offload_gib=e.kv_offload_gib, extra=tuple(dep.extra_args.items()))
 
 
 def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], production: bool = False) -> PlanRequest:
@@ -144,6 +145,8 @@ def ray_engine_problem(dep: ModelDeployment, t: Topology, multi_node: str = "ray
         bad.append("engine.chatTemplate (the Ray workers do not mount its ConfigMap)")
     if dep.engine.lora and dep.engine.lora.adapters:
         bad.append("engine.lora.adapters (Serve LLM loads adapters through its own lora_config)")
+    if dep.engine.lora and dep.engine.lora.runtime_updates:
+        bad.append("engine.lora.runtimeUpdates (Serve LLM has no /v1/load_lora_adapter; docs/lora.md)")
     bad += [f"extraArgs {f} (not an engine argument Serve LLM accepts)" for f in dep.extra_args
             if f[2:].replace("-", "_") in NOT_ENGINE_KWARGS]
     return ("a multi-node replica (Ray Serve LLM) cannot take " + "; ".join(bad)) if bad else None

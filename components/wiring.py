@@ -149,6 +149,7 @@ def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any =
     from .planner.vllm_args import VLLM_PORT
     from .serving.cold_start import cold_start_seconds, first_request_timeout_s
     from .serving.pods import selector
+    from .serving.runtime_lora import runtime_updates
 
     def wait(t: Topology) -> dict:
         if t.min_replicas != 0 or cache is None:
@@ -158,7 +159,8 @@ def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any =
     # a LeaderWorkerSet's leaders serve the API as a Deployment's pods do (role server): the same InferencePool
     return [ModelRoute(t.served_model_name, cfg.namespace, on_ray(t, cfg.serving),
                        {} if on_ray(t, cfg.serving) else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t),
-                       max_concurrency=(t.max_replicas * t.concurrency_per_replica) or None)
+                       max_concurrency=(t.max_replicas * t.concurrency_per_replica) or None,
+                       lora=bool(t.engine and t.engine.options.lora), runtime_lora=runtime_updates(t))
             for t in topologies.values()]
 
 

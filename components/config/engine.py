@@ -104,6 +104,9 @@ class Lora(_Base):
     max_lora_rank: int = Field(16, description=f"largest adapter rank; one of {', '.join(map(str, LORA_RANKS))}")
     max_cpu_loras: int | None = Field(None, ge=1, description="adapters cached in host memory (>= maxLoras)")
     adapters: list[LoraAdapter] = Field(default_factory=list, description="preloaded with --lora-modules")
+    # VLLM_ALLOW_RUNTIME_LORA_UPDATING (vllm/envs.py): vLLM then serves POST /v1/load_lora_adapter and
+    # /v1/unload_lora_adapter (vllm/entrypoints/serve/lora/api_router.py); the gateway refuses both (docs/lora.md)
+    runtime_updates: bool = Field(False, description="adapters loaded / unloaded at run time (docs/lora.md)")
 
     @field_validator("max_lora_rank")
     @classmethod
@@ -134,6 +137,9 @@ class Engine(_Base):
     max_num_batched_tokens: int | None = Field(None, ge=256, description="default: vLLM's for the GPU")
     speculative: Speculative | None = None
     lora: Lora | None = None
+    # --kv-offloading-size (GiB, the whole replica's: vllm/config/cache.py kv_offloading_size), native backend
+    kv_offload_gib: float | None = Field(None, gt=0, le=4096, alias="kvOffloadGiB",
+                                         description="host-memory KV tier per replica, GiB (docs/kv-offload.md)")
 
     @field_validator("tool_call_parser")
     @classmethod
@@ -165,6 +171,7 @@ OWNED_FLAGS = {
     "--speculative-config": "engine.speculative", "--enable-lora": "engine.lora", "--no-enable-lora": "engine.lora",
     "--max-loras": "engine.lora.maxLoras", "--max-lora-rank": "engine.lora.maxLoraRank",
     "--max-cpu-loras": "engine.lora.maxCpuLoras", "--lora-modules": "engine.lora.adapters",
+    "--kv-offloading-size": "engine.kvOffloadGiB", "--kv-offloading-backend": "engine.kvOffloadGiB",
     "--revision": "revision", "--tokenizer-revision": "revision", "--load-format": "modelCache.loader",
     "--safetensors-load-strategy": "modelCache.loader", "--shutdown-timeout": "(the drain: sla.tpotMs)",
     "--download-dir": "(the model cache)", "--host": "(the pod's)", "--api-key": "(the gateway's)",

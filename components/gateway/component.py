@@ -200,6 +200,10 @@ class InferenceGateway(pulumi.ComponentResource):
                 policies.append(cr(f"{r.model}-auth", sh.EG_API, "SecurityPolicy", meta,
                                    o.security_policy_spec(r.model, KEYS_SECRET, args.namespace),
                                    after(keys, self.gateway)))
+            if r.runtime_lora:  # the 403 the route answers the adapter endpoints with, before the route exists
+                policies.append(cr(f"{r.model}-lora-admin", o.EG_FILTER_API, "HTTPRouteFilter",
+                                   {"name": o.lora_admin_filter_name(r.model), "namespace": args.namespace},
+                                   o.lora_admin_filter_spec(), ready))
             cr(f"{r.model}-route", "gateway.networking.k8s.io/v1", "HTTPRoute", meta,
                o.http_route_spec(r, args.request_timeout_s, args.hostname), after(*deps, *policies))
             shared_deps += [*deps, *policies]

@@ -49,6 +49,10 @@ class ModelRoute:
     # The plan's ceiling on the model's concurrent requests: max replicas x the requests one replica holds within
     # the SLA (Topology.concurrency_per_replica); the gateway's circuit breaker for the model (503 beyond it).
     max_concurrency: int | None = None
+    # LoRA slots (engine.lora): the EPP adds its lora-affinity-scorer (values.py); runtime_lora (engine.lora.
+    # runtimeUpdates): vLLM serves its adapter load / unload endpoints, which this route answers itself (403)
+    lora: bool = False
+    runtime_lora: bool = False
 
     @property
     def path(self) -> str:
@@ -172,9 +176,38 @@ def http_route_spec(r: ModelRoute, timeout_s: int, hostname: str | None) -> dict
                    "backendRefs": [backend],
                    "timeouts": {"request": f"{max(timeout_s, r.first_request_s or 0)}s"}}],
     }
+    if r.runtime_lora:
+        spec["rules"].insert(0, lora_admin_rule(r))
     if hostname:
         spec["hostnames"] = [hostname]
     return spec
+
+
+# vLLM 0.31's adapter endpoints (vllm/entrypoints/serve/lora/api_router.py, registered only with
+# VLLM_ALLOW_RUNTIME_LORA_UPDATING): the route never forwards them. Envoy Gateway normalises the path first (v1.9.0
+# internal/xds/translator/listener.go: normalize_path on, merge_slashes on by default), so `//` or a percent-encoded
+# letter does not slip past the match; a PathPrefix also takes a trailing slash or a sub-path.
+LORA_ADMIN_ENDPOINTS = ("load_lora_adapter", "unload_lora_adapter")
+EG_FILTER_API = "gateway.envoyproxy.io/v1alpha1"
+
+
+def lora_admin_filter_name(model: str) -> str:
+    return f"{model}-lora-admin"
+
+
+def lora_admin_filter_spec() -> dict:
+    """Envoy Gateway HTTPRouteFilter (v1.9.0 api/v1alpha1/httproutefilter_types.go directResponse): a fixed 403."""
+    return {"directResponse": {"statusCode": 403, "contentType": "application/json", "body": {
+        "type": "Inline", "inline": '{"error": "adapters are loaded and unloaded inside the cluster, not through '
+                                    'the gateway (docs/lora.md)"}'}}}
+
+
+def lora_admin_rule(r: ModelRoute) -> dict:
+    """The rule that answers the adapter endpoints with the filter's 403: no backend, so nothing is forwarded
+    (the longest matching prefix wins over the model's /<model>/v1 rule, Gateway API HTTPRoute precedence)."""
+    return {"matches": [{"path": {"type": "PathPrefix", "value": f"{r.path}/{e}"}} for e in LORA_ADMIN_ENDPOINTS],
+            "filters": [{"type": "ExtensionRef", "extensionRef": {
+                "group": "gateway.envoyproxy.io", "kind": "HTTPRouteFilter", "name": lora_admin_filter_name(r.model)}}]}
 
 
 def _route_ref(model: str) -> dict:

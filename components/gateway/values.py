@@ -79,19 +79,33 @@ FLOW_CONTROL_CONFIG = "vllm-platform-flow-control.yaml"
 FLOW_CONTROL_GATE = "flowControl"
 
 
-def flow_control_config(queue_ttl_s: int) -> str:
+# A model with LoRA slots (engine.lora) scores the pods on its adapters too: llm-d-router v0.10.0's
+# lora-affinity-scorer (pkg/epp/framework/plugins/scheduling/scorer/loraaffinity, registered StabilityBeta in
+# cmd/epp/runner/runner.go, as the default kv-cache-utilization-scorer is; not in the chart's default-plugins.yaml)
+# prefers a pod where the request's adapter (the body's `model`) is running, then one with a free slot, from
+# vLLM's vllm:lora_requests_info labels max_lora / running_lora_adapters / waiting_lora_adapters (the
+# core-metrics-extractor reads them, factories.go LoRASpec). Weight 1 as the plugin's README example ⚠.
+LORA_CONFIG = "vllm-platform-lora.yaml"
+LORA_SCORER, LORA_WEIGHT = "lora-affinity-scorer", 1
+
+
+def flow_control_config(queue_ttl_s: int | None, lora: bool = False) -> str:
+    """The EPP's config file: the chart's default plugins, with flow control (queue_ttl_s: scale to zero) and the
+    LoRA affinity scorer (lora)."""
     plugins = ["queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"]
-    config = {
-        "apiVersion": "llm-d.ai/v1alpha1", "kind": "EndpointPickerConfig",
-        "featureGates": [FLOW_CONTROL_GATE],
-        "flowControl": {"defaultRequestTTL": f"{queue_ttl_s}s"},
-        "plugins": [{"type": p} for p in plugins] + [
-            {"type": "metrics-data-source",
-             "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True}},
-            {"type": "core-metrics-extractor"}],
-        "schedulingProfiles": [{"name": "default", "plugins": [
-            {"pluginRef": p, "weight": w} for p, w in zip(plugins, (2, 2, 3))]}],
-    }
+    weights = [2, 2, 3]
+    if lora:
+        plugins.append(LORA_SCORER)
+        weights.append(LORA_WEIGHT)
+    config: dict = {"apiVersion": "llm-d.ai/v1alpha1", "kind": "EndpointPickerConfig"}
+    if queue_ttl_s:
+        config["featureGates"] = [FLOW_CONTROL_GATE]
+        config["flowControl"] = {"defaultRequestTTL": f"{queue_ttl_s}s"}
+    config["plugins"] = [{"type": p} for p in plugins] + [
+        {"type": "metrics-data-source", "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True}},
+        {"type": "core-metrics-extractor"}]
+    config["schedulingProfiles"] = [{"name": "default", "plugins": [
+        {"pluginRef": p, "weight": w} for p, w in zip(plugins, weights)]}]
     return yaml.safe_dump(config, sort_keys=False)
 
 
@@ -126,9 +140,10 @@ def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
         "affinity": {**node_affinity(system_node_selector), **(epp_spread(r.model, zones) if replicas > 1 else {})},
     }
-    if r.cold_start_s:
-        epp["pluginsConfigFile"] = FLOW_CONTROL_CONFIG
-        epp["pluginsCustomConfig"] = {FLOW_CONTROL_CONFIG: flow_control_config(r.cold_start_s)}
+    if r.cold_start_s or r.lora:
+        name = FLOW_CONTROL_CONFIG if r.cold_start_s else LORA_CONFIG
+        epp["pluginsConfigFile"] = name
+        epp["pluginsCustomConfig"] = {name: flow_control_config(r.cold_start_s, r.lora)}
     return {
         "provider": {"name": "none"},
         "router": {

@@ -39,6 +39,8 @@ class LoraSlots:
     max_lora_rank: int
     max_cpu_loras: int | None = None
     adapters: tuple[tuple[str, str], ...] = ()  # (name, path the pod reads)
+    # VLLM_ALLOW_RUNTIME_LORA_UPDATING in the pod (an environment variable, no flag): the load / unload endpoints
+    runtime_updates: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class EngineOptions:
     max_num_batched_tokens: int | None = None
     speculative: Speculation | None = None
     lora: LoraSlots | None = None
+    # the host-memory KV tier, GiB for the whole replica (--kv-offloading-size; planner/host_tier.py)
+    kv_offload_gib: float | None = None
     # extraArgs, checked against vLLM 0.31's flags: (flag, value) with YAML types kept
     extra: tuple[tuple[str, object], ...] = ()
 
@@ -76,7 +80,9 @@ class EngineOptions:
             out.append(f"speculative {s.method}{' ' + s.model if s.model else ''} x{s.num_speculative_tokens}")
         if self.lora:
             lo = self.lora
-            out.append(f"LoRA {lo.max_loras} x rank {lo.max_lora_rank}, {len(lo.adapters)} adapter(s)")
+            out.append(f"LoRA {lo.max_loras} x rank {lo.max_lora_rank}, {len(lo.adapters)} adapter(s)"
+                       + (", runtime load/unload (inside the cluster; the gateway answers the endpoints 403)"
+                          if lo.runtime_updates else ""))
         if self.extra:
             out.append("extra " + " ".join(k for k, _ in self.extra))
         return out
@@ -152,6 +158,11 @@ class EngineArgs:
                 out.append(("--max-cpu-loras", lo.max_cpu_loras))
             if lo.adapters:
                 out.append(("--lora-modules", [f"{n}={p}" for n, p in lo.adapters]))
+        if o.kv_offload_gib:
+            # vLLM 0.31 vllm/config/vllm.py _post_init_kv_transfer_config: "native" -> OffloadingConnector
+            # (kv_role kv_both) with cpu_bytes_to_use = size x 2^30, the whole replica's (config/cache.py)
+            size = int(o.kv_offload_gib) if float(o.kv_offload_gib).is_integer() else o.kv_offload_gib
+            out += [("--kv-offloading-size", size), ("--kv-offloading-backend", "native")]
         return [*out, *o.extra, *self.cache_flags]
 
     def to_cli(self) -> list[str]:
@@ -166,6 +177,8 @@ class EngineArgs:
                 args += [flag, json.dumps(value, separators=(",", ":"))]
             elif isinstance(value, list):
                 args += list_arg(flag, value)
+            elif isinstance(value, float) and flag == "--kv-offloading-size":
+                args += [flag, repr(value)]  # GiB as written (64.5), not a ratio
             elif isinstance(value, float):
                 args += [flag, ratio_arg(value)]
             else:

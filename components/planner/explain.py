@@ -10,7 +10,7 @@ from .topology import Refusal
 
 # Checks in the order the planner applies them: a refusal further down got closer to fitting.
 ORDER = ["tp-gpus-per-node", "tp-heads", "tp-kv-heads", "tp-fp8-block", "fabric", "pp-layers", "memory",
-         "cuda-graph", "kv-cache", "tpot", "ttft", "max-replicas", "host-memory"]
+         "cuda-graph", "kv-cache", "tpot", "ttft", "max-replicas", "host-tier-nodes", "host-memory"]
 
 
 def _closest(refusals: list[Refusal]) -> list[Refusal]:
@@ -28,6 +28,7 @@ def _closest(refusals: list[Refusal]) -> list[Refusal]:
 # where a field sets it (a models[] entry's sla.tpotMs, replicas.max; the CLI shows its options instead).
 CAUSES = {"tpot": "TPOT", "ttft": "TTFT", "max-replicas": "replicas.max", "memory": "memory",
           "kv-cache": "memory (KV cache)", "cuda-graph": "memory (CUDA graphs)", "host-memory": "host memory",
+          "host-tier-nodes": "engine.kvOffloadGiB (single-node replicas only)",
           "fabric": "the network between nodes", "pp-layers": "pipeline parallelism",
           "tp-gpus-per-node": "tensor parallelism", "tp-heads": "tensor parallelism",
           "tp-kv-heads": "tensor parallelism", "tp-fp8-block": "tensor parallelism (FP8 blocks)"}
@@ -108,6 +109,10 @@ def _suggest(req: PlanRequest, bound: Refusal) -> str:
             tips.append(f"lower maxModelLen to {shorter:,}")
         if "fp8" not in req.kv_cache_dtypes and _feasible(replace(req, kv_cache_dtypes=("auto", "fp8"))):
             tips.append("kvCacheDtype allow-fp8")
+    if bound.constraint in ("host-memory", "host-tier-nodes") and req.engine.kv_offload_gib and \
+            _feasible(replace(req, engine=replace(req.engine, kv_offload_gib=None))):
+        tips.append("lower engine.kvOffloadGiB to the largest that fits (above)" if bound.constraint == "host-memory"
+                    else "drop engine.kvOffloadGiB")
     clouds = {i.cloud for i in req.candidates}
     current = {i.accelerator for i in req.candidates}
     other = []

@@ -115,7 +115,9 @@ def describe(model: ModelSpec, precision: str, tp: int, pp: int, kv_dtype: str, 
     d = draft_weight_bytes(model, precision, opts) / tp / GiB
     if opts.speculative and opts.speculative.method != "ngram":
         parts.append(f"draft {d:.2f} GiB/GPU + {100 * (1 - kv_share(model, tp, pp, kv_dtype, opts)):.0f}% of the KV pool")
-    lora = lora_bytes_per_gpu(model, tp, pp, opts) / GiB
+    lora = lora_bytes_per_gpu(model, tp, pp, opts)
     if lora:
-        parts.append(f"LoRA slots {lora:.2f} GiB/GPU")
+        # preallocated before the KV cache is sized: the pool is that much smaller (search.py weights)
+        tokens = int(lora // (kv_bytes_per_token_layer(model, tp, kv_dtype) * stage_layers(model, pp)))
+        parts.append(f"LoRA slots {lora / GiB:.2f} GiB/GPU, ~{tokens:,} tokens less KV cache per replica")
     return "; ".join(parts)

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from ..catalog import ACCELERATORS, Accelerator, InstanceType
-from . import extras
+from . import extras, host_tier
 from . import memory as mem
 from .capacity import LATENCY_MARGIN, LoadPoint, ReplicaShape, Workload, knee
 from .performance import hop_s
@@ -123,6 +123,9 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
                                 f"{_fabric_text(inst)}")
     if pp > m.layers:
         return refuse("pp-layers", f"PP {pp} > {m.layers} layers")
+    if req.engine.kv_offload_gib and pp > 1:
+        return refuse("host-tier-nodes", f"engine.kvOffloadGiB: the host tier is planned for single-node replicas; "
+                                     f"a replica across {pp} nodes (Ray Serve LLM) gets none")
 
     budget = acc.visible_gib * req.gpu_memory_utilization
     opts = req.engine  # a speculative draft and LoRA slots add weights (extras.py)
@@ -183,6 +186,11 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     cpu, memory, shm = _pod_share(inst, rpn)
     if memory < MIN_POD_MEMORY_GIB:
         return refuse("host-memory", f"{memory} GiB of host memory per pod < {MIN_POD_MEMORY_GIB} GiB")
+    if opts.kv_offload_gib:
+        detail = host_tier.refusal_detail(opts.kv_offload_gib, memory, shm, inst.gpus // rpn, inst.name, rpn)
+        if detail:
+            return refuse("host-memory", detail)
+        shm = host_tier.shm_with_offload(shm, opts.kv_offload_gib)
     return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, at.tpot_ms, at.ttft_ms,
                 replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm, at, k.kv_limit, shape)
 
@@ -286,6 +294,10 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
     memory = extras.describe(m, req.precision, best.tp, best.pp, best.kv_dtype, req.engine)
     if memory:
         notes.append(f"memory: {memory}")
+    offload = req.engine.kv_offload_gib or 0.0
+    offload_tokens = host_tier.host_tokens(offload, m, best.tp, best.pp, best.kv_dtype) if offload else 0
+    if offload:
+        notes.append(host_tier.describe(offload, offload_tokens, best.kv_tokens, best.pod_memory_gib))
     return Topology(
         model=m.id, model_name=m.name, model_repo=req.model_source or m.repo_for(req.precision), served_model_name=served,
         precision=req.precision, cloud=inst.cloud, accelerator=best.acc.id, instance_type=inst.name,
@@ -317,4 +329,5 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         knee_total_tokens_per_s=round(best.at_knee.total_tps, 1),
         knee_tpot_tail_ms=round(best.at_knee.tpot_tail_ms, 2), knee_ttft_tail_ms=round(best.at_knee.ttft_tail_ms, 1),
         latency_percentile=req.sla.latency_percentile, latency_margin=LATENCY_MARGIN,
+        kv_offload_gib=offload, kv_offload_tokens=offload_tokens,
     )

@@ -113,6 +113,10 @@ class Topology:
     # nodes a reservation / Capacity Block holds and bills whether used or not (the pool's max nodes);
     # 0: nodes are billed as they run (on-demand, spot, an existing cluster)
     reserved_nodes: int = 0
+    # --- the host-memory KV tier (engine.kvOffloadGiB, planner/host_tier.py): GiB of the pod's memory it pins
+    # (shm_gib includes it) and the tokens it holds; 0: none ---
+    kv_offload_gib: float = 0.0
+    kv_offload_tokens: int = 0
 
     @property
     def fleet_load(self) -> dict:

@@ -13,6 +13,7 @@ from .k8s import (container_security, http_port, offline_cache_env, pod_security
                   scratch_mounts, scratch_volumes)
 from .pods import SHM_MOUNT, gpu_placement, gpu_resources, pod_metadata, selector, shm_volume, spread
 from .probes import IMAGE_PULL_S, engine_ready_env
+from .runtime_lora import runtime_lora_env
 
 ROLE = "server"
 # Drain: the preStop sleep lets the endpoint removal reach every kube-proxy / gateway before SIGTERM
@@ -81,7 +82,8 @@ def vllm_container(t: Topology, cache: CacheFacts, budget_s: int) -> dict:
         "ports": [http_port()],
         # no HF_TOKEN: the pod reads the cache offline; only the prefetch talks to the Hub
         "env": [*offline_cache_env(), engine_ready_env(budget_s), *scratch_env(), *single_node_env(t),
-                {"name": "VLLM_NO_USAGE_STATS", "value": "1"}, {"name": "DO_NOT_TRACK", "value": "1"}],
+                {"name": "VLLM_NO_USAGE_STATS", "value": "1"}, {"name": "DO_NOT_TRACK", "value": "1"},
+                *runtime_lora_env(t)],
         "resources": gpu_resources(t.gpus_per_replica, t.pod_cpu, t.pod_memory_gib),
         "volumeMounts": [SHM_MOUNT, cache.mount, *scratch_mounts(), *template_mounts(t)],
         "securityContext": container_security(capabilities(t)),

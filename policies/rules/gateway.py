@@ -49,3 +49,80 @@ def gateway_auth_outside_dev(resources: list[StackResource]):
         if (namespace_of(r), name) not in guarded:
             env = environment_of(r, by_namespace) or "an unlabelled namespace"
             yield r, f"{ROUTES[r.type]} {namespace_of(r)}/{name} in {env} has no authenticating SecurityPolicy"
+
+
+# Runtime LoRA (components/serving/runtime_lora.py, docs/lora.md): vLLM 0.31 serves POST /v1/load_lora_adapter and
+# /v1/unload_lora_adapter when VLLM_ALLOW_RUNTIME_LORA_UPDATING is "1" or "true" in any case (vllm/envs.py) -- it
+# loads whatever path or repository it is given and logs "This should ONLY be used for local development!"
+# (vllm/entrypoints/serve/lora/api_router.py), so no API key of the gateway may reach them.
+RUNTIME_LORA_ENV = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
+LORA_ADMIN_PATHS = ("/v1/load_lora_adapter", "/v1/unload_lora_adapter")
+
+
+def _runtime_lora(r: StackResource) -> bool:
+    """Whether a serving workload's vLLM container turns the endpoints on (a value from elsewhere counts as on)."""
+    from .podspec import engine_containers
+    for _, _, c in engine_containers(r.type, r.props):
+        for e in as_list(c.get("env")):
+            e = as_dict(e)
+            if e.get("name") == RUNTIME_LORA_ENV:
+                value = e.get("value")
+                if "valueFrom" in e or str(value).strip().lower() in ("1", "true"):
+                    return True
+    return False
+
+
+def _client_path(match_prefix: str, rewrite: str | None, upstream: str) -> str | None:
+    """The client path a forwarding PathPrefix rule turns into `upstream` (vLLM's path), or None."""
+    if rewrite is not None:
+        rest = upstream[len(rewrite.rstrip("/")):] if upstream.startswith(rewrite.rstrip("/") + "/") else None
+        return None if rest is None else match_prefix.rstrip("/") + rest
+    return upstream if (upstream + "/").startswith(match_prefix.rstrip("/") + "/") else None
+
+
+def _unblocked(route: StackResource) -> list[str]:
+    """The client paths of this HTTPRoute that would reach the adapter endpoints: a forwarding PathPrefix rule
+    reaches them unless a rule without a backend matches the path on a longer prefix (or exactly)."""
+    rules = [as_dict(x) for x in as_list(get(route.props, "spec", "rules"))]
+
+    def paths(rule: dict) -> list[tuple[str, str]]:
+        return [(str(get(m, "path", "type") or "PathPrefix"), str(get(m, "path", "value") or "/"))
+                for m in as_list(rule.get("matches"))] or [("PathPrefix", "/")]
+
+    blocking = [p for rule in rules if not as_list(rule.get("backendRefs")) for p in paths(rule)]
+    out = []
+    for rule in rules:
+        if not as_list(rule.get("backendRefs")):
+            continue
+        rewrite = next((get(f, "urlRewrite", "path", "replacePrefixMatch") for f in as_list(rule.get("filters"))
+                        if get(f, "type") == "URLRewrite"), None)
+        for kind, prefix in paths(rule):
+            if kind != "PathPrefix":
+                continue
+            for upstream in LORA_ADMIN_PATHS:
+                client = _client_path(prefix, rewrite, upstream)
+                if client and not any(
+                        (k == "Exact" and v == client) or (k == "PathPrefix" and len(v) > len(prefix)
+                                                          and (client + "/").startswith(v.rstrip("/") + "/"))
+                        for k, v in blocking):
+                    out.append(client)
+    return out
+
+
+@stack_rule("runtime-lora-endpoints-blocked", MANDATORY,
+            "Outside dev a vLLM server that loads LoRA adapters at run time (VLLM_ALLOW_RUNTIME_LORA_UPDATING) is "
+            "reached through no HTTPRoute that forwards /v1/load_lora_adapter or /v1/unload_lora_adapter: an API "
+            "key of the gateway must not make a server load (or drop) adapter weights from any path it names.",
+            "keep engine.lora.runtimeUpdates on the platform's route (it answers both endpoints 403), or add a rule "
+            "without a backend matching <prefix>/load_lora_adapter and <prefix>/unload_lora_adapter before the "
+            "model's rule")
+def runtime_lora_endpoints_blocked(resources: list[StackResource]):
+    from .podspec import is_serving_workload
+    by_namespace = environments(resources)
+    namespaces = {namespace_of(r) for r in resources if is_serving_workload(r.type, r.props)
+                  and environment_of(r, by_namespace) != DEV and _runtime_lora(r)}
+    for r in resources:
+        if r.type == HTTPROUTE and namespace_of(r) in namespaces:
+            for path in _unblocked(r):
+                yield r, (f"HTTPRoute {namespace_of(r)}/{metadata(r).get('name')} forwards {path} to a vLLM server "
+                          f"that loads LoRA adapters at run time")

@@ -171,3 +171,22 @@ def test_extra_args_that_change_the_sized_shape_are_refused():
     assert "--data-parallel-size: refused: it changes the GPUs or the memory the planner sized" in line
     (line,) = [e for e in errors(model(extraArgs={"--port": 9000})) if e.startswith("models[0].extraArgs")]
     assert line.endswith("--port: set by the platform (fixed: the Service and probes use 8000)")
+
+
+def test_kv_offload_and_runtime_lora_are_typed_fields():
+    cfg = parse(model(engine={"kvOffloadGiB": 64, "lora": {"runtimeUpdates": True}}), {"hfToken"})
+    e = cfg.models[0].engine
+    assert e.kv_offload_gib == 64 and e.lora.runtime_updates is True
+    assert parse(model(engine={"lora": {}}), {"hfToken"}).models[0].engine.lora.runtime_updates is False
+    errs = errors(model(engine={"kvOffloadGiB": 0}))
+    assert any(e.startswith("models[0].engine.kvOffloadGiB") for e in errs), errs
+    errs = errors(model(engine={"lora": {"runtimeUpdates": "sometimes"}}))
+    assert any(e.startswith("models[0].engine.lora.runtimeUpdates") for e in errs), errs
+
+
+def test_kv_offload_flags_in_both_serving_shapes():
+    t = topo(engine={"kvOffloadGiB": 64.5})
+    a = list(t.vllm_args)
+    assert arg(a, "--kv-offloading-size") == "64.5" and arg(a, "--kv-offloading-backend") == "native"
+    kw = t.engine.to_engine_kwargs()
+    assert (kw["kv_offloading_size"], kw["kv_offloading_backend"]) == (64.5, "native")
