@@ -83,7 +83,7 @@ FLOW_CONTROL_GATE = "flowControl"
 # lora-affinity-scorer (pkg/epp/framework/plugins/scheduling/scorer/loraaffinity, registered StabilityBeta in
 # cmd/epp/runner/runner.go, as the default kv-cache-utilization-scorer is; not in the chart's default-plugins.yaml)
 # prefers a pod where the request's adapter (the body's `model`) is running, then one with a free slot, from
-# vLLM's vllm:lora_requests_info labels max_lora / running_lora_adapters / waiting_lora_adapters (the
+# vLLM's LoRA info gauge (components/metrics.py) labels max_lora / running_lora_adapters / waiting_lora_adapters (the
 # core-metrics-extractor reads them, factories.go LoRASpec). Weight 1 as the plugin's README example ⚠.
 LORA_CONFIG = "vllm-platform-lora.yaml"
 LORA_SCORER, LORA_WEIGHT = "lora-affinity-scorer", 1
