@@ -113,6 +113,13 @@ class Topology:
     # nodes a reservation / Capacity Block holds and bills whether used or not (the pool's max nodes);
     # 0: nodes are billed as they run (on-demand, spot, an existing cluster)
     reserved_nodes: int = 0
+    # serving.disaggregation auto | on: the P/D verdict (planner/disagg.Disaggregation); None: off
+    disaggregation: Any = None
+
+    @property
+    def disaggregated(self) -> bool:
+        """Served as separate prefill and decode instances (components/serving/disagg.py)."""
+        return bool(self.disaggregation is not None and self.disaggregation.chosen)
 
     @property
     def fleet_load(self) -> dict:
@@ -186,7 +193,11 @@ class Topology:
     def from_dict(cls, d: dict) -> "Topology":
         """The Topology of a to_dict() (the plan's topology.json / stack output), derived keys dropped."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names})
+        out = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names}
+        if isinstance(out.get("disaggregation"), dict):
+            from .disagg import Disaggregation
+            out["disaggregation"] = Disaggregation(**out["disaggregation"])
+        return cls(**out)
 
 
 COST_PROPERTIES = ("cost_min_per_hour", "cost_max_per_hour", "cost_billed_per_hour", "idle_gpus", "idle_gpus_min", "idle_gpus_max",
