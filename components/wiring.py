@@ -27,6 +27,7 @@ from .config import ConfigError, StackConfig
 from .config.gateway import production_tls_problems
 from .config.schema import ModelDeployment
 from .planner import NoFeasibleTopology, Topology
+from .planner.disagg import production_problems as disagg_production_problems
 from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
 from .providers import CloudProviderArgs
 from .source_access import bucket_readers, cross_cloud_problems
@@ -155,7 +156,8 @@ def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any =
                 "first_request_s": first_request_timeout_s(t, cache, node_ready_s)}
     return [ModelRoute(t.served_model_name, cfg.namespace, t.multi_node,
                        {} if t.multi_node else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t),
-                       max_concurrency=(t.max_replicas * t.concurrency_per_replica) or None)
+                       max_concurrency=(t.max_replicas * t.concurrency_per_replica) or None,
+                       disaggregated=t.disaggregated)
             for t in topologies.values()]
 
 
@@ -219,7 +221,8 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
             problems += e.errors
     return (problems + scale_to_zero_problems(cfg, topologies)
             + upgrade_problems(cfg.serving.ray_upgrade_strategy, topologies, upgrade_room(cfg))
-            + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment))
+            + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment)
+            + disagg_production_problems(cfg.production, topologies))
 
 
 class ValidatedPlan(dict):

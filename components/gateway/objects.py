@@ -49,6 +49,7 @@ class ModelRoute:
     # The plan's ceiling on the model's concurrent requests: max replicas x the requests one replica holds within
     # the SLA (Topology.concurrency_per_replica); the gateway's circuit breaker for the model (503 beyond it).
     max_concurrency: int | None = None
+    disaggregated: bool = False  # prefill and decode pods (planner/disagg.py): the picker's P/D profile
 
     @property
     def path(self) -> str:

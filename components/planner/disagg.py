@@ -308,3 +308,23 @@ def disagg_lines(t: Topology) -> list[str]:
         return []
     text = d.verdict if isinstance(d, Disaggregation) else dict(d).get("verdict", "")
     return [f"  {text}"]
+
+
+def production_problems(production: bool, topologies: dict[str, Topology]) -> list[str]:
+    """`serving.disaggregation: problem` lines: production serves P/D only over an RDMA fabric (over UCX's TCP
+    transport a prompt's KV cache crosses the pod network on every request: TTFT at the network's mercy, the
+    links shared with everything else). Dev and staging may, with the plan's warning."""
+    if not production:
+        return []
+    return [f"{FIELD}: {t.disaggregation.mode} serves {t.served_model_name} P/D in production without an RDMA "
+            f"fabric: {no_fabric_text(t.instance_type, t.fabric)}; pin models[].instanceTypes to a type with EFA / "
+            f"GPUDirect RDMA / InfiniBand, or set {FIELD}: auto (which then keeps it aggregated) or off"
+            for t in topologies.values() if t.disaggregated and t.disaggregation.transport != "rdma"]
+
+
+def tcp_warning(t: Topology) -> str | None:
+    if not t.disaggregated or t.disaggregation.transport == "rdma":
+        return None
+    return (f"P/D OVER TCP: {t.served_model_name}'s KV cache moves over UCX's TCP transport "
+            f"({no_fabric_text(t.instance_type, t.fabric)}); ~{t.disaggregation.kv_transfer_ms:g} ms per prompt "
+            f"in the plan, refused in production ({FIELD})")

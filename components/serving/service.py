@@ -19,11 +19,13 @@ from ..config.schema import Serving
 from ..gateway.component import KEYS_SECRET
 from ..gateway.objects import with_api_key
 from ..planner import Topology
+from ..planner.disagg import tcp_warning
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_IMAGE, VLLM_VERSION
 from .autoscaling import scaled_object_spec, waiting_threshold
 from .cold_start import cold_start, cold_start_seconds, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
+from .disagg import DECODE, ROLES, deployment_name, role_deployment_spec
 from .fabric import ray_image
 from .network import network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
@@ -121,6 +123,8 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         warn.append(f"NO HEADROOM in production: {t.served_model_name} needs {t.replicas} replica(s) for the declared "
                     f"load, its replicas.max: a spike above it queues with nowhere to scale and the gateway refuses "
                     f"requests beyond {t.max_replicas} x {t.concurrency_per_replica}; raise replicas.max")
+    if (tcp := tcp_warning(t)):
+        warn.append(tcp)
     if t.moe:
         warn.append(f"ESTIMATE: {t.served_model_name} is a mixture-of-experts model; published measurements at low "
                     f"concurrency ran 1.7-3.9x slower per token than the capacity model estimates, beyond its "
@@ -170,6 +174,22 @@ class VllmService(pulumi.ComponentResource):
                 f"{name}-podmonitor", api_version="monitoring.coreos.com/v1", kind="PodMonitor",
                 metadata=meta(model, "ray", addons.monitor_labels), spec=pod_monitor_spec(model),
                 opts=needs("monitoring"))
+        elif t.disaggregated:  # P/D: a prefill and a decode Deployment of a fixed size (serving/disagg.py)
+            create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
+            self.roles = {role: k8s.apps.v1.Deployment(
+                f"{name}-{role}-deployment", metadata=meta(deployment_name(model, role), "server"),
+                spec=role_deployment_spec(model, t, role, pool, cache, model_labels(model, "server", labels),
+                                          facts.gpu_node_ready_s),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                    custom_timeouts=pulumi.CustomTimeouts(create=f"{create_s}s", update=f"{update_s}s"))))
+                for role in ROLES}
+            self.workload = self.roles[DECODE]
+            self.service = k8s.core.v1.Service(f"{name}-service", metadata=meta(model, "server"),
+                                               spec=service_spec(model), opts=child)
+            self.monitor = k8s.apiextensions.CustomResource(
+                f"{name}-servicemonitor", api_version="monitoring.coreos.com/v1", kind="ServiceMonitor",
+                metadata=meta(model, "server", addons.monitor_labels), spec=service_monitor_spec(model),
+                opts=needs("monitoring"))
         else:
             create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
             spec = deployment_spec(model, t, pool, cache, model_labels(model, "server", labels), facts.gpu_node_ready_s)
@@ -198,7 +218,7 @@ class VllmService(pulumi.ComponentResource):
             f"{name}-netpol", metadata=meta(model, runtime),
             spec=network_policy_spec(model, t.multi_node, args.serving.allowed_namespaces,
                                      addons.prometheus_namespace, addons.kuberay_namespace,
-                                     gateway=args.gateway), opts=child)
+                                     gateway=args.gateway, peers=t.disaggregated), opts=child)
         self.pdb = k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb", metadata=meta(model, runtime), spec=pdb_spec(model, t), opts=child)
         severity = "critical" if args.production else "warning"
