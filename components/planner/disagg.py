@@ -257,7 +257,7 @@ def plan_disaggregation(req: PlanRequest, agg: Topology, mode: str, gateway: boo
     best = ok[0]
     agg_hour = agg.cost_billed_per_hour
     agg_cpm = cost_per_million(agg_hour, req)
-    compared = (f"$/M tok {_money(best.cpm)} vs aggregated {_money(agg_cpm)} ({agg.replicas} replica(s), "
+    compared = (f"$/M tok at the declared load {_money(best.cpm)} vs aggregated {_money(agg_cpm)} ({agg.replicas} replica(s), "
                 f"${agg_hour:,.2f}/h)")
     if mode == "on":
         chosen, because = True, f"{FIELD}: on"
@@ -298,7 +298,7 @@ def chosen_topology(req: PlanRequest, agg: Topology, p: _Pd, d: Disaggregation) 
         est_tpot_ms=round(p.tpot_s * 1e3, 2), concurrency_per_replica=max(1, p.decode * p.d // total),
         knee_output_tokens_per_s=round(tps / total, 1),
         knee_requests_per_second=round(min(p.prefill * p.lam_p, p.decode * p.lam_d) / total, 4),
-        disaggregation=d)
+        reason=f"P/D fleet (the P/D line); the aggregated plan was: {agg.reason}", disaggregation=d)
 
 
 def disagg_lines(t: Topology) -> list[str]:

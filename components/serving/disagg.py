@@ -72,8 +72,10 @@ def deployment_name(model: str, role: str) -> str:
 def role_args(t: Topology, role: str) -> tuple[str, ...]:
     """The plan's vLLM arguments with the connector; decode pods' vLLM listens behind the sidecar."""
     args = list(t.vllm_args)
-    if role == DECODE and "--port" in args:
-        args[args.index("--port") + 1] = str(ENGINE_PORT)
+    if role == DECODE:  # behind the sidecar; the batch the planner sized decode for (within engine.maxNumSeqs)
+        for flag, value in (("--port", ENGINE_PORT), ("--max-num-seqs", t.disaggregation.decode_concurrency)):
+            if flag in args:
+                args[args.index(flag) + 1] = str(value)
     return (*args, "--kv-transfer-config", json.dumps(kv_transfer_config(t.disaggregation.backend),
                                                       separators=(",", ":")))
 

@@ -119,7 +119,12 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         warn.append(f"SINGLE REPLICA in production: {t.served_model_name} runs 1 replica at its minimum, so a node "
                     f"failure, drain or rollout takes the endpoint down for a whole start-up ({b.total_s} s); "
                     f"replicas.min: 2 costs {price}")
-    if args.production and t.replicas >= t.max_replicas:
+    if t.disaggregated:
+        warn.append(f"FIXED P/D POOLS: {t.served_model_name} runs {t.disaggregation.prefill_instances} prefill + "
+                    f"{t.disaggregation.decode_instances} decode instances, sized for the declared load and not "
+                    f"autoscaled (per-role autoscaling is future work): a load above it queues; raise the SLA's "
+                    f"load to grow them (docs/disaggregation.md)")
+    elif args.production and t.replicas >= t.max_replicas:
         warn.append(f"NO HEADROOM in production: {t.served_model_name} needs {t.replicas} replica(s) for the declared "
                     f"load, its replicas.max: a spike above it queues with nowhere to scale and the gateway refuses "
                     f"requests beyond {t.max_replicas} x {t.concurrency_per_replica}; raise replicas.max")
