@@ -127,7 +127,10 @@ def test_objects_and_helm_values_validate():
 
 
 def test_the_pool_gets_efa():
-    """A P/D pool gets the fabric a multi-node one would (cluster/pools.py): EFA interfaces on its nodes."""
-    groups = [r for r in planned(STACK).resources if r.type == "aws:eks/nodeGroup:NodeGroup"
-              or r.type == "aws:ec2/launchTemplate:LaunchTemplate"]
-    assert any("efa" in json.dumps(_plain(r.inputs)).lower() for r in groups)
+    """A P/D pool gets the fabric a multi-node one would (cluster/pools.py): EFA on its nodes, though every
+    instance fits one node."""
+    from components.cluster.pools import gpu_pool_specs
+    from components.planner import Topology
+    t = Topology.from_dict(planned(STACK).exports["topology"]["llama-70b"])
+    (spec,) = gpu_pool_specs({"llama-70b": t})
+    assert (t.nodes_per_replica, spec.multi_node, spec.fabric, spec.max_nodes) == (1, True, "efa", t.nodes)
