@@ -9,6 +9,7 @@ from .catalog import InstanceType, instance_types, offered
 from .catalog.prices import RESERVED_CAPACITY_TYPES, negotiated, node_price
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
+from .planner.disagg import plan_disaggregation
 from .planner.engine_args import EngineOptions, LoraSlots, Speculation
 
 # In production a node's loss must not take every replica of a model with it.
@@ -130,7 +131,9 @@ def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
     pool = priced_pool(cfg)
     req = deployment_request(dep, pool, cfg.production)
     unpinned = tuple(i for i in pool if not dep.accelerator or i.accelerator == dep.accelerator)
-    return cost_notes(plan_topology(req), req, pool, unpinned if dep.instance_types else None,
+    # serving.disaggregation auto | on: the P/D verdict, and the P/D fleet where it is chosen (planner/disagg.py)
+    planned = plan_disaggregation(req, plan_topology(req), cfg.serving.disaggregation, cfg.gateway.enabled)
+    return cost_notes(planned, req, pool, unpinned if dep.instance_types else None,
                       reserved=(buying(cfg) or ("", ""))[1] in RESERVED_CAPACITY_TYPES)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .capacity_table import knee_lines
 from .cost import cost_lines, hourly
 from .planner import Topology
+from .planner.disagg import disagg_lines
 
 
 def summary(t: Topology, serve: str | None = None) -> str:
@@ -23,6 +24,7 @@ def summary(t: Topology, serve: str | None = None) -> str:
         + ("; the SLA bounds the p99 figures" if t.latency_percentile == "p99" else ""),
         *knee_lines(t),  # capacity_table.py
         *cost_lines(t),
+        *disagg_lines(t),  # serving.disaggregation auto | on (planner/disagg.py)
         *([f"  engine: {'; '.join(t.engine_notes)}"] if t.engine_notes else []),
         f"  {serve}" if serve else f"  vllm serve {' '.join(t.vllm_args)}",
         f"  why: {t.reason}",

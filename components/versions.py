@@ -72,6 +72,10 @@ CHARTS = {
 # which llm-d-router's release process pushes beside the chart (.github/ISSUE_TEMPLATE/new-release.md).
 # ⚠ tag from the release process, no digest checked from here.
 EPP_IMAGE_TAG = "v0.10.0"
+# The P/D routing sidecar on decode pods (components/serving/disagg.py): llm-d-router v0.10.0 builds it from
+# cmd/pd-sidecar (Dockerfile.sidecar) as $(IMAGE_REGISTRY)/$(SIDECAR_IMAGE_NAME) = ghcr.io/llm-d/
+# llm-d-router-disagg-sidecar (Makefile). ⚠ the release tag as for the EPP image, no digest checked from here.
+PD_SIDECAR_IMAGE = f"ghcr.io/llm-d/llm-d-router-disagg-sidecar:{EPP_IMAGE_TAG}"
 
 # GKE (components/cluster/gcp/control_plane.py). cluster.kubernetesVersion is the control plane's
 # minimum (min_master_version: "1.35" = the channel's newest 1.35 patch at creation); the release channel

@@ -27,6 +27,7 @@ from .config import ConfigError, StackConfig
 from .config.gateway import production_tls_problems
 from .config.schema import ModelDeployment
 from .planner import NoFeasibleTopology, Topology
+from .planner.disagg import production_problems as disagg_production_problems
 from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
 from .providers import CloudProviderArgs
 from .source_access import bucket_readers, cross_cloud_problems
@@ -160,7 +161,8 @@ def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any =
     return [ModelRoute(t.served_model_name, cfg.namespace, on_ray(t, cfg.serving),
                        {} if on_ray(t, cfg.serving) else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t),
                        max_concurrency=(t.max_replicas * t.concurrency_per_replica) or None,
-                       lora=bool(t.engine and t.engine.options.lora), runtime_lora=runtime_updates(t))
+                       lora=bool(t.engine and t.engine.options.lora), runtime_lora=runtime_updates(t),
+                       disaggregated=t.disaggregated)
             for t in topologies.values()]
 
 
@@ -227,7 +229,8 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
     return (problems + scale_to_zero_problems(cfg, topologies)
             + upgrade_problems(cfg.serving.ray_upgrade_strategy, ray_topologies(cfg.serving, topologies),
                                upgrade_room(cfg))
-            + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment))
+            + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment)
+            + disagg_production_problems(cfg.production, topologies))
 
 
 class ValidatedPlan(dict):

@@ -108,7 +108,9 @@ def gpu_pool_specs(topologies: dict[str, Topology], surge: dict[str, int] | None
             min_nodes=sum(t.min_nodes for t in ts),
             desired_nodes=sum(t.nodes for t in ts),
             max_nodes=sum(t.max_nodes + surge.get(t.served_model_name, 0) for t in ts),
-            multi_node=any(t.nodes_per_replica > 1 for t in ts),
+            # a P/D model's decode instances read the KV cache from prefill instances on other nodes: its pool
+            # gets the fabric (EFA devices, GPU NICs, placement) a multi-node replica would (planner/disagg.py)
+            multi_node=any(t.nodes_per_replica > 1 or t.disaggregated for t in ts),
             models=tuple(t.served_model_name for t in ts)))
     return specs
 

@@ -29,6 +29,11 @@ class Serving(_Base):
                             "leaves it to a maintenance window; NewCluster brings up a second cluster beside the "
                             "first and switches to it, and the GPU pool's max grows to hold both (refused on an "
                             "existing cluster and on reserved capacity)")
+    # issue 25: prefill/decode disaggregation (components/planner/disagg.py, docs/disaggregation.md)
+    disaggregation: Literal["off", "auto", "on"] = Field(
+        "off", description="prefill/decode disaggregation of single-node models (llm-d P/D over vLLM's "
+                           "NixlConnector): off; auto (the planner picks P/D where it is cheaper per million "
+                           "tokens); on (every model served P/D, refused where it cannot be)")
 
     # issue 25: the shape of a replica that spans nodes (components/serving/shape.py, docs/lws.md). New stacks get a
     # LeaderWorkerSet; a stack deployed with RayServices sets rayservice (switching replaces the fleet)

@@ -53,6 +53,7 @@ class ModelRoute:
     # runtimeUpdates): vLLM serves its adapter load / unload endpoints, which this route answers itself (403)
     lora: bool = False
     runtime_lora: bool = False
+    disaggregated: bool = False  # prefill and decode pods (planner/disagg.py): the picker's P/D profile
 
     @property
     def path(self) -> str:

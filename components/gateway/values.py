@@ -5,6 +5,7 @@ from __future__ import annotations
 import yaml
 
 from ..versions import EPP_IMAGE_TAG
+from .disagg import PD_CONFIG, pd_config
 from .objects import AI_GATEWAY_NAMESPACE, CONTROLLER_NAME, ModelRoute
 
 # The AI Gateway controller is Envoy Gateway's extension server (envoyproxy/ai-gateway v1.1.0
@@ -140,7 +141,10 @@ def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
         "affinity": {**node_affinity(system_node_selector), **(epp_spread(r.model, zones) if replicas > 1 else {})},
     }
-    if r.cold_start_s or r.lora:
+    if r.disaggregated:  # prefill and decode instances (gateway/disagg.py); P/D never scales to zero
+        epp["pluginsConfigFile"] = PD_CONFIG
+        epp["pluginsCustomConfig"] = {PD_CONFIG: pd_config()}
+    elif r.cold_start_s or r.lora:
         name = FLOW_CONTROL_CONFIG if r.cold_start_s else LORA_CONFIG
         epp["pluginsConfigFile"] = name
         epp["pluginsCustomConfig"] = {name: flow_control_config(r.cold_start_s, r.lora)}

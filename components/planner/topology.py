@@ -117,6 +117,13 @@ class Topology:
     # (shm_gib includes it) and the tokens it holds; 0: none ---
     kv_offload_gib: float = 0.0
     kv_offload_tokens: int = 0
+    # serving.disaggregation auto | on: the P/D verdict (planner/disagg.Disaggregation); None: off
+    disaggregation: Any = None
+
+    @property
+    def disaggregated(self) -> bool:
+        """Served as separate prefill and decode instances (components/serving/disagg.py)."""
+        return bool(self.disaggregation is not None and self.disaggregation.chosen)
 
     @property
     def fleet_load(self) -> dict:
@@ -190,7 +197,11 @@ class Topology:
     def from_dict(cls, d: dict) -> "Topology":
         """The Topology of a to_dict() (the plan's topology.json / stack output), derived keys dropped."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names})
+        out = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names}
+        if isinstance(out.get("disaggregation"), dict):
+            from .disagg import Disaggregation
+            out["disaggregation"] = Disaggregation(**out["disaggregation"])
+        return cls(**out)
 
 
 COST_PROPERTIES = ("cost_min_per_hour", "cost_max_per_hour", "cost_billed_per_hour", "idle_gpus", "idle_gpus_min", "idle_gpus_max",

@@ -92,7 +92,7 @@ def vllm_container(t: Topology, cache: CacheFacts, budget_s: int) -> dict:
     }
 
 
-def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int) -> dict:
+def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int, match: dict[str, str] | None = None) -> dict:
     main = vllm_container(t, cache, budget_s)
     cpu_memory = {k: {r: v for r, v in main["resources"][k].items() if r in ("cpu", "memory")}
                   for k in ("requests", "limits")}
@@ -110,7 +110,7 @@ def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int) -> di
         "containers": [main],
         "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type), *scratch_volumes(), *template_volumes(t)],
         **gpu_placement(pool),
-        **spread(t, selector(t.served_model_name, ROLE)),
+        **spread(t, {**selector(t.served_model_name, ROLE), **(match or {})}),
     }
 
 
@@ -142,18 +142,19 @@ def first_start_s(t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> int:
 
 
 def deployment_spec(model: str, t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict[str, str],
-                    node_ready_s: int = 0) -> dict:
+                    node_ready_s: int = 0, match: dict[str, str] | None = None) -> dict:
+    """match: labels that tell this Deployment's pods from the model's others (a P/D role, serving/disagg.py)."""
     budget = cache.budget(t).total_s
     return {
         "replicas": t.replicas,
-        "selector": {"matchLabels": selector(model, ROLE)},
+        "selector": {"matchLabels": {**selector(model, ROLE), **(match or {})}},
         "strategy": rollout_strategy(t),
         # Kubernetes (and Pulumi's await) would call a rollout failed after the default 600 s
         # and it counts while the pod is Pending for its GPU node
         "progressDeadlineSeconds": first_start_s(t, cache, node_ready_s),
         "revisionHistoryLimit": 3,
         "template": {"metadata": template_metadata(t, pod_metadata(labels, pool)),
-                     "spec": pod_spec(t, pool, cache, budget)},
+                     "spec": pod_spec(t, pool, cache, budget, match)},
     }
 
 

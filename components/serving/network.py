@@ -46,14 +46,17 @@ def _from_namespace(namespace: str | None, pod_labels: dict[str, str]) -> list[d
 
 def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[str],
                         prometheus_namespace: str | None = None, kuberay_namespace: str | None = None,
-                        gateway: bool = True) -> dict:
+                        gateway: bool = True, peers: bool = False) -> dict:
     """Ingress only; egress stays open (the prefetch reaches the Hub, engines reach each other).
-    gateway: the inference gateway's Envoy proxies may call the API port (the stack's `gateway:` block)."""
+    gateway: the inference gateway's Envoy proxies may call the API port (the stack's `gateway:` block).
+    peers: a P/D model's pods reach each other on every port (the decode sidecar calls the prefill pod's API,
+    NIXL's side channel, 5600, and UCX's TCP transport on ports of its own choosing; serving/disagg.py)."""
     callers = _clients(allowed_namespaces) + (_from_namespace(GATEWAY_NAMESPACE, GATEWAY_POD) if gateway else [])
     if not multi_node:
         # vLLM serves /metrics on the API port
+        own = [{"from": [{"podSelector": {"matchLabels": selector(model, "server")}}]}] if peers else []
         return {"podSelector": {"matchLabels": selector(model, "server")}, "policyTypes": ["Ingress"],
-                "ingress": [{"from": callers, "ports": _ports(VLLM_PORT)},
+                "ingress": [*own, {"from": callers, "ports": _ports(VLLM_PORT)},
                             {"from": _from_namespace(prometheus_namespace, PROMETHEUS_POD),
                              "ports": _ports(VLLM_PORT)}]}
     ray_pods = {"matchLabels": {MODEL_LABEL: model},

@@ -21,11 +21,13 @@ from ..config.schema import Serving
 from ..gateway.component import KEYS_SECRET
 from ..gateway.objects import with_api_key
 from ..planner import Topology
+from ..planner.disagg import tcp_warning
 from ..planner.vllm_args import VLLM_PORT
 from ..versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_IMAGE, VLLM_VERSION
 from .autoscaling import scaled_object_spec, waiting_threshold
 from .cold_start import cold_start, cold_start_seconds, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
+from .disagg import DECODE, ROLES, deployment_name, role_deployment_spec
 from .fabric import ray_image
 from . import lws
 from .network import lws_network_policy_spec, network_policy_spec, pdb_spec, service_spec
@@ -130,10 +132,17 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         warn.append(f"SINGLE REPLICA in production: {t.served_model_name} runs 1 replica at its minimum, so a node "
                     f"failure, drain or rollout takes the endpoint down for a whole start-up ({b.total_s} s); "
                     f"replicas.min: 2 costs {price}")
-    if args.production and t.replicas >= t.max_replicas:
+    if t.disaggregated:
+        warn.append(f"FIXED P/D POOLS: {t.served_model_name} runs {t.disaggregation.prefill_instances} prefill + "
+                    f"{t.disaggregation.decode_instances} decode instances, sized for the declared load and not "
+                    f"autoscaled (per-role autoscaling is future work): a load above it queues; raise the SLA's "
+                    f"load to grow them (docs/disaggregation.md)")
+    elif args.production and t.replicas >= t.max_replicas:
         warn.append(f"NO HEADROOM in production: {t.served_model_name} needs {t.replicas} replica(s) for the declared "
                     f"load, its replicas.max: a spike above it queues with nowhere to scale and the gateway refuses "
                     f"requests beyond {t.max_replicas} x {t.concurrency_per_replica}; raise replicas.max")
+    if (tcp := tcp_warning(t)):
+        warn.append(tcp)
     if t.moe:
         warn.append(f"ESTIMATE: {t.served_model_name} is a mixture-of-experts model; published measurements at low "
                     f"concurrency ran 1.7-3.9x slower per token than the capacity model estimates, beyond its "
@@ -195,6 +204,16 @@ class VllmService(pulumi.ComponentResource):
                 f"{name}-lws", api_version=lws.API_VERSION, kind=lws.KIND, metadata=meta(model, lws.LEADER_ROLE),
                 spec=spec, opts=pulumi.ResourceOptions.merge(needs("lws"), pulumi.ResourceOptions(
                     ignore_changes=["spec.replicas"])))  # KEDA owns the group count once the set exists
+        elif t.disaggregated:  # P/D: a prefill and a decode Deployment of a fixed size (serving/disagg.py)
+            create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
+            self.roles = {role: k8s.apps.v1.Deployment(
+                f"{name}-{role}-deployment", metadata=meta(deployment_name(model, role), "server"),
+                spec=role_deployment_spec(model, t, role, pool, cache, model_labels(model, "server", labels),
+                                          facts.gpu_node_ready_s),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                    custom_timeouts=pulumi.CustomTimeouts(create=f"{create_s}s", update=f"{update_s}s"))))
+                for role in ROLES}
+            self.workload = self.roles[DECODE]  # Service and ServiceMonitor below; fixed size, no KEDA
         else:
             create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
             spec = deployment_spec(model, t, pool, cache, model_labels(model, "server", labels), facts.gpu_node_ready_s)
@@ -210,7 +229,7 @@ class VllmService(pulumi.ComponentResource):
         if runtime == "vllm":  # a Deployment's pods or an LWS's leaders: one Service, KEDA, one ServiceMonitor
             self.service = k8s.core.v1.Service(f"{name}-service", metadata=meta(model, "server"),
                                                spec=service_spec(model), opts=child)
-            self.scaler = k8s.apiextensions.CustomResource(
+            self.scaler = None if t.disaggregated else k8s.apiextensions.CustomResource(
                 f"{name}-scaledobject", api_version="keda.sh/v1alpha1", kind="ScaledObject",
                 metadata=meta(model, "server"),
                 spec=scaled_object_spec(model, ns, t, addons.prometheus_url, args.serving,
@@ -226,7 +245,8 @@ class VllmService(pulumi.ComponentResource):
                                              gateway=args.gateway)
         else:
             netpol = network_policy_spec(model, t.multi_node, args.serving.allowed_namespaces,
-                                         addons.prometheus_namespace, addons.kuberay_namespace, gateway=args.gateway)
+                                         addons.prometheus_namespace, addons.kuberay_namespace, gateway=args.gateway,
+                                         peers=t.disaggregated)
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=meta(model, runtime), spec=netpol, opts=child)
         self.pdb = k8s.policy.v1.PodDisruptionBudget(

@@ -143,3 +143,42 @@ def no_scale_to_zero_in_production(resources: list[StackResource]):
     for r, what, fewest in production_minimums(resources):
         if fewest is not None and fewest < 1:
             yield r, f"{what} in production may scale to zero (minimum {int(fewest)})"
+
+
+# P/D (components/serving/disagg.py): vLLM's NixlConnector moves each prompt's KV cache between pods. Without an
+# RDMA device in the pod (an EFA interface, an RDMA shared device, a GKE RDMA network) NIXL's UCX falls back to
+# TCP on the pod network.
+RDMA_RESOURCES = ("vpc.amazonaws.com/efa", "rdma/")
+GKE_INTERFACES = "networking.gke.io/interfaces"
+
+
+def _nixl(container: dict) -> bool:
+    args = [str(a) for a in as_list(container.get("args"))]
+    return any(a == "--kv-transfer-config" and i + 1 < len(args) and "NixlConnector" in args[i + 1]
+               for i, a in enumerate(args))
+
+
+def _rdma(tpl: PodTemplate, container: dict) -> bool:
+    amounts = {**as_dict(get(container, "resources", "requests")), **as_dict(get(container, "resources", "limits"))}
+    if any(k.startswith(RDMA_RESOURCES) for k in amounts):
+        return True
+    return "rdma-" in str(tpl.annotations.get(GKE_INTERFACES) or "")
+
+
+@stack_rule("pd-rdma-in-production", MANDATORY,
+            "A production model served prefill/decode disaggregated moves every prompt's KV cache between pods "
+            "with vLLM's NixlConnector; without an RDMA NIC in the pod, NIXL's UCX falls back to TCP on the pod "
+            "network, so every first token waits on a transfer sharing the node's links with everything else "
+            "(docs/disaggregation.md).",
+            "serve the model on an instance type with EFA, GPUDirect RDMA or InfiniBand/RoCE (models[]."
+            "instanceTypes), or set serving.disaggregation: auto or off")
+def pd_rdma_in_production(resources: list[StackResource]):
+    by_namespace = environments(resources)
+    for r in resources:
+        if r.type != DEPLOYMENT or environment_of(r, by_namespace) != PRODUCTION:
+            continue
+        for tpl in pod_templates(r.type, r.props):
+            for _, c in tpl.containers(init=False):
+                if _nixl(c) and not _rdma(tpl, c):
+                    yield r, (f"Deployment {metadata(r).get('name') or r.name} runs vLLM's NixlConnector in "
+                              f"production without an RDMA device (container {c.get('name')})")
