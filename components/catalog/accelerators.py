@@ -8,8 +8,9 @@ logs it is given as `torch_total_gib`; elsewhere it is derived from `reported_mi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from .data import read_table
+from .data import DATA, read_table
 
 # For the 24 GB parts (no torch total in the table): ~50 MiB below the EC2 figure, as SIZING-FACTS
 # gives for an A10G (22,888 MiB shows 22.30 GiB to vLLM).
@@ -48,6 +49,10 @@ class Accelerator:
         return self.link.startswith("nvlink")
 
 
-ACCELERATORS: dict[str, Accelerator] = {
-    a.id: a for a in read_table("accelerators.csv", Accelerator, allowed={"link": ("GPU link", LINKS)})
-}
+def load(folder: Path = DATA) -> dict[str, Accelerator]:
+    """`folder`/accelerators.csv by id (a DataError names the file, line and column of a bad row)."""
+    return {a.id: a for a in read_table("accelerators.csv", Accelerator, allowed={"link": ("GPU link", LINKS)},
+                                        folder=folder)}
+
+
+ACCELERATORS: dict[str, Accelerator] = load()

@@ -9,9 +9,10 @@ the planner prices every candidate at the stack's own region and capacity type (
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from .accelerators import ACCELERATORS
-from .data import read_table
+from .data import DATA, read_table
 
 FABRICS = ("efa", "gpudirect-tcpx", "gpudirect-tcpxo", "rdma", "infiniband")
 
@@ -61,10 +62,15 @@ def _check(i: InstanceType) -> str | None:
     return None
 
 
-INSTANCE_TYPES: dict[str, InstanceType] = {i.name: i for i in read_table(
-    "instance_types.csv", InstanceType, key=("name",), check=_check,
-    allowed={"cloud": ("cloud", ("aws", "gcp")), "accelerator": ("accelerator", ACCELERATORS),
-             "fabric": ("fabric", FABRICS)})}
+def load(folder: Path = DATA) -> dict[str, InstanceType]:
+    """`folder`/instance_types.csv by name (a DataError names the file, line and column of a bad row)."""
+    return {i.name: i for i in read_table(
+        "instance_types.csv", InstanceType, key=("name",), check=_check, folder=folder,
+        allowed={"cloud": ("cloud", ("aws", "gcp")), "accelerator": ("accelerator", ACCELERATORS),
+                 "fabric": ("fabric", FABRICS)})}
+
+
+INSTANCE_TYPES: dict[str, InstanceType] = load()
 # the oldest price read: what the plan's and the bill's "prices read" says
 PRICES_AS_OF = min(i.price_read for i in INSTANCE_TYPES.values())
 

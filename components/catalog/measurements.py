@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 from .accelerators import ACCELERATORS
 from .data import DATA, read_table
@@ -68,9 +69,14 @@ _ALLOWED = {"gpu": ("accelerator", ACCELERATORS), "model": ("model", MODELS),
             "precision": ("precision", PRECISIONS), "mode": ("load mode", MODES)}
 
 
+def load(name: str, folder: Path = FOLDER) -> tuple[Measurement, ...]:
+    """`folder`/`name`.csv (a DataError names the file, line and column of a bad row)."""
+    return tuple(read_table(f"{name}.csv", Measurement, allowed=_ALLOWED, check=_check, folder=folder))
+
+
 @cache
 def _table(name: str) -> tuple[Measurement, ...]:
-    return tuple(read_table(f"{name}.csv", Measurement, allowed=_ALLOWED, check=_check, folder=FOLDER))
+    return load(name)
 
 
 MEASUREMENTS: tuple[Measurement, ...] = _table("published")
