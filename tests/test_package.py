@@ -79,7 +79,8 @@ def test_the_built_package_carries_the_catalog_tables(tmp_path):
     built = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py",
                             "--build-lib", str(lib)], cwd=src, capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
-    shipped = {p.relative_to(lib).as_posix() for p in (lib / "components" / "catalog" / "data").rglob("*") if p.is_file()}
+    shipped = {p.relative_to(lib).as_posix() for p in (lib / "components" / "catalog" / "data").rglob("*")
+               if p.is_file()}
     assert shipped == {p.relative_to(src).as_posix() for p in (src / "components" / "catalog" / "data").rglob("*")
                        if p.is_file()}
     run = tmp_path / "elsewhere"

@@ -7,9 +7,9 @@ is read as its field's type (int, float, bool `true`/`false`, str; an empty cell
 None, the field's default where it has one, and an error otherwise). Every table has a `source` column, never
 empty; a `read` or `*_read` column (the day the source was read) and `valid_until` hold a date, YYYY-MM or
 YYYY-MM-DD. A line starting with `#` is a comment (the why beside the figures, as a comment in code would be);
-a blank line is skipped. A cell may name a shared text of its folder's texts.yaml as `{name}` (a long note many rows repeat);
-a text may name texts above it in that file. Anything else is refused with the file, the line (and the row's
-key) and the column named, never a traceback from deep inside the planner.
+a blank line is skipped. A cell may name a shared text of its folder's texts.yaml as `{name}` (a long note many
+rows repeat); a text may name texts above it in that file. Anything else is refused with the file, the line
+(and the row's key) and the column named, never a traceback from deep inside the planner.
 """
 from __future__ import annotations
 
@@ -112,7 +112,8 @@ Allowed = Mapping[str, tuple[str, Collection[str]]]  # column -> (what the value
 
 
 def read_table(name: str, cls: type, allowed: Allowed | None = None,
-               check: Callable[[object], str | None] | None = None, key: tuple[str, ...] = (), folder: Path = DATA) -> list:
+               check: Callable[[object], str | None] | None = None, key: tuple[str, ...] = (),
+               folder: Path = DATA) -> list:
     """The rows of `folder`/`name` as `cls` instances, in file order. `allowed` limits a column to known values
     (a catalog id, an enum); `check` returns what is wrong with a whole row (or None). The `key` columns (default:
     the first) are the row's key: named in messages, and no two rows may share it."""

@@ -34,8 +34,10 @@ class Region:
 
 
 def _estimate_marked(row) -> str | None:
-    return None if row.estimated == (W in row.source) else f"estimated is {str(row.estimated).lower()} but the source " \
-        f"{'lacks' if row.estimated else 'carries'} the {W} mark; the two go together"
+    if row.estimated == (W in row.source):
+        return None
+    return (f"column estimated: {str(row.estimated).lower()} but the source {'lacks' if row.estimated else 'carries'} "
+            f"the {W} mark; the two go together")
 
 
 REGIONS: dict[tuple[str, str], Region] = {(r.cloud, r.name): r for r in read_table(
@@ -58,9 +60,10 @@ class SpotRow:
     source: str
 
 
-SPOT: dict[tuple[str, str], SpotFraction] = {(r.cloud, r.accelerator): SpotFraction(r.fraction, r.source) for r in read_table(
-    "spot.csv", SpotRow, key=("cloud", "accelerator"), folder=PRICES,
-    allowed={"cloud": ("cloud", CLOUDS), "accelerator": ("accelerator", {*ACCELERATORS, "*"})})}
+SPOT: dict[tuple[str, str], SpotFraction] = {
+    (r.cloud, r.accelerator): SpotFraction(r.fraction, r.source) for r in read_table(
+        "spot.csv", SpotRow, key=("cloud", "accelerator"), folder=PRICES,
+        allowed={"cloud": ("cloud", CLOUDS), "accelerator": ("accelerator", {*ACCELERATORS, "*"})})}
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,8 @@ def test_a_bad_measurement_number_or_flag_is_refused(tmp_path):
                      (ROW.replace(",1,1,1024", ",2.5,1,1024"), "column tp: '2.5' is not a whole number"),
                      (ROW.replace(",1,1,1024", ",0,1,1024"), "column tp: 0 is not a positive whole number"),
                      (ROW.replace(",true,", ",yes,"), "column usable: 'yes' is not true or false"),
-                     (ROW.replace(",closed,", ",open,"), "column mode: unknown load mode 'open' (one of: burst, closed)"),
+                     (ROW.replace(",closed,", ",open,"),
+                      "column mode: unknown load mode 'open' (one of: burst, closed)"),
                      (ROW.replace(",2026-12-04\n", ",last week\n"), "column read: 'last week' is not a date "
                                                                     "(YYYY-MM or YYYY-MM-DD)"),
                      (ROW.replace("{note}", "{nope}"), "column notes: {nope} is not a text of texts.yaml in that "
