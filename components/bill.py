@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from .catalog.instances import PRICES_AS_OF
-from .catalog.prices import (BASE_REGIONS, CPU_INSTANCES, GKE_FREE_TIER, HOURS_PER_MONTH, PLATFORM_PRICES,
-                             PLATFORM_READ, W, Price, negotiated, platform_price)
+from .catalog.prices import (BASE_REGIONS, CPU_INSTANCES, CPU_PRICES, GKE_FREE_TIER, HOURS_PER_MONTH,
+                             PLATFORM_PRICES, W, Price, negotiated, platform_price)
 from .cluster.aws.network import DEFAULT_ZONES
 from .cluster.gcp.node_pools import system_nodes as gcp_system_nodes
 from .cluster.gcp.storage import capacity_gib
@@ -98,7 +98,7 @@ def _node_line(cfg: StackConfig, item: str, itype: str, nodes: int) -> BillLine:
                    W in source or region != base, source)
     price = negotiated(listed, rate, cfg.pricing.discount_percent)
     return BillLine(f"{item} ({nodes} x {itype})", nodes, price.hour, "node-hour", round(nodes * price.hour, 4),
-                    f"{price.basis}; {price.source}", PLATFORM_READ if rate is None else "stack file",
+                    f"{price.basis}; {price.source}", CPU_PRICES[(cfg.cloud, itype)].read if rate is None else "stack file",
                     price.estimated)
 
 

@@ -3,8 +3,10 @@ command equal to `python -m components`, whose `topology` and `table` work anywh
 declared once, in pyproject.toml."""
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -54,9 +56,42 @@ def test_every_module_is_packaged_and_nothing_else_is_read_at_run_time():
             for p in (ROOT / top).rglob("*.py") if "__pycache__" not in p.parts}
     assert found == dirs
     assert {"components.offline", "components.cluster.aws", "policies.rules"} <= found
-    # no package data: a data file read at run time would need [tool.setuptools.package-data]
-    data = [p for p in (ROOT / "components").rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")]
-    assert data == []
+    # the only files read at run time beside the modules are the catalog's tables, and package-data ships them
+    data = sorted(p.relative_to(ROOT / "components" / "catalog").as_posix()
+                  for p in (ROOT / "components").rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc"))
+    assert PYPROJECT["tool"]["setuptools"]["package-data"] == {
+        "components.catalog": ["data/*.csv", "data/*/*.csv", "data/*/*.yaml"]}
+    assert "data/instance_types.csv" in data and "data/measurements/blind5.csv" in data
+    assert all(fnmatch.fnmatch(d, "data/*.csv") or fnmatch.fnmatch(d, "data/*/*.csv")
+               or fnmatch.fnmatch(d, "data/*/*.yaml") for d in data), data
+
+
+def test_the_built_package_carries_the_catalog_tables(tmp_path):
+    """What setuptools builds from pyproject.toml (a copy of the project, so the repository gets no build
+    files) holds every data file, and the catalog loads from it alone, outside any checkout."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for top in ("components", "policies"):
+        shutil.copytree(ROOT / top, src / top, ignore=shutil.ignore_patterns("__pycache__"))
+    lib = tmp_path / "lib"
+    built = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py",
+                            "--build-lib", str(lib)], cwd=src, capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    shipped = {p.relative_to(lib).as_posix() for p in (lib / "components" / "catalog" / "data").rglob("*")
+               if p.is_file()}
+    assert shipped == {p.relative_to(src).as_posix() for p in (src / "components" / "catalog" / "data").rglob("*")
+                       if p.is_file()}
+    run = tmp_path / "elsewhere"
+    run.mkdir()
+    check = ("import components.catalog as c, components.catalog.measurements as m, components.catalog.prices as p\n"
+             "print(m.__file__.startswith(sys.argv[1]), len(m.every_row()), len(c.INSTANCE_TYPES), len(p.REGIONS),\n"
+             "      c.PRICES_AS_OF)")
+    loaded = subprocess.run([sys.executable, "-c", "import sys\n" + check, str(lib)], cwd=run, capture_output=True,
+                            text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(lib)})
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == ["True", "191", "50", "6", "2025-10"]
 
 
 def run_outside(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:

@@ -1,20 +1,21 @@
-"""GPU facts: memory, bandwidth, compute and the GPU-to-GPU link.
+"""GPU facts: memory, bandwidth, compute and the GPU-to-GPU link, one row each in data/accelerators.csv (with its
+source; the columns are this dataclass, read by components/catalog/data.py).
 
-Every row names its source. `reported_mib` is what EC2 reports as `instance-gpu-memory`
-(aws/karpenter-provider-aws website/content/en/docs/reference/instance-types.md);
-the other figures are NVIDIA datasheet values (see docs/sizing.md).
-
-vLLM budgets from the total that torch.cuda.mem_get_info reports, which on the big parts is
-0.5-1.2 GiB below the EC2 figure (ECC and driver reservations grow with the HBM size). Where the
-torch total has been seen in public logs it is given as `torch_total_gib` (the `_TORCH` sources below).
+vLLM budgets from the total that torch.cuda.mem_get_info reports, which on the big parts is 0.5-1.2 GiB below
+the EC2 figure (ECC and driver reservations grow with the HBM size). Where the torch total has been seen in public
+logs it is given as `torch_total_gib`; elsewhere it is derived from `reported_mib`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+from .data import DATA, read_table
 
 # For the 24 GB parts (no torch total in the table): ~50 MiB below the EC2 figure, as SIZING-FACTS
 # gives for an A10G (22,888 MiB shows 22.30 GiB to vLLM).
 _DRIVER_RESERVED_MIB = 50
+LINKS = ("pcie", "nvlink3", "nvlink4", "nvlink5")
 
 
 @dataclass(frozen=True)
@@ -48,27 +49,10 @@ class Accelerator:
         return self.link.startswith("nvlink")
 
 
-_DS = "NVIDIA datasheet; MiB: karpenter-provider-aws instance-types.md (SIZING-FACTS.md)"
-# Torch totals, as printed by vLLM's profiler ("total_gpu_memory (79.18GiB)") and torch's OOM message
-# ("GPU 0 has a total capacity of 79.18 GiB") in public issues and logs, late 2025 - 2026 drivers.
-_TORCH = "; torch total: vLLM profiler / torch OOM logs"
+def load(folder: Path = DATA) -> dict[str, Accelerator]:
+    """`folder`/accelerators.csv by id (a DataError names the file, line and column of a bad row)."""
+    return {a.id: a for a in read_table("accelerators.csv", Accelerator, allowed={"link": ("GPU link", LINKS)},
+                                        folder=folder)}
 
-ACCELERATORS: dict[str, Accelerator] = {
-    a.id: a
-    for a in [
-        # A10G: NVIDIA does not publish a dense BF16 figure for the AWS part (⚠ ~70).
-        Accelerator("a10g", "NVIDIA A10G", 22_888, 600, 70, None, "pcie", 25, _DS + " ⚠ TFLOPS"),
-        Accelerator("l4", "NVIDIA L4", 22_888, 300, 121, 242, "pcie", 25, _DS),
-        Accelerator("l40s", "NVIDIA L40S", 45_776, 864, 362, 733, "pcie", 25, _DS + _TORCH, torch_total_gib=44.39),
-        Accelerator("a100-40gb", "NVIDIA A100 40GB SXM", 40_960, 1555, 312, None, "nvlink3", 300, _DS + _TORCH,
-                    torch_total_gib=39.39),
-        Accelerator("a100-80gb", "NVIDIA A100 80GB SXM", 81_920, 2039, 312, None, "nvlink3", 300, _DS + _TORCH,
-                    torch_total_gib=79.25),
-        Accelerator("h100", "NVIDIA H100 80GB SXM", 81_920, 3350, 989, 1979, "nvlink4", 450, _DS + _TORCH,
-                    torch_total_gib=79.18),
-        Accelerator("h200", "NVIDIA H200 141GB", 144_384, 4800, 989, 1979, "nvlink4", 450, _DS + _TORCH,
-                    torch_total_gib=139.81),
-        Accelerator("b200", "NVIDIA B200 (HGX)", 183_359, 8000, 2250, 4500, "nvlink5", 900, _DS + _TORCH,
-                    torch_total_gib=178.35),
-    ]
-}
+
+ACCELERATORS: dict[str, Accelerator] = load()

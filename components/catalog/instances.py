@@ -1,21 +1,20 @@
-"""GPU instance / machine types on AWS and GCP, with on-demand prices.
+"""GPU instance / machine types on AWS and GCP, with on-demand prices: one row each in data/instance_types.csv
+(shape and price sources per row; the columns are this dataclass, read by components/catalog/data.py), and the
+families not sold on demand in data/not_on_demand.csv.
 
-Shapes: AWS from aws/karpenter-provider-aws website/content/en/docs/reference/instance-types.md;
-GCP from AI-Hypercomputer/xpk system_characteristics.py and the dstack GCP cluster docs
-(both in docs/sizing.md).
-
-Prices are on-demand Linux $/hour, AWS us-east-1 (aws.amazon.com/ec2/pricing/on-demand) and
-GCP us-central1 (cloud.google.com/compute/gpus-pricing, accelerator-optimized machine types
-with the GPUs included), as read 2025-10. ⚠ marks a figure to re-check before relying on it
-(P-family prices changed in the 2025-06 EC2 GPU price reduction). Committed-use, spot and
-capacity-block prices and other regions are in prices.py; the planner prices every candidate at
-the stack's own region and capacity type (components/planning.py).
+Prices are on-demand Linux $/hour in the base region (AWS us-east-1, GCP us-central1), read on each row's
+`price_read`. Committed-use, spot and capacity-block prices and other regions are in prices.py (data/prices/);
+the planner prices every candidate at the stack's own region and capacity type (components/planning.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-PRICES_AS_OF = "2025-10"
+from .accelerators import ACCELERATORS
+from .data import DATA, read_table
+
+FABRICS = ("efa", "gpudirect-tcpx", "gpudirect-tcpxo", "rdma", "infiniband")
 
 
 @dataclass(frozen=True)
@@ -36,6 +35,7 @@ class InstanceType:
     # what price_hour is: the base region's on-demand rate here; components/catalog/prices.py gives
     # the planner a copy at the stack's region and capacity type (planning.priced_pool)
     price_basis: str = "on-demand, base region"
+    price_read: str = ""  # when price_hour was read (YYYY-MM)
 
     @property
     def fast_fabric(self) -> bool:
@@ -51,85 +51,42 @@ class InstanceType:
 
 MIN_FABRIC_GBPS = 200
 
-_K = "karpenter-provider-aws instance-types.md"
-_P = "aws.amazon.com/ec2/pricing/on-demand us-east-1 " + PRICES_AS_OF
+
+def _check(i: InstanceType) -> str | None:
+    if not i.price_read:
+        return "column price_read: empty; the day price_hour was read (YYYY-MM)"
+    if i.cloud == "aws" and (i.gke_accelerator or (i.fabric == "efa") != (i.efa_interfaces > 0)):
+        return "an AWS type has no gke_accelerator, and fabric efa exactly when efa_interfaces > 0"
+    if i.cloud == "gcp" and (not i.gke_accelerator or i.efa_interfaces):
+        return "a GCP type names its gke_accelerator and has no efa_interfaces"
+    return None
 
 
-def _aws(name, acc, gpus, vcpu, ram, nvme, gbps, efa, price, price_note=""):
-    return InstanceType("aws", name, acc, gpus, vcpu, ram, nvme, gbps, "efa" if efa else None, price,
-                        f"shape: {_K}; price: {_P}{price_note}", efa_interfaces=efa)
+def load(folder: Path = DATA) -> dict[str, InstanceType]:
+    """`folder`/instance_types.csv by name (a DataError names the file, line and column of a bad row)."""
+    return {i.name: i for i in read_table(
+        "instance_types.csv", InstanceType, key=("name",), check=_check, folder=folder,
+        allowed={"cloud": ("cloud", ("aws", "gcp")), "accelerator": ("accelerator", ACCELERATORS),
+                 "fabric": ("fabric", FABRICS)})}
 
 
-_G = "xpk system_characteristics.py; dstack GCP docs"
-_GP = "cloud.google.com/compute/gpus-pricing us-central1 " + PRICES_AS_OF
+INSTANCE_TYPES: dict[str, InstanceType] = load()
+# the oldest price read: what the plan's and the bill's "prices read" says
+PRICES_AS_OF = min(i.price_read for i in INSTANCE_TYPES.values())
 
 
-def _gcp(name, acc, label, gpus, vcpu, ram, ssd, gbps, fabric, price, note=""):
-    return InstanceType("gcp", name, acc, gpus, vcpu, ram, ssd, gbps, fabric, price,
-                        f"shape: {_G}; price: {_GP}{note}", gke_accelerator=label)
+@dataclass(frozen=True)
+class NotOnDemand:
+    cloud: str
+    family: str  # the type name before its last "-" (a3-ultragpu of a3-ultragpu-8g)
+    source: str
 
 
-_W = " ⚠"
-INSTANCE_TYPES: dict[str, InstanceType] = {
-    i.name: i
-    for i in [
-        _aws("g5.xlarge", "a10g", 1, 4, 16, 250, 2.5, 0, 1.006),
-        _aws("g5.2xlarge", "a10g", 1, 8, 32, 450, 5, 0, 1.212),
-        _aws("g5.4xlarge", "a10g", 1, 16, 64, 600, 10, 0, 1.624),
-        _aws("g5.8xlarge", "a10g", 1, 32, 128, 900, 25, 1, 2.448),
-        _aws("g5.12xlarge", "a10g", 4, 48, 192, 3800, 40, 1, 5.672),
-        _aws("g5.16xlarge", "a10g", 1, 64, 256, 1900, 25, 1, 4.096),
-        _aws("g5.24xlarge", "a10g", 4, 96, 384, 3800, 50, 1, 8.144),
-        _aws("g5.48xlarge", "a10g", 8, 192, 768, 7600, 100, 1, 16.288),
-        _aws("g6.xlarge", "l4", 1, 4, 16, 250, 2.5, 0, 0.8048),
-        _aws("g6.2xlarge", "l4", 1, 8, 32, 450, 5, 0, 0.9776),
-        _aws("g6.4xlarge", "l4", 1, 16, 64, 600, 10, 0, 1.3232),
-        _aws("g6.8xlarge", "l4", 1, 32, 128, 900, 25, 1, 2.0144),
-        _aws("g6.12xlarge", "l4", 4, 48, 192, 3760, 40, 1, 4.6016),
-        _aws("g6.16xlarge", "l4", 1, 64, 256, 1880, 25, 1, 3.3968),
-        _aws("g6.24xlarge", "l4", 4, 96, 384, 3760, 50, 1, 6.6752),
-        _aws("g6.48xlarge", "l4", 8, 192, 768, 7520, 100, 1, 13.3504),
-        _aws("g6e.xlarge", "l40s", 1, 4, 32, 250, 2.5, 0, 1.861),
-        _aws("g6e.2xlarge", "l40s", 1, 8, 64, 450, 5, 0, 2.242),
-        _aws("g6e.4xlarge", "l40s", 1, 16, 128, 600, 20, 0, 3.004),
-        _aws("g6e.8xlarge", "l40s", 1, 32, 256, 900, 25, 1, 4.529),
-        _aws("g6e.12xlarge", "l40s", 4, 48, 384, 3800, 100, 1, 10.493),
-        _aws("g6e.16xlarge", "l40s", 1, 64, 512, 1900, 35, 1, 7.577),
-        _aws("g6e.24xlarge", "l40s", 4, 96, 768, 3800, 200, 2, 15.066),
-        _aws("g6e.48xlarge", "l40s", 8, 192, 1536, 7600, 400, 4, 30.131),
-        _aws("p4d.24xlarge", "a100-40gb", 8, 96, 1152, 8000, 400, 4, 21.96, _W),
-        _aws("p4de.24xlarge", "a100-80gb", 8, 96, 1152, 8000, 400, 4, 27.45, _W),
-        _aws("p5.48xlarge", "h100", 8, 192, 2048, 30400, 3200, 32, 55.04, _W),
-        _aws("p5e.48xlarge", "h200", 8, 192, 2048, 30400, 3200, 32, 69.0, _W),
-        _aws("p5en.48xlarge", "h200", 8, 192, 2048, 30400, 3200, 16, 63.30, _W),
-        _aws("p6-b200.48xlarge", "b200", 8, 192, 2048, 30400, 3200, 8, 113.93, _W),
-        _gcp("g2-standard-4", "l4", "nvidia-l4", 1, 4, 16, 0, 10, None, 0.7068),
-        _gcp("g2-standard-8", "l4", "nvidia-l4", 1, 8, 32, 0, 16, None, 0.8536),
-        _gcp("g2-standard-12", "l4", "nvidia-l4", 1, 12, 48, 0, 16, None, 1.0004),
-        _gcp("g2-standard-16", "l4", "nvidia-l4", 1, 16, 64, 0, 32, None, 1.1472),
-        _gcp("g2-standard-32", "l4", "nvidia-l4", 1, 32, 128, 0, 32, None, 1.7344),
-        _gcp("g2-standard-24", "l4", "nvidia-l4", 2, 24, 96, 0, 32, None, 2.0008),
-        _gcp("g2-standard-48", "l4", "nvidia-l4", 4, 48, 192, 0, 50, None, 4.0016),
-        _gcp("g2-standard-96", "l4", "nvidia-l4", 8, 96, 384, 0, 100, None, 8.0033),
-        _gcp("a2-highgpu-1g", "a100-40gb", "nvidia-tesla-a100", 1, 12, 85, 0, 24, None, 3.6734),
-        _gcp("a2-highgpu-2g", "a100-40gb", "nvidia-tesla-a100", 2, 24, 170, 0, 32, None, 7.3468),
-        _gcp("a2-highgpu-4g", "a100-40gb", "nvidia-tesla-a100", 4, 48, 340, 0, 50, None, 14.6936),
-        _gcp("a2-highgpu-8g", "a100-40gb", "nvidia-tesla-a100", 8, 96, 680, 0, 100, None, 29.3872),
-        _gcp("a2-ultragpu-1g", "a100-80gb", "nvidia-a100-80gb", 1, 12, 170, 375, 24, None, 5.0688, _W),
-        _gcp("a2-ultragpu-2g", "a100-80gb", "nvidia-a100-80gb", 2, 24, 340, 750, 32, None, 10.1376, _W),
-        _gcp("a2-ultragpu-4g", "a100-80gb", "nvidia-a100-80gb", 4, 48, 680, 1500, 50, None, 20.2752, _W),
-        _gcp("a2-ultragpu-8g", "a100-80gb", "nvidia-a100-80gb", 8, 96, 1360, 3000, 100, None, 40.5504, _W),
-        _gcp("a3-highgpu-8g", "h100", "nvidia-h100-80gb", 8, 208, 1872, 6000, 1000, "gpudirect-tcpx", 88.25, _W),
-        _gcp("a3-megagpu-8g", "h100", "nvidia-h100-mega-80gb", 8, 208, 1872, 6000, 1800, "gpudirect-tcpxo", 92.0, _W),
-        _gcp("a3-ultragpu-8g", "h200", "nvidia-h200-141gb", 8, 224, 2952, 12000, 3200, "rdma", 84.81, _W),
-        _gcp("a4-highgpu-8g", "b200", "nvidia-b200", 8, 224, 3968, 12000, 3600, "rdma", 106.0, _W),
-    ]
-}
-
-
-# GCP machine families not sold on demand, only through reservations, flex-start or Spot
-# (cloud.google.com/compute/docs/accelerator-optimized-machines: A3 Ultra and A4 consumption options ⚠ re-check).
-NOT_ON_DEMAND = {"gcp": ("a3-ultragpu", "a4-highgpu")}
+# machine families sold only through reservations, flex-start or Spot
+NOT_ON_DEMAND: dict[str, tuple[str, ...]] = {}
+for _n in read_table("not_on_demand.csv", NotOnDemand, key=("cloud", "family"),
+                     allowed={"cloud": ("cloud", ("aws", "gcp"))}):
+    NOT_ON_DEMAND[_n.cloud] = (*NOT_ON_DEMAND.get(_n.cloud, ()), _n.family)
 
 
 def offered(inst: InstanceType, capacity_type: str = "onDemand") -> bool:

@@ -1,14 +1,12 @@
-"""The blind batches (measurements.blind_batches): every batch's rows hang together with the catalog and the other
+"""The blind batches (measurements.blind_batches, components/catalog/data/measurements/blind*.csv): every batch's rows hang together with the catalog and the other
 tables, and each batch's counts and a few rows read by hand from their sources."""
 import pytest
 
 from components.catalog import ACCELERATORS, MODELS, PRECISIONS
 from components.catalog.measurements import blind_batches, every_row
-from components.catalog.measurements_blind3 import BLIND3
-from components.catalog.measurements_blind4 import BLIND4
-from components.catalog.measurements_blind5 import BLIND5
 
 BATCHES = blind_batches()
+BLIND3, BLIND4, BLIND5 = BATCHES["blind3"], BATCHES["blind4"], BATCHES["blind5"]
 
 
 def test_ids_are_unique_across_every_table():
