@@ -77,6 +77,7 @@ BY_CONSTRUCTION = {  # no stack key reaches the property the rule reads; every s
     "vllm-startup-probe": "serving/probes.py: every budget >= MIN_BUDGET_S, the pack's MIN_STARTUP_BUDGET_S",
     "lws-gang-restart": "serving/lws.py RESTART_POLICY: every LeaderWorkerSet recreates its group; no key sets it",
     "lws-startup-leader-created": "serving/lws.py STARTUP_POLICY LeaderCreated; no key sets it",
+    "pd-rdma-in-production": "planner/disagg.py production_problems: production P/D needs an RDMA fabric",
     "runtime-lora-endpoints-blocked": "serving/runtime_lora.py: the model's route answers the adapter endpoints 403",
     "hf-token-from-secret": "the token only travels as the hf-token Secret (platform.py)",
     "keda-target-scalable": "serving/autoscaling.py targets the Deployment it made",
