@@ -29,7 +29,7 @@ from .iam import (LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, load_b
                   pod_identity_role)
 from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, NODE_ADDONS, NODE_MONITORING_ADDON, WORKLOAD_ADDONS,
                             EksAddons, EksControlPlane, endpoint_reachability, preview_secret_reader, token_identity)
-from .versions_check import eks_version_checks
+from .versions_check import eks_version_checks, existing_cluster
 from ... import kubernetes_support
 from .source_access import s3_readers
 from .network import AwsNetwork, network_zones
@@ -128,8 +128,9 @@ class AwsGpuCluster(pulumi.ComponentResource):
         zones, zones_field = network_zones(settings, invoke)
         placements: dict[str, PoolPlacement] = {}
         # EKS's own answer on the minor, an existing cluster's live version and the pinned add-on builds.
+        live = existing_cluster(cluster_name, invoke)
         found, warnings = eks_version_checks(cluster_name, minor, settings.support_type, installed_addons(args),
-                                             invoke, kubernetes_support.today())
+                                             invoke, kubernetes_support.today(), live)
         problems += found
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
@@ -147,13 +148,13 @@ class AwsGpuCluster(pulumi.ComponentResource):
         network = AwsNetwork(f"{name}-network", settings, cluster_name, zones, partition.reverse_dns_prefix,
                              opts=child).facts
         control = EksControlPlane(f"{name}-eks", args, network, partition.partition, opts=child, profile=profile,
-                                  role_arn=role_arn)
+                                  role_arn=role_arn, live=live)
         self.cluster, self.kubeconfig = control.cluster, control.kubeconfig
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig, opts=child)
         tags = {"vllm-platform/stack": pulumi.get_stack(), "vllm-platform/environment": args.environment}
         nodes = AwsNodeGroups(f"{name}-nodes", settings, cluster_name, specs, placements, self.cluster, network,
                               partition.partition, tags, args.pool_models, opts=child,
-                              live_sizes=live_desired_sizes(cluster_name, invoke))
+                              live_sizes=live_desired_sizes(cluster_name, live is not None, invoke))
         addons = EksAddons(f"{name}-addons", self.cluster, EKS_ADDON_VERSIONS[minor], partition.partition,
                            nodes.system, efs_csi=uses_efs(args), node_monitoring=settings.node_auto_repair,
                            opts=child).addons

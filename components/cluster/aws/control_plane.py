@@ -118,14 +118,15 @@ def _role_arn(roles) -> str | None:
     return (roles[0] or {}).get("roleArn") if roles else None
 
 
-def cluster_creator(cluster_name: str, invoke: pulumi.InvokeOptions) -> str | None:
+def cluster_creator(live: Any, invoke: pulumi.InvokeOptions) -> str | None:
     """The IAM principal EKS made (or will make) this cluster's admin: on the run that creates the cluster, the
     identity running `pulumi up` (an assumed role resolves to its role ARN, as EKS records it); afterwards the
-    cluster's CREATOR_TAG. None: a cluster created before the tag existed (nothing is skipped, as before)."""
-    if cluster_name not in aws.eks.get_clusters(opts=invoke).names:
+    cluster's CREATOR_TAG. None: a cluster created before the tag existed (nothing is skipped, as before).
+    `live`: the cluster as it is now (versions_check.existing_cluster), None before it exists."""
+    if live is None:
         caller = aws.get_caller_identity(opts=invoke).arn
         return aws.iam.get_session_context(arn=caller, opts=invoke).issuer_arn
-    return (aws.eks.get_cluster(name=cluster_name, opts=invoke).tags or {}).get(CREATOR_TAG)
+    return (live.tags or {}).get(CREATOR_TAG)
 
 
 def principal(arn: str | None) -> tuple[str, ...] | None:
@@ -174,7 +175,8 @@ class EksControlPlane(pulumi.ComponentResource):
     autoscaler's discovery tags are known before anything is created."""
 
     def __init__(self, name: str, cfg: AwsClusterArgs, network: NetworkFacts, partition: str,
-                 opts: pulumi.ResourceOptions | None = None, profile: Any = None, role_arn: Any = None):
+                 opts: pulumi.ResourceOptions | None = None, profile: Any = None, role_arn: Any = None, *,
+                 live: Any):  # the cluster as it is now (versions_check.existing_cluster), None before it exists
         super().__init__("vllm-platform:aws:EksControlPlane", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         settings, cluster_name = cfg.aws, cfg.cluster.name
@@ -190,7 +192,7 @@ class EksControlPlane(pulumi.ComponentResource):
                                               self, f"EKS control plane of {cluster_name}")
         key_access = aws.iam.RolePolicy(f"{name}-role-secrets-key", role=self.role.id,
                                         policy=self.secrets_key.arn.apply(secrets_key_policy), opts=child)
-        self.creator = cluster_creator(cluster_name, pulumi.InvokeOptions(parent=self))
+        self.creator = cluster_creator(live, pulumi.InvokeOptions(parent=self))
         self.cluster = aws.eks.Cluster(
             f"{name}-cluster", name=cluster_name, version=cfg.cluster.kubernetes_version, role_arn=self.role.arn,
             vpc_config={"subnet_ids": network.private_subnet_ids, **endpoint_access(settings)},

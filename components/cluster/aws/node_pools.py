@@ -156,14 +156,14 @@ def _root(gib: int) -> list[dict]:
 _AUTO_NAME = re.compile(r"(.+)-[0-9a-f]{7}")
 
 
-def live_desired_sizes(cluster_name: str, invoke: pulumi.InvokeOptions) -> dict[str, int]:
+def live_desired_sizes(cluster_name: str, exists: bool, invoke: pulumi.InvokeOptions) -> dict[str, int]:
     """{logical name: desired size} of the node groups the cluster has now; {} before the cluster exists.
 
     Why: `ignore_changes` on desiredSize keeps the size the group was created with (0) as the program's input,
     not the live one, and a refresh does not change that (the engine skips ignored properties). When min or max
     change the provider sends the whole scaling config with that stale size: EKS would set a running group back
     to it, scaling a Capacity Block fleet to zero mid-block. So an existing group is sent its live size."""
-    if cluster_name not in (aws.eks.get_clusters(opts=invoke).names or []):
+    if not exists:
         return {}
     sizes = {}
     for group in aws.eks.get_node_groups(cluster_name=cluster_name, opts=invoke).names or []:

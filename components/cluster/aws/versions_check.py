@@ -82,17 +82,27 @@ def addon_problems(addon: str, pinned: str, minor: str, default: str, latest: st
     return [], []
 
 
+def existing_cluster(cluster_name: str, invoke: pulumi.InvokeOptions) -> aws.eks.GetClusterResult | None:
+    """The EKS cluster of the stack's name as it is now (ListClusters, then DescribeCluster only when listed:
+    getCluster fails for a name that does not exist); None before the first `pulumi up`. Read once per run: the
+    version checks, the cluster creator and the node groups' live sizes all start from it."""
+    if cluster_name not in (aws.eks.get_clusters(opts=invoke).names or []):
+        return None
+    return aws.eks.get_cluster(name=cluster_name, opts=invoke)
+
+
 def eks_version_checks(cluster_name: str, minor: str, support_type: str, addons: dict[str, str],
-                       invoke: pulumi.InvokeOptions, on: date) -> tuple[list[str], list[str]]:
-    """(problems, warnings) for the stack's minor and the add-ons it installs ({name: pinned build})."""
+                       invoke: pulumi.InvokeOptions, on: date,
+                       live: aws.eks.GetClusterResult | None = None) -> tuple[list[str], list[str]]:
+    """(problems, warnings) for the stack's minor and the add-ons it installs ({name: pinned build}); `live`:
+    existing_cluster()."""
     versions = aws.eks.get_cluster_versions(cluster_type="eks", cluster_versions_onlies=[minor], include_all=True,
                                             opts=invoke).cluster_versions or []
     problems, warnings = cluster_version_problems(minor, support_type, versions)
     if problems:
         return problems, warnings
-    if cluster_name in (aws.eks.get_clusters(opts=invoke).names or []):
-        live = aws.eks.get_cluster(name=cluster_name, opts=invoke).version
-        problems += live_version_problems(minor, ".".join(live.split(".")[:2]), cluster_name)
+    if live is not None:
+        problems += live_version_problems(minor, ".".join(live.version.split(".")[:2]), cluster_name)
     if (w := support_warning("aws", minor, on, support_type == "EXTENDED")):
         warnings.append(w)
     for addon, pinned in addons.items():
