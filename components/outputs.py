@@ -87,6 +87,9 @@ def gateway_outputs(gateway: Any) -> dict[str, Any] | None:
     if args.auth:
         out["keysSecret"] = f"{args.namespace}/{KEYS_SECRET}"
         out["clients"] = list(args.clients)
+    if args.token_quotas:
+        out["tokenQuotas"] = {"counts": args.token_quotas.counts, "budgets": dict(args.token_quotas.budgets),
+                              "fleetsPerMinute": args.token_fleets()}
     return out
 
 
@@ -107,4 +110,9 @@ def gateway_lines(gw: dict[str, Any] | None) -> list[str]:
     if gw.get("keysSecret"):
         lines.append(f"  API keys: secret gatewayApiKeys -> Secret {gw['keysSecret']} "
                      f"(clients: {', '.join(gw.get('clients', []))})")
+    if gw.get("tokenQuotas"):
+        from .gateway.quotas import TokenQuotas, quota_lines
+        tq = gw["tokenQuotas"]
+        lines += quota_lines(TokenQuotas(dict(tq["budgets"]), tq["counts"]),
+                             {m: int(n) for m, n in tq["fleetsPerMinute"].items()})
     return lines

@@ -139,7 +139,24 @@ def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, moni
         system_node_selector=dict(facts.system_node_selector), api_keys=api_keys, install=gw.install,
         monitor_labels=dict(monitor_labels or {}),
         # production: no single Envoy proxy or endpoint picker whose drain takes a model's endpoint down
-        proxy_replicas=2 if cfg.production else 1, epp_replicas=2 if cfg.production else 1)
+        proxy_replicas=2 if cfg.production else 1, epp_replicas=2 if cfg.production else 1,
+        token_quotas=token_quotas(gw))
+
+
+def token_quotas(gw: Any):
+    """gateway.tokenQuotas -> the gateway's TokenQuotas: every client's budget by name (None: no quotas)."""
+    from .gateway.quotas import TokenQuotas
+    q = gw.token_quotas
+    return None if q is None else TokenQuotas({c: q.budget(c) for c in gw.clients}, q.counts)
+
+
+def total_tokens_per_s(t: Topology) -> float:
+    """Prompt + answer tokens/s one replica serves at its knee: its output tokens/s x (prompt + output) / output
+    (capacity.py counts both at one request rate). From the output figure, which a P/D fleet's topology carries
+    per instance (planner/disagg.py chosen_topology), where knee_total_tokens_per_s is the aggregated shape's."""
+    if not t.output_tokens:
+        return t.knee_total_tokens_per_s
+    return t.knee_output_tokens_per_s * (t.prompt_tokens + t.output_tokens) / t.output_tokens
 
 
 def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any = None, node_ready_s: int = 0) -> list:
@@ -162,7 +179,9 @@ def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any =
                        {} if on_ray(t, cfg.serving) else selector(t.served_model_name, "server"), VLLM_PORT, **wait(t),
                        max_concurrency=(t.max_replicas * t.concurrency_per_replica) or None,
                        lora=bool(t.engine and t.engine.options.lora), runtime_lora=runtime_updates(t),
-                       disaggregated=t.disaggregated)
+                       disaggregated=t.disaggregated,
+                       max_total_tokens_per_s=t.max_replicas * total_tokens_per_s(t),
+                       max_output_tokens_per_s=t.max_replicas * t.knee_output_tokens_per_s)
             for t in topologies.values()]
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import DNS_LABEL, _Base, cidr_blocks, field_error
+from .token_quotas import GatewayTokenQuotas, check_token_quotas
 
 # ACM certificate ARNs: arn:<partition>:acm:<region>:<account>:certificate/<id> (docs.aws.amazon.com, ACM ARNs).
 ACM_ARN = re.compile(r"^arn:aws(-[a-z]+)*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")
@@ -65,6 +66,9 @@ class GatewaySettings(_Base):
     # The API-key holders (e.g. one per team); their keys are the secret gatewayApiKeys {client: key}.
     clients: list[str] = Field(default_factory=lambda: ["default"])
     rate_limit: GatewayRateLimit = GatewayRateLimit()
+    # Tokens per minute per key and model, charged from each answer's usage (components/config/token_quotas.py);
+    # None: no token budget (the per-key request limit above still holds)
+    token_quotas: GatewayTokenQuotas | None = None
     # Largest request body the gateway forwards (prompt + parameters); beyond it 413.
     max_request_mib: int = Field(4, ge=1, le=1024)
     # A long generation streams for minutes: the gateway's per-request timeout.
@@ -97,6 +101,8 @@ def check_gateway(gw: GatewaySettings, cloud: str, environment: str) -> None:
     if gw.enabled and gw.auth == "none" and environment != "dev":
         raise field_error("gateway.auth", f"none in {environment}: only dev may serve without API keys; set auth: "
                                           f"apiKeys and the secret gatewayApiKeys")
+    if gw.enabled:
+        check_token_quotas(gw.token_quotas, list(gw.clients), gw.auth, gw.install, gw.hostname)
     if gw.tls.mode == "acm" and cloud != "aws":
         raise field_error("gateway.tls.mode", f"acm is an AWS certificate (the NLB terminates it); on {cloud} use "
                                               f"mode secret with a kubernetes.io/tls Secret (cert-manager)")

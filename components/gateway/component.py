@@ -18,7 +18,9 @@ import yaml
 
 from ..versions import CHARTS
 from . import objects as o
+from . import quotas as q
 from . import shared as sh
+from .quota_store import QuotaStore
 from .values import ai_gateway_values, envoy_gateway_values, epp_values
 
 INFERENCEPOOL_CRD = (Path(__file__).resolve().parents[2] / "schemas" / "crds" / "gateway-api-inference-extension"
@@ -60,6 +62,10 @@ class GatewayArgs:
     # across nodes and zones) and endpoint pickers per model (leader-elected, spread across nodes)
     proxy_replicas: int = 1
     epp_replicas: int = 1
+    # gateway.tokenQuotas (gateway/quotas.py): per-key token budgets on the shared URL; the stack then makes no
+    # per-model paths (AI Gateway counts no tokens on a plain HTTPRoute) and, installing the gateway, runs the
+    # rate-limit service's Redis
+    token_quotas: q.TokenQuotas | None = None
 
     @property
     def host(self) -> str:
@@ -68,7 +74,21 @@ class GatewayArgs:
         return self.hostname or "GATEWAY_ADDRESS"
 
     def endpoints(self) -> dict[str, str]:
+        if not self.per_model_paths:  # every model on the shared URL, picked by the body's model
+            return {r.model: sh.shared_url(self.host, self.tls_mode) for r in self.routes}
         return {r.model: o.url(self.host, self.tls_mode, r) for r in self.routes}
+
+    @property
+    def per_model_paths(self) -> bool:
+        """`/<model>/v1` routes: not with token quotas, which only the shared URL counts."""
+        return self.token_quotas is None
+
+    def token_fleets(self) -> dict[str, int]:
+        """model -> tokens/min its fleet serves within the SLA at max replicas, in the tokens the budgets count."""
+        if self.token_quotas is None:
+            return {}
+        return {r.model: q.fleet_tokens_per_minute(self.token_quotas.counts, r.max_total_tokens_per_s,
+                                                   r.max_output_tokens_per_s) for r in self.routes}
 
     @property
     def shared(self) -> bool:
@@ -144,7 +164,7 @@ class InferenceGateway(pulumi.ComponentResource):
         def after(*deps) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[d for d in deps if d]))
 
-        self.gateway = self.pool_crd = self.envoy_gateway = self.ai_gateway = None
+        self.gateway = self.pool_crd = self.envoy_gateway = self.ai_gateway = self.quota_store = None
         ready = base
         if args.install:
             self._install(name, base, after)
@@ -189,23 +209,25 @@ class InferenceGateway(pulumi.ComponentResource):
             # the policies first: the route never serves a request without its key check and limits. One
             # BackendTrafficPolicy per model governs its own route and its rule on the shared route (a rule-level
             # policy replaces the shared route's own there, Envoy Gateway v1.9 backendtrafficpolicy.go)
-            targets = [sh.route_ref(r.model)]
+            targets = [sh.route_ref(r.model)] if args.per_model_paths else []
             if args.shared:
                 targets.append(sh.route_ref(sh.shared_route_of(args.routes, r.model), r.model))
+            tokens = q.token_rules(args.token_quotas) if args.token_quotas else None
             policies = [cr(f"{r.model}-limits", sh.EG_API, "BackendTrafficPolicy", meta,
                            o.backend_traffic_policy_spec(r.model, args.clients, args.requests_per_second,
                                                          args.concurrency(r), args.max_request_mib, args.auth,
-                                                         targets=targets), ready)]
-            if args.auth:
+                                                         targets=targets, token_rules=tokens), ready)]
+            if args.auth and args.per_model_paths:
                 policies.append(cr(f"{r.model}-auth", sh.EG_API, "SecurityPolicy", meta,
                                    o.security_policy_spec(r.model, KEYS_SECRET, args.namespace),
                                    after(keys, self.gateway)))
-            if r.runtime_lora:  # the 403 the route answers the adapter endpoints with, before the route exists
-                policies.append(cr(f"{r.model}-lora-admin", o.EG_FILTER_API, "HTTPRouteFilter",
-                                   {"name": o.lora_admin_filter_name(r.model), "namespace": args.namespace},
-                                   o.lora_admin_filter_spec(), ready))
-            cr(f"{r.model}-route", "gateway.networking.k8s.io/v1", "HTTPRoute", meta,
-               o.http_route_spec(r, args.request_timeout_s, args.hostname), after(*deps, *policies))
+            if args.per_model_paths:  # with token quotas no per-model route, so no filter for it either
+                if r.runtime_lora:  # the 403 the route answers the adapter endpoints with, before the route exists
+                    policies.append(cr(f"{r.model}-lora-admin", o.EG_FILTER_API, "HTTPRouteFilter",
+                                       {"name": o.lora_admin_filter_name(r.model), "namespace": args.namespace},
+                                       o.lora_admin_filter_spec(), ready))
+                cr(f"{r.model}-route", "gateway.networking.k8s.io/v1", "HTTPRoute", meta,
+                   o.http_route_spec(r, args.request_timeout_s, args.hostname), after(*deps, *policies))
             shared_deps += [*deps, *policies]
             if r.multi_node and args.shared:  # Ray Serve via AI Gateway: a Backend naming the Serve Service
                 backend = cr(f"{r.model}-serve-backend", sh.EG_API, "Backend", meta, sh.serve_backend_spec(r), ready)
@@ -213,6 +235,9 @@ class InferenceGateway(pulumi.ComponentResource):
                                       sh.ai_service_backend_spec(r), after(backend)))
         for route_name, group in groups:
             self._shared_route(name, route_name, group, keys, ready, after, cr, shared_deps)
+        if args.token_quotas:  # what `pulumi up` (and `plan`) print: budgets the fleet cannot serve
+            for warning in q.capacity_warnings(args.token_quotas, args.token_fleets()):
+                pulumi.log.warn(warning, resource=self)
         self.endpoints = args.endpoints()
         self.url = args.url
         self.address_command = ADDRESS_COMMAND
@@ -231,8 +256,9 @@ class InferenceGateway(pulumi.ComponentResource):
             policies.append(cr(f"{route_name}-auth", sh.EG_API, "SecurityPolicy", meta,
                                o.security_policy_spec(route_name, KEYS_SECRET, args.namespace),
                                after(keys, self.gateway)))
+        costs = q.llm_request_costs(args.token_quotas) if args.token_quotas else None
         cr(f"{route_name}-route", sh.AIGW_API, "AIGatewayRoute", meta,
-           sh.ai_gateway_route_spec(group, args.request_timeout_s, args.hostname), after(*deps, *policies))
+           sh.ai_gateway_route_spec(group, args.request_timeout_s, args.hostname, costs), after(*deps, *policies))
 
     def _install(self, name: str, base: pulumi.ResourceOptions, after) -> None:
         """What a cluster runs once: the controllers, their namespaces and the InferencePool CRD."""
@@ -247,9 +273,13 @@ class InferenceGateway(pulumi.ComponentResource):
             # cluster-wide: deleting it deletes every InferencePool in the cluster (other stacks', GKE's own), so a
             # destroy leaves it, as Helm leaves the CRDs in its charts' crds/ (docs/gateway.md, UPGRADING.md)
             opts=pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(retain_on_delete=True)))
+        # token quotas: the rate-limit service's Redis first, so its Deployment starts against a reachable store
+        self.quota_store = QuotaStore(f"{name}-quota-store", self.args.system_node_selector, LABELS,
+                                      after(namespaces[0])) if self.args.token_quotas else None
+        rate_limit = q.rate_limit_config(q.REDIS_NAME) if self.args.token_quotas else None
         self.envoy_gateway = k8s.helm.v3.Release(
-            f"{name}-envoy-gateway", **release_args("gateway-helm", o.NAMESPACE, envoy_gateway_values()),
-            opts=after(namespaces[0], self.pool_crd))
+            f"{name}-envoy-gateway", **release_args("gateway-helm", o.NAMESPACE, envoy_gateway_values(rate_limit)),
+            opts=after(namespaces[0], self.pool_crd, self.quota_store))
         ai_crds = k8s.helm.v3.Release(
             f"{name}-ai-gateway-crds", **release_args("ai-gateway-crds-helm", o.AI_GATEWAY_NAMESPACE, {}),
             opts=after(namespaces[1]))

@@ -54,6 +54,10 @@ class ModelRoute:
     lora: bool = False
     runtime_lora: bool = False
     disaggregated: bool = False  # prefill and decode pods (planner/disagg.py): the picker's P/D profile
+    # What the fleet serves within the SLA at max replicas, tokens/s (planner/capacity.py's knee x max replicas):
+    # the token quotas' plan line and capacity warning compare the budgets with it (gateway/quotas.py)
+    max_total_tokens_per_s: float = 0.0
+    max_output_tokens_per_s: float = 0.0
 
     @property
     def path(self) -> str:
@@ -226,18 +230,23 @@ def security_policy_spec(model: str, keys_secret: str, keys_namespace: str) -> d
 
 
 def backend_traffic_policy_spec(model: str, clients: list[str], requests_per_second: int, concurrent: int | None,
-                                max_request_mib: int, auth: bool, targets: list[dict] | None = None) -> dict:
+                                max_request_mib: int, auth: bool, targets: list[dict] | None = None,
+                                token_rules: list[dict] | None = None) -> dict:
     """Per key: requests/s (local rate limit per client id, 429 beyond it); per model: concurrent requests
     (circuit breaker on the model's backend, 503 beyond it; None: no breaker, for a route without a backend of its
     own) and the request size (buffered up to the limit, 413 beyond it). targets: the HTTPRoute (rules) it
-    governs, by default the model's own route."""
+    governs, by default the model's own route. token_rules: the per-key token budgets (gateway/quotas.py), global
+    rules beside the local request limits (Envoy Gateway v1.9.0 takes both when `type`, deprecated, is unset:
+    internal/gatewayapi/backendtrafficpolicy.go buildBothRateLimit)."""
     if auth:
         rules = [{"clientSelectors": [{"headers": [{"name": CLIENT_HEADER, "type": "Exact", "value": c}]}],
                   "limit": {"requests": requests_per_second, "unit": "Second"}} for c in clients]
     else:  # no identity: one bucket for everyone
         rules = [{"limit": {"requests": requests_per_second, "unit": "Second"}}]
-    spec: dict = {"targetRefs": targets or [_route_ref(model)],
-                  "rateLimit": {"type": "Local", "local": {"rules": rules}},
+    rate_limit: dict = {"type": "Local", "local": {"rules": rules}}
+    if token_rules:
+        rate_limit = {"local": {"rules": rules}, "global": {"rules": list(token_rules)}}
+    spec: dict = {"targetRefs": targets or [_route_ref(model)], "rateLimit": rate_limit,
                   "requestBuffer": {"limit": f"{max_request_mib}Mi"}}
     if concurrent is not None:
         # maxPendingRequests only queues for an upstream connection; a request beyond maxParallelRequests is

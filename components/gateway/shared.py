@@ -48,9 +48,12 @@ def rule_backend(r: ModelRoute) -> dict:
     return {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": r.model}
 
 
-def ai_gateway_route_spec(routes: list[ModelRoute], timeout_s: int, hostname: str | None) -> dict:
+def ai_gateway_route_spec(routes: list[ModelRoute], timeout_s: int, hostname: str | None,
+                          llm_request_costs: list[dict] | None = None) -> dict:
     """One rule per model, named after it (so a BackendTrafficPolicy can target the rule by sectionName): the
-    body's model equals the served name -> the model's backend. Timeout as the per-model route's."""
+    body's model equals the served name -> the model's backend. Timeout as the per-model route's.
+    llm_request_costs: the token counts AI Gateway writes into Envoy's metadata for the token quotas
+    (gateway/quotas.py)."""
     spec: dict = {
         "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": GATEWAY_NAME,
                         "namespace": NAMESPACE}],
@@ -61,6 +64,8 @@ def ai_gateway_route_spec(routes: list[ModelRoute], timeout_s: int, hostname: st
     }
     if hostname:
         spec["hostnames"] = [hostname]
+    if llm_request_costs:
+        spec["llmRequestCosts"] = list(llm_request_costs)
     return spec
 
 

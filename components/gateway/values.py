@@ -20,11 +20,12 @@ EXTENSION_PORT = 1063
 EPP_FAILURE_MODE = "FailClose"
 
 
-def envoy_gateway_values() -> dict:
+def envoy_gateway_values(rate_limit: dict | None = None) -> dict:
     """gateway-helm: `config.envoyGateway` is the EnvoyGateway object the chart writes verbatim into the
-    controller's ConfigMap (chart values.yaml: "Visit .../extension_types/#envoygateway to view all options")."""
+    controller's ConfigMap (chart values.yaml: "Visit .../extension_types/#envoygateway to view all options").
+    rate_limit: the global rate-limit service's part for the token quotas (gateway/quotas.rate_limit_config)."""
     every = {"includeAll": True}
-    return {"config": {"envoyGateway": {
+    values = {"config": {"envoyGateway": {
         "gateway": {"controllerName": CONTROLLER_NAME},
         "provider": {"type": "Kubernetes"},
         "logging": {"level": {"default": "info"}},
@@ -38,6 +39,11 @@ def envoy_gateway_values() -> dict:
                                   "version": "v1"}],
         },
     }}}
+    if rate_limit:
+        eg = values["config"]["envoyGateway"]
+        eg["rateLimit"] = rate_limit["rateLimit"]
+        eg["provider"] = {**eg["provider"], **rate_limit["provider"]}
+    return values
 
 
 def ai_gateway_values() -> dict:

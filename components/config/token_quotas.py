@@ -1,0 +1,56 @@
+"""`gateway.tokenQuotas`: tokens per minute per API key and model, charged from each answer's token usage
+(components/gateway/quotas.py, docs/gateway.md "Token quotas").
+
+Envoy AI Gateway v1.1.0 reads the usage of every answer on the shared URL and Envoy Gateway's global rate limit
+(its rate-limit service, on a Redis this stack runs) charges it to the caller's budget; a caller over budget gets
+429 until the minute's window has room again. The per-key request limits (`gateway.rateLimit`) stay as they are.
+Budgets are per client NAME (gateway.clients), never per key value: the keys stay the secret gatewayApiKeys.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from .base import _Base, field_error
+
+# Envoy Gateway v1.9.0 BackendTrafficPolicy rateLimit.*.rules[].limit.requests: int64, maximum 4294967295
+# (schemas/crds/envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.yaml).
+MAX_LIMIT = 4_294_967_295
+
+
+class GatewayTokenQuotas(_Base):
+    """tokensPerMinute: each client's budget per model; clients: a different budget for some clients (by name);
+    counts: which tokens are charged (total: prompt + answer, what the planner's fleet capacity counts)."""
+    tokens_per_minute: int = Field(ge=1, le=MAX_LIMIT)
+    clients: dict[str, int] = Field(default_factory=dict)
+    counts: Literal["total", "output", "input"] = "total"
+
+    @model_validator(mode="after")
+    def _budgets(self):
+        bad = sorted(c for c, n in self.clients.items() if not 1 <= n <= MAX_LIMIT)
+        if bad:
+            raise field_error("clients", f"{', '.join(bad)}: a budget is 1..{MAX_LIMIT} tokens per minute "
+                                         f"(to stop a client, remove it from gateway.clients)")
+        return self
+
+    def budget(self, client: str) -> int:
+        return self.clients.get(client, self.tokens_per_minute)
+
+
+def check_token_quotas(q: GatewayTokenQuotas | None, clients: list[str], auth: str, install: bool,
+                       hostname: str | None) -> None:
+    """What the quotas must agree with in `gateway:` (check_gateway calls it)."""
+    if q is None:
+        return
+    if auth != "apiKeys":
+        raise field_error("gateway.tokenQuotas", f"needs gateway.auth: apiKeys (it is {auth}): a budget belongs to "
+                                                 f"an API key's client, and without keys there is no client")
+    unknown = sorted(set(q.clients) - set(clients))
+    if unknown:
+        raise field_error("gateway.tokenQuotas.clients", f"{', '.join(unknown)}: not in gateway.clients "
+                                                         f"({', '.join(clients)}); a budget is set per client name")
+    if not install and not hostname:
+        raise field_error("gateway.tokenQuotas", "on a cluster stack's Gateway (gateway.install: false) needs "
+                                                 "gateway.hostname: tokens are counted on the shared URL only, "
+                                                 "which such a stack gets only with a hostname of its own")

@@ -1,0 +1,142 @@
+"""Token quotas (`gateway.tokenQuotas`, components/config/token_quotas.py) as plain specs (pure; docs/gateway.md).
+
+How the tokens are counted, read from the pinned sources:
+- Envoy AI Gateway v1.1.0 writes each answer's token usage into Envoy's dynamic metadata, namespace
+  `io.envoy.ai_gateway` (api/v1beta1/shared_types.go AIGatewayFilterMetadataNamespace), under the key an
+  AIGatewayRoute's `spec.llmRequestCosts[].metadataKey` names, for the type it names (InputToken, OutputToken,
+  TotalToken, ...). Its filter runs only on routes an AIGatewayRoute generates (internal/extensionserver/
+  post_translate_modify.go: the filter is inserted disabled and enabled per route isRouteGeneratedByAIGateway):
+  a plain HTTPRoute (the per-model paths `/<model>/v1`) counts no tokens, so with quotas on the stack makes no
+  per-model paths and every model is reached through the shared URL.
+- A streaming chat completion gets `stream_options.include_usage: true` forced in when a cost is configured
+  (internal/endpointspec/endpointspec.go ChatCompletionsEndpointSpec.ParseBody), so a client cannot dodge the
+  count by not asking for usage; `/v1/completions` is not forced (docs/gateway.md: what is not covered).
+- Envoy Gateway v1.9.0 global rate limit rules (BackendTrafficPolicy rateLimit.global, CRD in schemas/crds/
+  envoy-gateway): `cost.request` Number 0 checks the budget without charging, `cost.response` from Metadata
+  charges the usage when the answer ends (site/docs/capabilities/traffic/usage-based-ratelimiting.md at
+  ai-gateway v1.1.0, and its examples/token_ratelimit/token_ratelimit.yaml). An answer admitted under budget
+  finishes even if it overshoots; the next request of that key in the window gets 429.
+- The rule's client selector is the client id the API-key check forwards (objects.CLIENT_HEADER, set by
+  Envoy's api_key_auth filter from the matched key, so a caller cannot choose it): one Exact rule per client,
+  each with its own budget.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .objects import CLIENT_HEADER, NAMESPACE
+
+METADATA_NAMESPACE = "io.envoy.ai_gateway"
+# counts -> (AIGatewayRoute llmRequestCosts type, the metadata key the stack names it). The keys are the ones the
+# upstream example and docs use (examples/token_ratelimit/token_ratelimit.yaml at v1.1.0).
+COST_TYPES = {"total": ("TotalToken", "llm_total_token"), "output": ("OutputToken", "llm_output_token"),
+              "input": ("InputToken", "llm_input_token")}
+UNIT = "Minute"
+
+# The rate-limit service's Redis (components/gateway/quota_store.py): in the gateway's namespace, where Envoy
+# Gateway runs its rate-limit Deployment `envoy-ratelimit` (v1.9.0 internal/infrastructure/kubernetes/ratelimit/
+# resource.go InfraName, in the controller's namespace).
+REDIS_NAME = "ratelimit-redis"
+REDIS_PORT = 6379
+REDIS_URL = f"{REDIS_NAME}.{NAMESPACE}.svc.cluster.local:{REDIS_PORT}"
+REDIS_PASSWORD_KEY = "password"
+REDIS_CONFIG_KEY = "redis.conf"
+# One pod on the system nodes: counters of a few clients x models are kilobytes; maxmemory (redis_conf) below it
+REDIS_RESOURCES = {"cpu": "250m", "memory": "768Mi"}
+# envoyproxy/ratelimit reads the Redis password from REDIS_AUTH (src/settings/settings.go, `envconfig:"REDIS_AUTH"`);
+# Envoy Gateway v1.9.0 has no password field (api/v1alpha1/envoygateway_types.go RateLimitRedisSettings: url,
+# urlRef, tls), so the stack adds it to the rate-limit container's env (KubernetesContainerSpec.env, merged by
+# resource.go expectedRateLimitContainerEnv -> ExpectedContainerEnv).
+REDIS_AUTH_ENV = "REDIS_AUTH"
+# The rate-limit pods' labels (resource.go rateLimitLabels): the only pods the Redis NetworkPolicy admits.
+RATELIMIT_POD_LABELS = {"app.kubernetes.io/name": "envoy-ratelimit", "app.kubernetes.io/component": "ratelimit",
+                        "app.kubernetes.io/managed-by": "envoy-gateway"}
+
+
+@dataclass(frozen=True)
+class TokenQuotas:
+    """What the gateway needs of gateway.tokenQuotas: a budget per client (tokens per minute, per model)."""
+    budgets: dict[str, int] = field(default_factory=dict)   # client name -> tokens per minute
+    counts: str = "total"                                    # total | output | input
+
+    @property
+    def cost_type(self) -> str:
+        return COST_TYPES[self.counts][0]
+
+    @property
+    def metadata_key(self) -> str:
+        return COST_TYPES[self.counts][1]
+
+
+def llm_request_costs(q: TokenQuotas) -> list[dict]:
+    """AIGatewayRoute spec.llmRequestCosts: the one count the budgets charge."""
+    return [{"metadataKey": q.metadata_key, "type": q.cost_type}]
+
+
+def token_rules(q: TokenQuotas) -> list[dict]:
+    """BackendTrafficPolicy rateLimit.global.rules: per client, its budget per minute, charged from the answer's
+    usage (the request itself costs 0: it only checks that the budget has room)."""
+    return [{"clientSelectors": [{"headers": [{"name": CLIENT_HEADER, "type": "Exact", "value": client}]}],
+             "limit": {"requests": budget, "unit": UNIT},
+             "cost": {"request": {"from": "Number", "number": 0},
+                      "response": {"from": "Metadata",
+                                   "metadata": {"namespace": METADATA_NAMESPACE, "key": q.metadata_key}}}}
+            for client, budget in q.budgets.items()]
+
+
+def rate_limit_config(secret: str) -> dict:
+    """The EnvoyGateway config's part (gateway-helm config.envoyGateway) that runs the global rate-limit service
+    on the stack's Redis. failClosed false (Envoy Gateway's default, spelled out): while the Redis restarts the
+    token budgets are not enforced rather than every request failing with 500; the per-key request limits
+    (local, in Envoy) still hold."""
+    return {
+        "rateLimit": {"backend": {"type": "Redis", "redis": {"url": REDIS_URL}}, "failClosed": False},
+        "provider": {"kubernetes": {"rateLimitDeployment": {"container": {"env": [
+            {"name": REDIS_AUTH_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": REDIS_PASSWORD_KEY}}}]}}}},
+    }
+
+
+def redis_conf(password: str) -> str:
+    """Counters only, in memory: each lives one minute's window, so a restart forgets at most one window (a key
+    may use up to one extra minute's budget); no append-only file, no snapshots, no volume. Every counter carries
+    its window as TTL (envoyproxy/ratelimit sets one with each INCRBY), so when memory is full Redis drops the
+    counters closest to expiry instead of refusing writes."""
+    return "\n".join([f"requirepass {password}", f"port {REDIS_PORT}", "dir /data", "save \"\"", "appendonly no",
+                      "maxmemory 512mb", "maxmemory-policy volatile-ttl"]) + "\n"
+
+
+def redis_network_policy_spec(selector: dict[str, str]) -> dict:
+    """Only Envoy Gateway's rate-limit pods reach the counters."""
+    return {"podSelector": {"matchLabels": dict(selector)}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": dict(RATELIMIT_POD_LABELS)}}],
+                         "ports": [{"port": REDIS_PORT, "protocol": "TCP"}]}]}
+
+
+def fleet_tokens_per_minute(counts: str, total_per_s: float, output_per_s: float) -> int:
+    """What a model's fleet serves within the SLA at max replicas, in the tokens the budgets count."""
+    per_s = {"total": total_per_s, "output": output_per_s, "input": max(total_per_s - output_per_s, 0.0)}[counts]
+    return int(per_s * 60)
+
+
+def capacity_warnings(q: TokenQuotas, fleets: dict[str, int]) -> list[str]:
+    """Per model whose summed budgets exceed what its fleet serves at max replicas (fleets: model -> tokens/min;
+    0: unknown, no warning): the budgets then cannot keep the model within its SLA when every key spends them."""
+    total = sum(q.budgets.values())
+    return [f"gateway.tokenQuotas: the clients' budgets sum to {total:,} {q.counts} tokens/min per model, more than "
+            f"{model} serves within its SLA at max replicas ({fleet:,}/min): with every key at its budget the "
+            f"model queues past its SLA; lower the budgets or raise models[].replicas.max"
+            for model, fleet in sorted(fleets.items()) if fleet and total > fleet]
+
+
+def quota_lines(q: TokenQuotas | None, fleets: dict[str, int]) -> list[str]:
+    """What `plan` prints: each client's budget, and each model's fleet capacity beside the summed budgets."""
+    if q is None:
+        return []
+    budgets = ", ".join(f"{c} {n:,}" for c, n in q.budgets.items())
+    lines = [f"  token quotas ({q.counts} tokens/min per key and model, 429 beyond): {budgets}",
+             f"    counted by Envoy Gateway's rate-limit service on Redis {REDIS_URL} (one pod, "
+             f"{REDIS_RESOURCES['cpu']} CPU / {REDIS_RESOURCES['memory']} on the system nodes, in memory: a restart "
+             f"forgets the current minute); only the shared URL, no per-model paths"]
+    lines += [f"    {model}: budgets sum {sum(q.budgets.values()):,}/min, fleet at max replicas {fleet:,}/min"
+              for model, fleet in sorted(fleets.items()) if fleet]
+    return lines
