@@ -89,7 +89,8 @@ def gateway_outputs(gateway: Any) -> dict[str, Any] | None:
         out["clients"] = list(args.clients)
     if args.token_quotas:
         out["tokenQuotas"] = {"counts": args.token_quotas.counts, "budgets": dict(args.token_quotas.budgets),
-                              "fleetsPerMinute": args.token_fleets()}
+                              "fleetsPerMinute": args.token_fleets(),
+                              "rateLimitReplicas": args.proxy_replicas}
     return out
 
 
@@ -114,5 +115,6 @@ def gateway_lines(gw: dict[str, Any] | None) -> list[str]:
         from .gateway.quotas import TokenQuotas, quota_lines
         tq = gw["tokenQuotas"]
         lines += quota_lines(TokenQuotas(dict(tq["budgets"]), tq["counts"]),
-                             {m: int(n) for m, n in tq["fleetsPerMinute"].items()})
+                             {m: int(n) for m, n in tq["fleetsPerMinute"].items()},
+                             int(tq.get("rateLimitReplicas", 1)))
     return lines

@@ -102,7 +102,7 @@ def check_gateway(gw: GatewaySettings, cloud: str, environment: str) -> None:
         raise field_error("gateway.auth", f"none in {environment}: only dev may serve without API keys; set auth: "
                                           f"apiKeys and the secret gatewayApiKeys")
     if gw.enabled:
-        check_token_quotas(gw.token_quotas, list(gw.clients), gw.auth, gw.install, gw.hostname)
+        check_token_quotas(gw.token_quotas, list(gw.clients), gw.auth, gw.install)
     if gw.tls.mode == "acm" and cloud != "aws":
         raise field_error("gateway.tls.mode", f"acm is an AWS certificate (the NLB terminates it); on {cloud} use "
                                               f"mode secret with a kubernetes.io/tls Secret (cert-manager)")

@@ -1,9 +1,9 @@
 """`gateway.tokenQuotas`: tokens per minute per API key and model, charged from each answer's token usage
-(components/gateway/quotas.py, docs/gateway.md "Token quotas").
+(components/gateway/quotas.py, docs/token-quotas.md).
 
-Envoy AI Gateway v1.1.0 reads the usage of every answer on the shared URL and Envoy Gateway's global rate limit
-(its rate-limit service, on a Redis this stack runs) charges it to the caller's budget; a caller over budget gets
-429 until the minute's window has room again. The per-key request limits (`gateway.rateLimit`) stay as they are.
+Envoy AI Gateway v1.1.0 reads the usage of every answer on the shared URL and Envoy Gateway v1.9.0's global rate
+limit (its rate-limit service, on a Redis this stack runs) charges it to the caller's budget; a caller over budget
+gets 429 until the minute's window has room again (docs/token-quotas.md). The per-key request limits (`gateway.rateLimit`) stay as they are.
 Budgets are per client NAME (gateway.clients), never per key value: the keys stay the secret gatewayApiKeys.
 """
 from __future__ import annotations
@@ -38,8 +38,7 @@ class GatewayTokenQuotas(_Base):
         return self.clients.get(client, self.tokens_per_minute)
 
 
-def check_token_quotas(q: GatewayTokenQuotas | None, clients: list[str], auth: str, install: bool,
-                       hostname: str | None) -> None:
+def check_token_quotas(q: GatewayTokenQuotas | None, clients: list[str], auth: str, install: bool) -> None:
     """What the quotas must agree with in `gateway:` (check_gateway calls it)."""
     if q is None:
         return
@@ -50,7 +49,12 @@ def check_token_quotas(q: GatewayTokenQuotas | None, clients: list[str], auth: s
     if unknown:
         raise field_error("gateway.tokenQuotas.clients", f"{', '.join(unknown)}: not in gateway.clients "
                                                          f"({', '.join(clients)}); a budget is set per client name")
-    if not install and not hostname:
-        raise field_error("gateway.tokenQuotas", "on a cluster stack's Gateway (gateway.install: false) needs "
-                                                 "gateway.hostname: tokens are counted on the shared URL only, "
-                                                 "which such a stack gets only with a hostname of its own")
+    if not install:
+        # Envoy Gateway refuses a BackendTrafficPolicy with global rules unless its own config runs the rate-limit
+        # service (v1.9.0 internal/gatewayapi/backendtrafficpolicy.go buildGlobalRateLimit: "enable Ratelimit in
+        # the EnvoyGateway config"), and the refused policy takes the model's request limits and circuit
+        # breaker with it; a cluster stack's install has no rate-limit service
+        raise field_error("gateway.tokenQuotas", "needs gateway.install: true: the rate-limit service and its "
+                                                 "Redis come with the stack's own Envoy Gateway install, which a "
+                                                 "cluster stack's Gateway (gateway.install: false) runs without; "
+                                                 "remove tokenQuotas or install the gateway in this stack")

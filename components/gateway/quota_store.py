@@ -1,5 +1,5 @@
 """The Redis behind the token quotas: Envoy Gateway's rate-limit service keeps its counters there
-(components/gateway/quotas.py says what is counted; docs/gateway.md "Token quotas").
+(components/gateway/quotas.py says what is counted; docs/token-quotas.md).
 
 One in-memory pod in the gateway's namespace, password-protected (the password a Pulumi secret, in a Secret the
 rate-limit container reads as REDIS_AUTH) and reachable only from the rate-limit pods. No volume and no
@@ -47,6 +47,7 @@ class QuotaStore(pulumi.ComponentResource):
         super().__init__("vllm-platform:gateway:QuotaStore", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=opts.provider, depends_on=opts.depends_on)
         meta = {"name": REDIS_NAME, "namespace": NAMESPACE, "labels": {**labels, **SELECTOR}}
+        # alphanumeric: envoyproxy/ratelimit would read a colon in REDIS_AUTH as user:password (quotas.py)
         password = random.RandomPassword(f"{name}-password", length=40, special=False,
                                          opts=pulumi.ResourceOptions(parent=self))
         self.secret = k8s.core.v1.Secret(

@@ -18,7 +18,9 @@ How the tokens are counted, read from the pinned sources:
   finishes even if it overshoots; the next request of that key in the window gets 429.
 - The rule's client selector is the client id the API-key check forwards (objects.CLIENT_HEADER, set by
   Envoy's api_key_auth filter from the matched key, so a caller cannot choose it): one Exact rule per client,
-  each with its own budget.
+  each with its own budget. A rule is not `shared`, so each policy target counts on its own (v1.9.0
+  api/v1alpha1/ratelimit_types.go RateLimitRule.Shared, default false): the model's policy targets the model's
+  rule of the shared route, so a budget is per key AND model.
 """
 from __future__ import annotations
 
@@ -43,7 +45,9 @@ REDIS_PASSWORD_KEY = "password"
 REDIS_CONFIG_KEY = "redis.conf"
 # One pod on the system nodes: counters of a few clients x models are kilobytes; maxmemory (redis_conf) below it
 REDIS_RESOURCES = {"cpu": "250m", "memory": "768Mi"}
-# envoyproxy/ratelimit reads the Redis password from REDIS_AUTH (src/settings/settings.go, `envconfig:"REDIS_AUTH"`);
+# envoyproxy/ratelimit reads the Redis password from REDIS_AUTH (src/settings/settings.go, `envconfig:"REDIS_AUTH"`;
+# src/redis/driver_impl.go createDialer splits "user:password" at the first colon, so the password has none:
+# quota_store.py makes it alphanumeric);
 # Envoy Gateway v1.9.0 has no password field (api/v1alpha1/envoygateway_types.go RateLimitRedisSettings: url,
 # urlRef, tls), so the stack adds it to the rate-limit container's env (KubernetesContainerSpec.env, merged by
 # resource.go expectedRateLimitContainerEnv -> ExpectedContainerEnv).
@@ -84,15 +88,22 @@ def token_rules(q: TokenQuotas) -> list[dict]:
             for client, budget in q.budgets.items()]
 
 
-def rate_limit_config(secret: str) -> dict:
+def rate_limit_config(secret: str, node_selector: dict[str, str] | None = None, replicas: int = 1) -> dict:
     """The EnvoyGateway config's part (gateway-helm config.envoyGateway) that runs the global rate-limit service
-    on the stack's Redis. failClosed false (Envoy Gateway's default, spelled out): while the Redis restarts the
-    token budgets are not enforced rather than every request failing with 500; the per-key request limits
-    (local, in Envoy) still hold."""
+    on the stack's Redis. The chart merges it over its own defaults (v1.9.0 templates/envoy-gateway-config.yaml
+    `merge $userEnvoyGatewayConfig $baseEnvoyGatewayConfig`), so the rate-limit image it sets stays; Envoy
+    Gateway fills in the rest of the Deployment (api/v1alpha1/envoygateway_helpers.go defaultKubernetesDeploymentSpec).
+    failClosed false (Envoy Gateway's default, envoygateway_types.go "If not set, FailClosed is False", spelled
+    out): while the Redis restarts the token budgets are not enforced rather than every request failing with 500;
+    the per-key request limits (local, in Envoy) still hold. The rate-limit pods run where the Envoy proxies do
+    (the system nodes), as many as the proxies (production: 2, so a drain leaves one answering)."""
+    deployment: dict = {"replicas": replicas, "container": {"env": [
+        {"name": REDIS_AUTH_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": REDIS_PASSWORD_KEY}}}]}}
+    if node_selector:
+        deployment["pod"] = {"nodeSelector": dict(node_selector)}
     return {
         "rateLimit": {"backend": {"type": "Redis", "redis": {"url": REDIS_URL}}, "failClosed": False},
-        "provider": {"kubernetes": {"rateLimitDeployment": {"container": {"env": [
-            {"name": REDIS_AUTH_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": REDIS_PASSWORD_KEY}}}]}}}},
+        "provider": {"kubernetes": {"rateLimitDeployment": deployment}},
     }
 
 
@@ -128,15 +139,26 @@ def capacity_warnings(q: TokenQuotas, fleets: dict[str, int]) -> list[str]:
             for model, fleet in sorted(fleets.items()) if fleet and total > fleet]
 
 
-def quota_lines(q: TokenQuotas | None, fleets: dict[str, int]) -> list[str]:
-    """What `plan` prints: each client's budget, and each model's fleet capacity beside the summed budgets."""
+# What Envoy Gateway v1.9.0 requests for each rate-limit pod unless told otherwise (api/v1alpha1/shared_types.go
+# DefaultDeploymentCPUResourceRequests / DefaultDeploymentMemoryResourceRequests, kubernetes_helpers.go
+# DefaultResourceRequirements): the plan's cost line
+RATELIMIT_RESOURCES = {"cpu": "100m", "memory": "512Mi"}
+
+
+def quota_lines(q: TokenQuotas | None, fleets: dict[str, int], ratelimit_replicas: int = 1) -> list[str]:
+    """What `plan` prints: each client's budget, what the budgets cost to run, and each model's fleet capacity
+    beside the summed budgets."""
     if q is None:
         return []
     budgets = ", ".join(f"{c} {n:,}" for c, n in q.budgets.items())
     lines = [f"  token quotas ({q.counts} tokens/min per key and model, 429 beyond): {budgets}",
-             f"    counted by Envoy Gateway's rate-limit service on Redis {REDIS_URL} (one pod, "
-             f"{REDIS_RESOURCES['cpu']} CPU / {REDIS_RESOURCES['memory']} on the system nodes, in memory: a restart "
-             f"forgets the current minute); only the shared URL, no per-model paths"]
+             f"    counted on the shared URL only (no per-model paths) by Envoy Gateway's rate-limit service, "
+             f"counters on Redis {REDIS_URL} (in memory: a restart forgets the current minute; while it is down the "
+             f"budgets are not enforced, fail open)",
+             f"    added cost: no bill line, on the system nodes: Redis 1 pod {REDIS_RESOURCES['cpu']} CPU / "
+             f"{REDIS_RESOURCES['memory']}, envoy-ratelimit {ratelimit_replicas} pod(s) {RATELIMIT_RESOURCES['cpu']} "
+             f"CPU / {RATELIMIT_RESOURCES['memory']} each"]
     lines += [f"    {model}: budgets sum {sum(q.budgets.values()):,}/min, fleet at max replicas {fleet:,}/min"
+              f"{' ⚠ above what the fleet serves' if sum(q.budgets.values()) > fleet else ''}"
               for model, fleet in sorted(fleets.items()) if fleet]
     return lines
