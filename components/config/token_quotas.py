@@ -22,12 +22,16 @@ MAX_LIMIT = 4_294_967_295
 class GatewayTokenQuotas(_Base):
     """tokensPerMinute: each client's budget per model; clients: a different budget for some clients (by name);
     counts: which tokens are charged (total: prompt + answer, what the planner's fleet capacity counts)."""
-    tokens_per_minute: int = Field(ge=1, le=MAX_LIMIT)
+    tokens_per_minute: int
     clients: dict[str, int] = Field(default_factory=dict)
     counts: Literal["total", "output", "input"] = "total"
 
     @model_validator(mode="after")
     def _budgets(self):
+        if not 1 <= self.tokens_per_minute <= MAX_LIMIT:
+            raise field_error("tokensPerMinute", f"{self.tokens_per_minute}: a budget is 1..{MAX_LIMIT} tokens per "
+                                                 f"minute (the rate limit's largest count); without a budget remove "
+                                                 f"gateway.tokenQuotas")
         bad = sorted(c for c, n in self.clients.items() if not 1 <= n <= MAX_LIMIT)
         if bad:
             raise field_error("clients", f"{', '.join(bad)}: a budget is 1..{MAX_LIMIT} tokens per minute "

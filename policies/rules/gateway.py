@@ -5,8 +5,8 @@ a route in a namespace with no such label counts as non-dev, so a route the stac
 """
 from __future__ import annotations
 
-from .core import MANDATORY, StackResource, as_dict, as_list, get, stack_rule
-from .production import environment_of, environments, metadata, namespace_of
+from .core import ADVISORY, MANDATORY, StackResource, as_dict, as_list, get, stack_rule
+from .production import PRODUCTION, environment_of, environments, metadata, namespace_of
 
 HTTPROUTE = "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute"
 # Envoy AI Gateway generates an HTTPRoute of the same name and namespace from each AIGatewayRoute (v1.1.0
@@ -126,3 +126,48 @@ def runtime_lora_endpoints_blocked(resources: list[StackResource]):
             for path in _unblocked(r):
                 yield r, (f"HTTPRoute {namespace_of(r)}/{metadata(r).get('name')} forwards {path} to a vLLM server "
                           f"that loads LoRA adapters at run time")
+
+
+# Token quotas (components/gateway/quotas.py, docs/token-quotas.md): Envoy Gateway's global rate limit charges each
+# answer's token usage (a rule whose response cost comes from metadata) in its rate-limit service. With the
+# EnvoyGateway config's rateLimit.failClosed false (v1.9.0 api/v1alpha1/envoygateway_types.go: "If FailClosed is
+# false, let the traffic pass"; the default) a request the service cannot answer for passes: while the service or
+# its Redis is down no budget holds. The stack chooses that (a Redis restart must not fail every request with
+# 500); in production it should be a known, watched trade-off.
+RELEASE = "kubernetes:helm.sh/v3:Release"
+BACKEND_TRAFFIC_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy"
+GATEWAY_CHART = "gateway-helm"
+
+
+def _charges_tokens(policy: StackResource) -> bool:
+    return any(get(rule, "cost", "response", "from") == "Metadata"
+               for rule in as_list(get(policy.props, "spec", "rateLimit", "global", "rules")))
+
+
+def _rate_limit_fails_open(resources: list[StackResource]) -> bool | None:
+    """Whether the stack's Envoy Gateway release runs its rate-limit service failing open; None: the stack installs
+    no Envoy Gateway with a rate-limit service (another stack's gateway, unknown here)."""
+    for r in resources:
+        if r.type == RELEASE and str(r.props.get("chart", "")).rsplit("/", 1)[-1] == GATEWAY_CHART:
+            rate_limit = get(r.props, "values", "config", "envoyGateway", "rateLimit")
+            if isinstance(rate_limit, dict):
+                return rate_limit.get("failClosed") is not True
+    return None
+
+
+@stack_rule("token-quotas-fail-open", ADVISORY,
+            "In production a token budget (an Envoy Gateway global rate limit charging each answer's usage) holds "
+            "only while the rate-limit service and its Redis answer: with rateLimit.failClosed false every request "
+            "passes uncounted while either is down, so a Redis restart lets each key spend freely for its duration.",
+            "alert on the rate-limit service and its Redis (Deployments envoy-ratelimit and ratelimit-redis in "
+            "envoy-gateway-system, docs/token-quotas.md), or run a highly available Redis and set "
+            "config.envoyGateway.rateLimit.failClosed: true (every request then fails 500 while it is unreachable)")
+def token_quotas_fail_open(resources: list[StackResource]):
+    if not _rate_limit_fails_open(resources):
+        return
+    by_namespace = environments(resources)
+    for r in resources:
+        if (r.type == BACKEND_TRAFFIC_POLICY and environment_of(r, by_namespace) == PRODUCTION
+                and _charges_tokens(r)):
+            yield r, (f"BackendTrafficPolicy {namespace_of(r)}/{metadata(r).get('name')} charges token budgets in "
+                      f"production while the rate-limit service fails open (rateLimit.failClosed false)")
