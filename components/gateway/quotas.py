@@ -1,4 +1,4 @@
-"""Token quotas (`gateway.tokenQuotas`, components/config/token_quotas.py) as plain specs (pure; docs/gateway.md).
+"""Token quotas (`gateway.tokenQuotas`, components/config/token_quotas.py) as plain specs (pure; docs/token-quotas.md).
 
 How the tokens are counted, read from the pinned sources:
 - Envoy AI Gateway v1.1.0 writes each answer's token usage into Envoy's dynamic metadata, namespace
@@ -10,7 +10,7 @@ How the tokens are counted, read from the pinned sources:
   per-model paths and every model is reached through the shared URL.
 - A streaming chat completion gets `stream_options.include_usage: true` forced in when a cost is configured
   (internal/endpointspec/endpointspec.go ChatCompletionsEndpointSpec.ParseBody), so a client cannot dodge the
-  count by not asking for usage; `/v1/completions` is not forced (docs/gateway.md: what is not covered).
+  count by not asking for usage; `/v1/completions` is not forced (docs/token-quotas.md, "What is counted").
 - Envoy Gateway v1.9.0 global rate limit rules (BackendTrafficPolicy rateLimit.global, CRD in schemas/crds/
   envoy-gateway): `cost.request` Number 0 checks the budget without charging, `cost.response` from Metadata
   charges the usage when the answer ends (site/docs/capabilities/traffic/usage-based-ratelimiting.md at
