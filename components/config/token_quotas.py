@@ -3,8 +3,8 @@
 
 Envoy AI Gateway v1.1.0 reads the usage of every answer on the shared URL and Envoy Gateway v1.9.0's global rate
 limit (its rate-limit service, on a Redis this stack runs) charges it to the caller's budget; a caller over budget
-gets 429 until the minute's window has room again (docs/token-quotas.md). The per-key request limits (`gateway.rateLimit`) stay as they are.
-Budgets are per client NAME (gateway.clients), never per key value: the keys stay the secret gatewayApiKeys.
+gets 429 until the minute's window has room again. The per-key request limits (`gateway.rateLimit`) stay as
+they are. Budgets are per client NAME (gateway.clients), never per key value: the keys stay the secret gatewayApiKeys.
 """
 from __future__ import annotations
 
