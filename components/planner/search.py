@@ -156,12 +156,12 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     work = Workload(sla.prompt_tokens, sla.output_tokens)
     k = knee(shape, work, sla.tpot_ms, sla.ttft_ms, req.max_model_len, percentile=sla.latency_percentile,
              margin=req.margin)
-    m = measured_knee(req.measurements, shape, sla.prompt_tokens, sla.output_tokens, sla.tpot_ms, sla.ttft_ms,
-                      k.kv_limit, sla.latency_percentile) if req.measurements and k.kv_limit >= 1 else None
-    if m and m.refusal:
-        return refuse(m.knee.bound, m.refusal)
-    if m and m.knee:
-        k = m.knee
+    got = measured_knee(req.measurements, shape, sla.prompt_tokens, sla.output_tokens, sla.tpot_ms, sla.ttft_ms,
+                        k.kv_limit, sla.latency_percentile) if req.measurements and k.kv_limit >= 1 else None
+    if got and got.refusal:
+        return refuse(got.knee.bound, got.refusal)
+    if got and got.knee:
+        k = got.knee
     if k.concurrency == 0:
         p = k.point
         if p is None:
@@ -203,7 +203,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         shm = host_tier.shm_with_offload(shm, opts.kv_offload_gib)
     return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, at.tpot_ms, at.ttft_ms,
                 replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm, at, k.kv_limit, shape,
-                m.source if m and m.knee else "", m.warning if m else "")
+                got.source if got and got.knee else "", got.warning if got else "")
 
 
 def _judged(k, got: float) -> str:
