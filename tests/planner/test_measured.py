@@ -288,3 +288,12 @@ def test_the_pd_sizing_judges_with_the_stacks_margin():
     # at 0.5 (the nodes have no network, so the KV transfer then refuses P/D either way)
     assert sized[0.0].startswith("TTFT: prefill 43 ms + KV transfer inf ms + a decode step 19.6 ms > SLA 1000 ms")
     assert sized[0.5].startswith("TTFT: prefill 43 ms + KV transfer inf ms + a decode step 13.3 ms > SLA 1000 ms")
+
+
+def test_the_deployment_carries_its_knee_source_and_margin():
+    from tests.support.plans import one, plan_config
+    v = values({"measurements": str(FIXTURES / ROWS), "latencyMargin": 0.1})
+    dep = one(plan_config(v)[0], "kubernetes:apps/v1:Deployment", "vllm-chat-deployment")
+    assert dep.inputs["metadata"]["annotations"] == {"vllm-platform/knee": "measured",
+                                                     "vllm-platform/latency-margin": "0.1"}
+    assert "vllm-platform/knee" not in (dep.inputs["spec"]["template"]["metadata"].get("annotations") or {})
