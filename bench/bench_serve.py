@@ -21,7 +21,9 @@ endpoint at ONE replica (a pod's port, not the load-balanced Service), or the fi
 0, "Number of warmup requests."; seen in vllm-project/vllm main and older releases of that file, ⚠ not read at
 the v0.31.0 tag itself), so CUDA graph capture and the first batch's allocations stay out of the figures.
 
-The rows file is what `bench/calibrate.py --results PATH` reads (components/catalog/bench_results.py).
+The rows file is what `bench/calibrate.py --results PATH` reads (components/catalog/bench_results.py), and what a
+stack's `planning.measurements` lists to size that shape from the measurement instead of the estimate
+(components/catalog/measured.py, docs/measurements.md).
 """
 from __future__ import annotations
 
@@ -123,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                                  source=f"bench/bench_serve.py on {socket.gethostname()}", date=date))
     if rows:
         write_rows(rows, out)
-        print(f"wrote {len(rows)} rows to {out}; add them to the fit with bench/calibrate.py --results {out}")
+        print(f"wrote {len(rows)} rows to {out}; size the stack from them with planning.measurements "
+              f"(docs/measurements.md), or add them to the fit with bench/calibrate.py --results {out}")
     return 0
 
 

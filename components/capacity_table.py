@@ -62,8 +62,14 @@ def _best_fit(req: PlanRequest):
 
 def margin_text(percentile: str, margin: float) -> str:
     """What the knee's margin means, for `capacity`, `plan` and `topology`."""
+    from .planner.capacity import LATENCY_MARGIN
     pct = f"{margin * 100:g} %"
     tail = "; p99 figures are a queueing model, not calibrated" if percentile == "p99" else ""
+    if abs(margin - LATENCY_MARGIN) > 1e-9:  # the stack's planning.latencyMargin, not the calibration's
+        below = (f"; below it the capacity model's own error lands on the SLA" if margin < LATENCY_MARGIN else "")
+        return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= "
+                f"SLA): planning.latencyMargin, where the calibration's default is {LATENCY_MARGIN * 100:g} %{below} "
+                f"(docs/measurements.md){tail}")
     return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= SLA): "
             f"the capacity model's held-out median TPOT error is under {pct}, but on setups it was not fitted on it "
             f"is about 30 %, and MoE models at low concurrency and dense models at TP 4-8 run slower than estimated "
@@ -84,9 +90,24 @@ def knee_lines(t) -> list[str]:
                 f"{f['output_tokens_per_s']:,.0f} output tok/s")
     return [f"  knee: {t.concurrency_per_replica} concurrent/replica at {t.prompt_tokens}+{t.output_tokens} tokens "
             f"= {t.knee_requests_per_second:.2f} requests/s, {t.knee_output_tokens_per_s:,.0f} output tok/s "
-            f"(p99 TPOT {t.knee_tpot_tail_ms:.1f} ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}",
-            *([f"  margin: {margin_text(t.latency_percentile, t.latency_margin)}"] if t.latency_margin else []),
+            f"(p99 TPOT {t.knee_tpot_tail_ms:.1f} ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}"
+            + (f"; {t.knee_source}" if t.knee_source else ""),
+            *_source_lines(t),
             f"  fleet carries {fleet('min')}; {fleet('max')}"]
+
+
+def _source_lines(t) -> list[str]:
+    """Where the knee came from (planning.measurements or the capacity model) and the margin it was judged with."""
+    if t.knee_measured:
+        from .planner.measured import NOISE_MARGIN
+        lines = [f"  margin: the knee is the highest measured concurrency whose {t.latency_percentile} TPOT and TTFT "
+                 f"x {1 + NOISE_MARGIN:g} meet the SLA ({NOISE_MARGIN * 100:g} % for measurement noise; "
+                 f"planning.latencyMargin is for estimates, docs/measurements.md)"]
+    elif t.knee_source or t.latency_margin:
+        lines = [f"  margin: {margin_text(t.latency_percentile, t.latency_margin)}"]
+    else:
+        lines = []
+    return lines + [f"  WARNING: {n}" for n in t.knee_notes]
 
 
 def capacity_arguments(cp) -> None:

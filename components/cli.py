@@ -282,7 +282,8 @@ def parser() -> argparse.ArgumentParser:
                         description="TPOT and TTFT (mean and p99 model), output and total tokens/s of one replica "
                                     "at concurrency 1, 2, 4, ... up to what its KV cache holds, whether the SLA "
                                     "holds, and the knee (the highest concurrency that meets it with the planning "
-                                    f"margin: estimate x {1 + LATENCY_MARGIN:g} <= SLA, docs/capacity.md). The replica is "
+                                    f"margin: estimate x {1 + LATENCY_MARGIN:g} <= SLA, the calibration's default; a stack sets its own "
+                                    "with planning.latencyMargin, docs/measurements.md). The replica is "
                                     "the shape the planner picks for the model on that GPU (or --tp).")
     capacity_arguments(cp)
     cp.set_defaults(fn=cmd_capacity)

@@ -7,6 +7,7 @@ from dataclasses import replace
 from .cache_sources import WeightsSource
 from .catalog import InstanceType, instance_types, offered
 from .catalog.prices import RESERVED_CAPACITY_TYPES, negotiated, node_price
+from .config.planning import Planning, measures
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 from .planner.disagg import plan_disaggregation
@@ -100,10 +101,12 @@ def engine_options(dep: ModelDeployment) -> EngineOptions:
         lora=lora or None, kv_offload_gib=e.kv_offload_gib, extra=tuple(dep.extra_args.items()))
 
 
-def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], production: bool = False) -> PlanRequest:
+def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], production: bool = False,
+                       planning: Planning | None = None) -> PlanRequest:
     """The planner's request for one validated model deployment: what a stack file's `models` entry and
-    `python -m components topology` (components/cli_topology.py) both plan, engine options included."""
-    s = dep.sla
+    `python -m components topology` (components/cli_topology.py) both plan, engine options included; `planning`:
+    the stack's latency margin and its measurements of this deployment's model."""
+    s, planning = dep.sla, planning or Planning()
     return PlanRequest(
         model=dep.spec, precision=dep.effective_precision, candidates=candidates(pool, dep),
         max_model_len=dep.effective_max_model_len,
@@ -116,12 +119,13 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
         tensor_parallel_size=dep.tensor_parallel_size, served_model_name=dep.name,
         spread_nodes=PRODUCTION_SPREAD_NODES if production else 1,
         engine=engine_options(dep), model_source=weights_source(dep).local_dir if dep.source.kind != "hf" else None,
-        market=pool,
+        market=pool, latency_margin=planning.latency_margin,
+        measurements=tuple(m for m in planning.shapes if measures(m, dep)),
     )
 
 
 def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
-    return deployment_request(dep, priced_pool(cfg), cfg.production)
+    return deployment_request(dep, priced_pool(cfg), cfg.production, cfg.planning)
 
 
 def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
@@ -129,7 +133,7 @@ def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
     from .cost import cost_notes
 
     pool = priced_pool(cfg)
-    req = deployment_request(dep, pool, cfg.production)
+    req = deployment_request(dep, pool, cfg.production, cfg.planning)
     unpinned = tuple(i for i in pool if not dep.accelerator or i.accelerator == dep.accelerator)
     # serving.disaggregation auto | on: the P/D verdict, and the P/D fleet where it is chosen (planner/disagg.py)
     planned = plan_disaggregation(req, plan_topology(req), cfg.serving.disaggregation, cfg.gateway.enabled)

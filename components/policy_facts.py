@@ -16,6 +16,8 @@ from .catalog import INSTANCE_TYPES, MIN_FABRIC_GBPS, PRICES_AS_OF
 from .cluster.facts import CAPACITY_ANNOTATION, GPU_RESOURCE, GPU_TAINT_KEY, POOL_LABEL, RESERVED_CAPACITY
 from .cluster.pools import ACCELERATOR_LABEL, pool_name
 from .config.bounds import GPU_MEMORY_UTILIZATION_RANGE, OPEN_CIDRS
+from .planner.capacity import LATENCY_MARGIN
+from .serving.k8s import KNEE_ANNOTATION, MARGIN_ANNOTATION
 from .serving.probes import MIN_BUDGET_S
 
 TARGET = Path(__file__).resolve().parents[1] / "policies" / "rules" / "facts.py"
@@ -69,6 +71,11 @@ def render() -> str:
              f"OPEN_CIDRS = frozenset({sorted(OPEN_CIDRS)!r})",
              f"MIN_STARTUP_BUDGET_S = {MIN_BUDGET_S!r}",
              f"PRICES_AS_OF = {PRICES_AS_OF!r}",
+             "# on a serving workload's metadata: its knee's source and margin; the calibration's margin, the least an",
+             "# estimated knee keeps in production (components/serving/k8s.py, components/planner/capacity.py)",
+             f"KNEE_ANNOTATION = {KNEE_ANNOTATION!r}",
+             f"MARGIN_ANNOTATION = {MARGIN_ANNOTATION!r}",
+             f"LATENCY_MARGIN_FLOOR = {LATENCY_MARGIN!r}",
              "",
              "INSTANCE_TYPES: dict[str, InstanceType] = {"]
     for name in sorted(INSTANCE_TYPES):

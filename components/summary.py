@@ -20,7 +20,7 @@ def summary(t: Topology, serve: str | None = None) -> str:
         f"  KV cache {t.kv_cache_tokens:,} tokens/replica ({t.kv_cache_dtype}), "
         f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
         f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
-        f"  est. TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})"
+        f"  {'measured' if t.knee_measured else 'est.'} TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})"
         + ("; the SLA bounds the p99 figures" if t.latency_percentile == "p99" else ""),
         *knee_lines(t),  # capacity_table.py
         *cost_lines(t),

@@ -28,6 +28,7 @@ from .config.gateway import production_tls_problems
 from .config.schema import ModelDeployment
 from .planner import NoFeasibleTopology, Topology
 from .planner.disagg import production_problems as disagg_production_problems
+from .planner.measured import production_problems as margin_production_problems
 from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
 from .providers import CloudProviderArgs
 from .source_access import bucket_readers, cross_cloud_problems
@@ -249,7 +250,8 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
             + upgrade_problems(cfg.serving.ray_upgrade_strategy, ray_topologies(cfg.serving, topologies),
                                upgrade_room(cfg))
             + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment)
-            + disagg_production_problems(cfg.production, topologies))
+            + disagg_production_problems(cfg.production, topologies)
+            + margin_production_problems(cfg.production, topologies))
 
 
 class ValidatedPlan(dict):

@@ -62,6 +62,8 @@ REACHED_BY_CONFIG = {
     "pp-needs-fast-fabric": "a replica spanning nodes without a fast fabric: a plan refusal",
     "gateway-auth-outside-dev": "gateway.enabled / gateway.auth outside dev (config/gateway.py check_gateway)",
     "no-scale-to-zero-in-production": "models[].replicas.min 0 in production (wiring.scale_to_zero_problems)",
+    "latency-margin-in-production": "planning.latencyMargin below the calibration's on an estimated knee in "
+                                    "production (planner/measured.py production_problems)",
 }
 BY_CONSTRUCTION = {  # no stack key reaches the property the rule reads; every shipped stack passes them
     "imdsv2-required": "cluster/aws/node_pools.py launch template: httpTokens required, hop limit fixed",

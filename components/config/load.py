@@ -84,7 +84,8 @@ def _error(e: dict) -> tuple[tuple, str]:
     msg = msg.removeprefix("Value error, ")
     m = re.match(r"@([\w.]+)@ (.*)", msg, re.S)
     if m:
-        loc, msg = loc + tuple(m.group(1).split(".")), m.group(2)
+        # a list index in the field's path ("planning.measurements.0") prints as one: planning.measurements[0]
+        loc, msg = loc + tuple(int(p) if p.isdigit() else p for p in m.group(1).split(".")), m.group(2)
     if typ == "string_pattern_mismatch" and e.get("ctx", {}).get("pattern") == DNS_LABEL:
         msg = ("must be a DNS label: lower-case letters, digits and '-', starting with a letter, "
                "not ending with '-', at most 40 characters")

@@ -17,6 +17,7 @@ from .base import DNS_LABEL, PROJECT, _Base, field_error
 from .gateway import GatewaySettings, check_gateway
 from .clouds import AwsSettings, ClusterSettings, ExistingSettings, GcpSettings, GpuNodes, NodeTaint
 from .models import Architecture, ModelCache, ModelDeployment, Replicas, Sla
+from .planning import Planning, unmatched
 from .pricing import PricingSettings, pricing_problem
 
 __all__ = ["AddonSwitch", "Addons", "FabricAddon", "GpuOperatorAddon", "PrometheusAddon", "Serving", "DNS_LABEL",
@@ -39,6 +40,7 @@ class StackConfig(_Base):
     serving: Serving = Serving()
     gateway: GatewaySettings = GatewaySettings()  # components/config/gateway.py
     pricing: PricingSettings = PricingSettings()  # components/config/pricing.py
+    planning: Planning = Planning()  # components/config/planning.py: latency margin, measured knees
 
     @model_validator(mode="after")
     def _cloud_settings(self):
@@ -60,6 +62,12 @@ class StackConfig(_Base):
         system = (self.aws.system_instance_type if self.aws else self.gcp.system_machine_type if self.gcp else None)
         problem = pricing_problem(self.pricing, self.cloud, system)
         if problem:
+            raise field_error(*problem)
+        return self
+
+    @model_validator(mode="after")
+    def _measurements_name_models(self):
+        for problem in unmatched(self.planning, self.models):
             raise field_error(*problem)
         return self
 

@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from . import memory as mem
-from .capacity import LATENCY_MARGIN, Workload
+from .capacity import Workload
 from .performance import step_cost
 from .request import PlanRequest
 from .search import evaluate, fleet_nodes
@@ -126,7 +126,7 @@ def _wait(rho: float, service: float, percentile: str) -> float:
 
 def _size(req: PlanRequest, fit) -> _Pd | str:
     """One shape's P/D fleet, or why it cannot meet the SLA."""
-    r, sla, margin = fit.replica, req.sla, LATENCY_MARGIN
+    r, sla, margin = fit.replica, req.sla, req.margin  # the stack's planning.latencyMargin (P/D is estimated)
     w = Workload(sla.prompt_tokens, sla.output_tokens)
     P, n = w.prompt_tokens, max(w.output_tokens - 1, 1)
     cost = step_cost(r.model, r.precision, r.acc, r.inst, r.tp, r.pp, r.kv_cache_dtype, w.decode_context, P / 2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..catalog import InstanceType, ModelSpec
+from ..catalog.measured import MeasuredShape
 from .engine_args import EngineOptions
 
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
@@ -20,7 +21,7 @@ class Sla:
     # `concurrency` is ignored.
     requests_per_second: float | None = None
     # What the latencies are judged at: "mean", or "p99" (the tail model's figures, capacity.py); either way
-    # with the planning margin (capacity.LATENCY_MARGIN).
+    # with the planning margin (PlanRequest.margin).
     latency_percentile: str = "mean"
 
     @property
@@ -61,3 +62,13 @@ class PlanRequest:
     # Every instance type the stack can buy, any accelerator (planning.priced_pool): a no-fit error only advises
     # an accelerator sold there (a GKE stack on demand has no H200). Empty: the cloud's whole catalog.
     market: tuple[InstanceType, ...] = ()
+    # planning.latencyMargin (None: the calibration's capacity.LATENCY_MARGIN, read at planning time) and the
+    # stack's measurements of this model (planning.measurements: planner/measured.py reads those shapes' knees)
+    latency_margin: float | None = None
+    measurements: tuple[MeasuredShape, ...] = ()
+
+    @property
+    def margin(self) -> float:
+        """What the knee keeps the estimated TPOT and TTFT under the SLA: estimate x (1 + margin) <= SLA."""
+        from .capacity import LATENCY_MARGIN
+        return LATENCY_MARGIN if self.latency_margin is None else self.latency_margin

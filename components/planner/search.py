@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from ..catalog import ACCELERATORS, Accelerator, InstanceType
 from . import extras, host_tier
 from . import memory as mem
-from .capacity import LATENCY_MARGIN, LoadPoint, ReplicaShape, Workload, knee
+from .capacity import LoadPoint, ReplicaShape, Workload, knee
+from .measured import measured_knee, shape_text
 from .performance import hop_s
 from .request import PlanRequest
 from .topology import NoFeasibleTopology, Refusal, Topology
@@ -48,6 +49,8 @@ class _Fit:
     at_knee: LoadPoint  # the replica's load at its knee (concurrency)
     kv_limit: int  # concurrent requests the KV cache / max_num_seqs allow at the workload's length
     replica: ReplicaShape | None = None  # the replica the knee was computed for
+    knee_source: str = ""  # "measured: FILE (...)" where planning.measurements held this shape (planner/measured.py)
+    knee_warning: str = ""  # the shape's measurements could not be used: why
 
     @property
     def gpus_per_replica(self) -> int:
@@ -151,7 +154,14 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     shape = ReplicaShape(m, req.precision, acc, inst, tp, pp, kv, kv_tokens,
                          batched_tokens(req, acc), opts.max_num_seqs or mem.default_max_num_seqs(acc), kv_bytes)
     work = Workload(sla.prompt_tokens, sla.output_tokens)
-    k = knee(shape, work, sla.tpot_ms, sla.ttft_ms, req.max_model_len, percentile=sla.latency_percentile)
+    k = knee(shape, work, sla.tpot_ms, sla.ttft_ms, req.max_model_len, percentile=sla.latency_percentile,
+             margin=req.margin)
+    got = measured_knee(req.measurements, shape, sla.prompt_tokens, sla.output_tokens, sla.tpot_ms, sla.ttft_ms,
+                        k.kv_limit, sla.latency_percentile) if req.measurements and k.kv_limit >= 1 else None
+    if got and got.refusal:
+        return refuse(got.knee.bound, got.refusal)
+    if got and got.knee:
+        k = got.knee
     if k.concurrency == 0:
         p = k.point
         if p is None:
@@ -192,13 +202,26 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
             return refuse("host-memory", detail)
         shm = host_tier.shm_with_offload(shm, opts.kv_offload_gib)
     return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, at.tpot_ms, at.ttft_ms,
-                replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm, at, k.kv_limit, shape)
+                replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm, at, k.kv_limit, shape,
+                got.source if got and got.knee else "", got.warning if got else "")
 
 
 def _judged(k, got: float) -> str:
-    """How a refused figure was judged: " (p99); 32.4 ms with the 20 % planning margin"."""
+    """How a refused figure was judged: " (p99); 32.4 ms with the 20 % planning margin" (the stack's margin)."""
     text = " (p99)" if k.percentile == "p99" else ""
     return text + (f"; {got * (1 + k.margin):.1f} ms with the {k.margin * 100:g} % planning margin" if k.margin else "")
+
+
+def _knee_notes(req: PlanRequest, best: _Fit) -> tuple[str, ...]:
+    """Why the stack's measurements did not give the planned shape's knee: unusable (a warning), or of another
+    shape than the one planned."""
+    if best.knee_warning:
+        return (best.knee_warning,)
+    if best.knee_source or not req.measurements:
+        return ()
+    other = ", ".join(dict.fromkeys(f"{shape_text(s.accelerator, s.tp, s.pp)} ({s.file})" for s in req.measurements))
+    return (f"planning.measurements hold {other}, not the planned {shape_text(best.acc.id, best.tp, best.pp)}: its "
+            f"knee is estimated",)
 
 
 def _fabric_text(inst: InstanceType) -> str:
@@ -271,7 +294,7 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
     tail = "p99 " if req.sla.latency_percentile == "p99" else ""
     bound_text = {
         "tpot": f"{tail}TPOT SLA {req.sla.tpot_ms:g} ms", "ttft": f"{tail}TTFT SLA {req.sla.ttft_ms:g} ms",
-        "kv-cache": "KV-cache capacity",
+        "kv-cache": "KV-cache capacity", "measured": "the highest concurrency measured (planning.measurements)",
         "max-num-seqs": "engine.maxNumSeqs" if req.engine.max_num_seqs else "vLLM's max_num_seqs default",
     }[best.bound]
     why = [f"{best.shape()}"]
@@ -328,6 +351,8 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         knee_output_tokens_per_s=round(best.at_knee.output_tps, 1),
         knee_total_tokens_per_s=round(best.at_knee.total_tps, 1),
         knee_tpot_tail_ms=round(best.at_knee.tpot_tail_ms, 2), knee_ttft_tail_ms=round(best.at_knee.ttft_tail_ms, 1),
-        latency_percentile=req.sla.latency_percentile, latency_margin=LATENCY_MARGIN,
+        latency_percentile=req.sla.latency_percentile, latency_margin=req.margin,
+        knee_source=best.knee_source or f"estimated, margin {req.margin * 100:g} %", knee_measured=bool(best.knee_source),
+        knee_notes=_knee_notes(req, best),
         kv_offload_gib=offload, kv_offload_tokens=offload_tokens,
     )

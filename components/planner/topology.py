@@ -103,6 +103,11 @@ class Topology:
     # (0.0: a topology planned before the margin)
     latency_percentile: str = "mean"
     latency_margin: float = 0.0
+    # where the knee came from (planner/measured.py): "measured: FILE (N points, DATE)" or "estimated, margin 20 %";
+    # knee_notes: the stack's measurements the plan could not use for it, and why
+    knee_source: str = ""
+    knee_measured: bool = False
+    knee_notes: tuple[str, ...] = field(default_factory=tuple)
     # --- cost (issue 14): what the price is, and the stack-level findings components/cost.py adds;
     # the figures that follow from the plan alone are the properties below (COST_PROPERTIES) ---
     price_basis: str = "on-demand, base region"  # e.g. "spot us-east-1 ⚠" (components/catalog/prices.py)
@@ -189,6 +194,7 @@ class Topology:
         d["engine_notes"] = list(self.engine_notes)
         d["vllm_args"] = list(self.vllm_args)
         d["refused_smaller"] = list(self.refused_smaller)
+        d["knee_notes"] = list(self.knee_notes)
         d["multi_node"] = self.multi_node
         d.update({k: getattr(self, k) for k in COST_PROPERTIES})
         return d

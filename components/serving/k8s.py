@@ -25,6 +25,17 @@ def selector(model: str, role: str) -> dict[str, str]:
     return {MODEL_LABEL: model, ROLE_LABEL: role}
 
 
+# --- how the fleet was sized (policy latency-margin-in-production reads these) -----------------------
+# On the serving workload's own metadata (not the pod template: a change rolls no pod).
+KNEE_ANNOTATION = "vllm-platform/knee"  # "measured" (planning.measurements) or "estimated" (the capacity model)
+MARGIN_ANNOTATION = "vllm-platform/latency-margin"  # the planning margin an estimated knee was judged with
+
+
+def sizing_annotations(t) -> dict[str, str]:
+    """The Topology's knee source and latency margin (planner/measured.py), as the workload's annotations."""
+    return {KNEE_ANNOTATION: "measured" if t.knee_measured else "estimated", MARGIN_ANNOTATION: f"{t.latency_margin:g}"}
+
+
 # --- ports ------------------------------------------------------------------------------------------
 HTTP_PORT_NAME = "http"
 

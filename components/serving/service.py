@@ -32,6 +32,7 @@ from .fabric import ray_image
 from . import lws
 from .network import lws_network_policy_spec, network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
+from .k8s import sizing_annotations
 from .pods import model_labels
 from .rayservice import HEAD_RESOURCES, IN_PLACE, NEEDS_WINDOW, first_deploy_s, image_pin_note, rayservice_spec
 from .shape import LWS, on_ray, shape
@@ -143,7 +144,7 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
                     f"requests beyond {t.max_replicas} x {t.concurrency_per_replica}; raise replicas.max")
     if (tcp := tcp_warning(t)):
         warn.append(tcp)
-    if t.moe:
+    if t.moe and not t.knee_measured:  # a measured knee (planning.measurements) is no estimate
         warn.append(f"ESTIMATE: {t.served_model_name} is a mixture-of-experts model; published measurements at low "
                     f"concurrency ran 1.7-3.9x slower per token than the capacity model estimates, beyond its "
                     f"planning margin (docs/capacity.md#calibration): measure one replica with bench/bench_serve.py "
@@ -175,6 +176,7 @@ class VllmService(pulumi.ComponentResource):
             return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=addons.depends(capability)))
 
         self.summary = serving_summary(args, t, cache, facts.gpu_node_ready_s)
+        sized = sizing_annotations(t)  # knee source and latency margin: policy latency-margin-in-production
         kind = shape(t, args.serving)
         runtime = "ray" if on_ray(t, args.serving) else "vllm"
         if runtime == "ray":
@@ -186,7 +188,7 @@ class VllmService(pulumi.ComponentResource):
                                        facts.system_node_selector, labels, serving=args.serving,
                                        gcs=self.gcs_redis.store if self.gcs_redis else None)
             self.workload = k8s.apiextensions.CustomResource(
-                f"{name}-rayservice", api_version="ray.io/v1", kind="RayService", metadata=meta(model, "ray"),
+                f"{name}-rayservice", api_version="ray.io/v1", kind="RayService", metadata=meta(model, "ray", annotations=sized),
                 spec=spec, opts=pulumi.ResourceOptions.merge(needs("kuberay"), pulumi.ResourceOptions(
                     depends_on=[self.gcs_redis] if self.gcs_redis else [])))
             self.monitor = k8s.apiextensions.CustomResource(
@@ -201,13 +203,13 @@ class VllmService(pulumi.ComponentResource):
                 with_api_key({"template": spec["leaderWorkerTemplate"]["leaderTemplate"]}, KEYS_SECRET,
                              args.api_key_client)
             self.workload = k8s.apiextensions.CustomResource(
-                f"{name}-lws", api_version=lws.API_VERSION, kind=lws.KIND, metadata=meta(model, lws.LEADER_ROLE),
+                f"{name}-lws", api_version=lws.API_VERSION, kind=lws.KIND, metadata=meta(model, lws.LEADER_ROLE, annotations=sized),
                 spec=spec, opts=pulumi.ResourceOptions.merge(needs("lws"), pulumi.ResourceOptions(
                     ignore_changes=["spec.replicas"])))  # KEDA owns the group count once the set exists
         elif t.disaggregated:  # P/D: a prefill and a decode Deployment of a fixed size (serving/disagg.py)
             create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
             self.roles = {role: k8s.apps.v1.Deployment(
-                f"{name}-{role}-deployment", metadata=meta(deployment_name(model, role), "server"),
+                f"{name}-{role}-deployment", metadata=meta(deployment_name(model, role), "server", annotations=sized),
                 spec=role_deployment_spec(model, t, role, pool, cache, model_labels(model, "server", labels),
                                           facts.gpu_node_ready_s),
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
@@ -220,7 +222,7 @@ class VllmService(pulumi.ComponentResource):
             if args.api_key_client:  # issue 12: no gateway, vLLM checks the key
                 spec = with_api_key(spec, KEYS_SECRET, args.api_key_client)
             self.workload = k8s.apps.v1.Deployment(
-                f"{name}-deployment", metadata=meta(model, "server"),
+                f"{name}-deployment", metadata=meta(model, "server", annotations=sized),
                 spec=spec,
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                     # KEDA owns the replica count once the Deployment exists

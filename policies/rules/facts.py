@@ -43,6 +43,11 @@ GPU_MEMORY_UTILIZATION_RANGE = (0.8, 0.95)
 OPEN_CIDRS = frozenset(['0.0.0.0/0', '::/0'])
 MIN_STARTUP_BUDGET_S = 300
 PRICES_AS_OF = '2025-10'
+# on a serving workload's metadata: its knee's source and margin; the calibration's margin, the least an
+# estimated knee keeps in production (components/serving/k8s.py, components/planner/capacity.py)
+KNEE_ANNOTATION = 'vllm-platform/knee'
+MARGIN_ANNOTATION = 'vllm-platform/latency-margin'
+LATENCY_MARGIN_FLOOR = 0.2
 
 INSTANCE_TYPES: dict[str, InstanceType] = {
     'a2-highgpu-1g': InstanceType('a2-highgpu-1g', 'a100-40gb', 1, 24.0, None, 'gcp', 3.6734),

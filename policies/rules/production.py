@@ -5,6 +5,7 @@ namespace the stack does not create can carry the label itself."""
 from __future__ import annotations
 
 from .core import ADVISORY, MANDATORY, StackResource, as_dict, as_list, as_number, get, stack_rule
+from .facts import KNEE_ANNOTATION, LATENCY_MARGIN_FLOOR, MARGIN_ANNOTATION
 from .podspec import LWS, RAY_TYPES, RAYSERVICE, PodTemplate, is_serving_workload, pod_templates, serve_config
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -182,3 +183,29 @@ def pd_rdma_in_production(resources: list[StackResource]):
                 if _nixl(c) and not _rdma(tpl, c):
                     yield r, (f"Deployment {metadata(r).get('name') or r.name} runs vLLM's NixlConnector in "
                               f"production without an RDMA device (container {c.get('name')})")
+
+
+@stack_rule("latency-margin-in-production", MANDATORY,
+            "A production model's fleet sized from the capacity model's estimate keeps at least the calibration's "
+            f"planning margin ({LATENCY_MARGIN_FLOOR:g}: estimate x {1 + LATENCY_MARGIN_FLOOR:g} <= SLA, its held-out "
+            "error rounded up); a smaller margin is for a shape the stack measured (planning.measurements), whose "
+            "knee is no estimate (docs/measurements.md). Reads the workload's "
+            f"{KNEE_ANNOTATION} and {MARGIN_ANNOTATION} annotations.",
+            "measure the shape with bench/bench_serve.py and list the file under planning.measurements, or set "
+            f"planning.latencyMargin to {LATENCY_MARGIN_FLOOR:g} or more")
+def latency_margin_in_production(resources: list[StackResource]):
+    by_namespace = environments(resources)
+    for r in resources:
+        if r.type not in (DEPLOYMENT, RAYSERVICE, LWS) or environment_of(r, by_namespace) != PRODUCTION:
+            continue
+        notes = as_dict(metadata(r).get("annotations"))
+        if notes.get(KNEE_ANNOTATION) != "estimated":
+            continue
+        try:
+            margin = float(notes.get(MARGIN_ANNOTATION))
+        except (TypeError, ValueError):
+            continue
+        if margin < LATENCY_MARGIN_FLOOR - 1e-9:
+            kind = r.type.rsplit(":", 1)[-1]
+            yield r, (f"{kind} {metadata(r).get('name') or r.name} is sized from an estimated knee with a latency "
+                      f"margin of {margin:g}, below {LATENCY_MARGIN_FLOOR:g}, in production")

@@ -1,0 +1,121 @@
+"""The stack's `planning:` block: how the planner judges the SLA (docs/measurements.md).
+
+* latencyMargin: the share the knee keeps the estimated TPOT and TTFT under the SLA (estimate x (1 + margin) <=
+  SLA); unset, the calibration's default (planner/capacity.LATENCY_MARGIN, read when the plan is made, so a refit
+  that moves it moves every stack that did not choose its own).
+* measurements: what bench/bench_serve.py (or `vllm bench serve --save-result`) measured for the stack's model on
+  one shape; the planner reads that shape's knee from them instead of estimating it (planner/measured.py). Paths are
+  relative to the stack file's directory, as models[].configFile is. The files are read here, once: a bad file is a
+  configuration error naming its entry.
+"""
+from __future__ import annotations
+
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+
+from ..catalog import ACCELERATORS
+from ..catalog.measured import MeasuredShape, MeasurementError, read
+from .base import _Base, field_error
+from .models import config_path
+
+# The schema's bounds on planning.latencyMargin. 0: judge the estimate as it is (the model's own error then lands on
+# the SLA); 1: the estimate doubled, beyond which a margin says the estimate is not believed: measure instead.
+LATENCY_MARGIN_RANGE = (0.0, 1.0)
+
+
+class MeasurementSource(_Base):
+    """One planning.measurements entry: a file (or a directory of vLLM results) and, for vLLM's own result
+    files, the shape they were measured on."""
+    file: str = Field(description="bench/bench_serve.py's rows file, a `vllm bench serve --save-result` JSON, or a "
+                                  "directory of them; relative to the stack file's directory")
+    accelerator: str | None = Field(None, description="a vLLM result's GPU (catalog id); a rows file states its own")
+    tp: int | None = Field(None, ge=1, description="a vLLM result's tensor parallelism")
+    pp: int = Field(1, ge=1, description="a vLLM result's pipeline parallelism")
+    model: str | None = Field(None, description="the deployment a vLLM result measured (models[].name, its model or "
+                                                "Hub repo); default: the result's model_id (vLLM's --model)")
+    precision: str | None = Field(None, description="a vLLM result's weights' precision; default: the deployment's")
+    _shapes: tuple[MeasuredShape, ...] = PrivateAttr(())
+
+    @field_validator("accelerator")
+    @classmethod
+    def _known(cls, v):
+        if v is not None and v not in ACCELERATORS:
+            raise ValueError(f"unknown GPU {v!r}; allowed: {', '.join(ACCELERATORS)}")
+        return v
+
+    @model_validator(mode="after")
+    def _read(self, info: ValidationInfo):
+        path = config_path(self.file, info.context)
+        try:
+            shapes = read(path, self.file, self.accelerator, self.tp, self.pp if self.accelerator else 1, self.model,
+                          self.precision)
+        except MeasurementError as e:
+            raise field_error("file", str(e)) from None
+        if self.accelerator is None and self.pp != 1:
+            raise field_error("pp", "only beside accelerator and tp (a rows file states its own PP)")
+        self._shapes = tuple(shapes)
+        return self
+
+    @property
+    def shapes(self) -> tuple[MeasuredShape, ...]:
+        return self._shapes
+
+
+class Planning(_Base):
+    latency_margin: float | None = Field(
+        None, description="the share the knee keeps the estimated TPOT/TTFT under the SLA; default: the "
+                          "calibration's (docs/measurements.md)")
+    measurements: list[MeasurementSource] = Field(
+        default_factory=list, description="bench/bench_serve.py rows files or `vllm bench serve` results of this "
+                                          "stack's shapes: their knee replaces the estimate (docs/measurements.md)")
+
+    @field_validator("latency_margin")
+    @classmethod
+    def _bounded(cls, v):
+        low, high = LATENCY_MARGIN_RANGE
+        if v is not None and not low <= v <= high:
+            raise ValueError(f"{v:g} is outside {low:g}-{high:g}: it is the share the knee keeps the estimated TPOT "
+                             f"and TTFT under the SLA (0.2 = estimate x 1.2 <= SLA); set it between {low:g} and "
+                             f"{high:g}, or remove it for the calibration's default")
+        return v
+
+    @field_validator("measurements", mode="before")
+    @classmethod
+    def _listed(cls, v):
+        """A path, or a list of paths and {file: ...} entries."""
+        items = [v] if isinstance(v, (str, dict)) else v
+        if not isinstance(items, list):
+            return v  # the schema reports the type
+        return [{"file": i} if isinstance(i, str) else i for i in items]
+
+    @property
+    def shapes(self) -> tuple[MeasuredShape, ...]:
+        return tuple(s for src in self.measurements for s in src.shapes)
+
+    @property
+    def margin(self) -> float:
+        """The latency margin the planner applies: the stack's, else the calibration's default."""
+        from ..planner.capacity import LATENCY_MARGIN
+        return LATENCY_MARGIN if self.latency_margin is None else self.latency_margin
+
+
+def unmatched(planning: Planning, models) -> list[tuple[str, str]]:
+    """(field, problem) for each measurements entry that names none of the stack's models: it would be ignored."""
+    out = []
+    for i, src in enumerate(planning.measurements):
+        for s in src.shapes:
+            if not any(measures(s, dep) for dep in models):
+                names = ", ".join(f"{d.name} ({d.model})" for d in models)
+                out.append((f"planning.measurements.{i}", f"{s.model!r} ({src.file}) is none of the stack's "
+                                                                  f"models: {names}; set model: to the deployment's "
+                                                                  f"name"))
+                break
+    return out
+
+
+def measures(shape: MeasuredShape, dep) -> bool:
+    """Whether `shape` measured deployment `dep`: its name (vLLM's --model is the served name), its model, the
+    catalog id or a Hub repo of it."""
+    spec = dep.spec
+    names = {dep.name, dep.model, *((spec.id, spec.hf_repo, spec.fp8_repo) if spec else ())}
+    return shape.model in names - {None, ""}
+
