@@ -1,5 +1,5 @@
 """GPU facts: memory, bandwidth, compute and the GPU-to-GPU link, one row each in data/accelerators.csv (with its
-source; the columns are this dataclass, read by components/catalog/data.py).
+source; the columns are this dataclass, read by components/catalog/tables.py).
 
 vLLM budgets from the total that torch.cuda.mem_get_info reports, which on the big parts is 0.5-1.2 GiB below
 the EC2 figure (ECC and driver reservations grow with the HBM size). Where the torch total has been seen in public
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .data import DATA, read_table
+from .tables import DATA, read_table
 
 # For the 24 GB parts (no torch total in the table): ~50 MiB below the EC2 figure, as SIZING-FACTS
 # gives for an A10G (22,888 MiB shows 22.30 GiB to vLLM).

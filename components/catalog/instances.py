@@ -1,5 +1,5 @@
 """GPU instance / machine types on AWS and GCP, with on-demand prices: one row each in data/instance_types.csv
-(shape and price sources per row; the columns are this dataclass, read by components/catalog/data.py), and the
+(shape and price sources per row; the columns are this dataclass, read by components/catalog/tables.py), and the
 families not sold on demand in data/not_on_demand.csv.
 
 Prices are on-demand Linux $/hour in the base region (AWS us-east-1, GCP us-central1), read on each row's
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .accelerators import ACCELERATORS
-from .data import DATA, read_table
+from .tables import DATA, read_table
 
 FABRICS = ("efa", "gpudirect-tcpx", "gpudirect-tcpxo", "rdma", "infiniband")
 

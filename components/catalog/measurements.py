@@ -1,5 +1,5 @@
 """Published vLLM serving measurements, for calibrating the capacity model (bench/calibrate.py). The rows are
-data/measurements/*.csv (the columns are this dataclass, read by components/catalog/data.py): published.csv,
+data/measurements/*.csv (the columns are this dataclass, read by components/catalog/tables.py): published.csv,
 then the batches read blind, one file each. docs/calibration-data.md gives the row format and rules and, for
 each blind batch, how its rows were chosen.
 
@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from .accelerators import ACCELERATORS
-from .data import DATA, read_table
+from .tables import DATA, read_table
 from .models import MODELS, PRECISIONS
 
 FOLDER = DATA / "measurements"

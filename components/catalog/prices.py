@@ -1,7 +1,7 @@
 """What a GPU node really costs: per region, per way of buying it (on-demand, spot, reservation,
 Capacity Block), dated, with sources; ⚠ marks an estimate. docs/cost.md explains each figure. The figures are
 the CSV tables of data/prices/ (one row each with its source; the columns are the dataclasses below, read by
-components/catalog/data.py); this module applies them.
+components/catalog/tables.py); this module applies them.
 
 The base figures are the on-demand prices of components/catalog/instances.py (AWS us-east-1, GCP
 us-central1). A region is priced as a factor over that base region, stated with its source; spot as a fraction
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .accelerators import ACCELERATORS
-from .data import DATA, read_table, texts
+from .tables import DATA, read_table, texts
 from .instances import INSTANCE_TYPES, InstanceType
 
 W = "⚠"

@@ -1,11 +1,11 @@
-"""The catalog's data files (components/catalog/data/, read by components/catalog/data.py): a malformed row is
+"""The catalog's data files (components/catalog/data/, read by components/catalog/tables.py): a malformed row is
 refused with the file, the line (and the row's key) and the column named; the shipped tables load whole."""
 from pathlib import Path
 
 import pytest
 
 from components.catalog import accelerators, instances, measurements
-from components.catalog.data import DATA, DataError
+from components.catalog.tables import DATA, DataError
 
 ACC_HEADER = "id,name,reported_mib,hbm_gbps,bf16_tflops,fp8_tflops,link,link_gbps,source,torch_total_gib\n"
 L4 = "l4,NVIDIA L4,22888,300,121,242,pcie,25,NVIDIA datasheet,\n"
