@@ -26,7 +26,8 @@ def _row(path: Path, i: int, raw: object) -> Measurement:
         raise ValueError(f"{where}: " + "; ".join(
             ([f"unknown field(s) {', '.join(unknown)}"] if unknown else [])
             + ([f"missing field(s) {', '.join(missing)}"] if missing else []))
-            + " (rows are written by bench/bench_serve.py in the shape of components/catalog/measurements.py)")
+            + " (bench/bench_serve.py writes rows with the columns of components/catalog/data/measurements/"
+              "published.csv, the fields of components/catalog/measurements.py Measurement)")
     if raw["gpu"] not in ACCELERATORS:
         raise ValueError(f"{where}: gpu {raw['gpu']!r} is not a catalog accelerator ({', '.join(ACCELERATORS)})")
     if raw["model"] not in MODELS:

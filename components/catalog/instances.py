@@ -3,8 +3,9 @@
 families not sold on demand in data/not_on_demand.csv.
 
 Prices are on-demand Linux $/hour in the base region (AWS us-east-1, GCP us-central1), read on each row's
-`price_read`. Committed-use, spot and capacity-block prices and other regions are in prices.py (data/prices/);
-the planner prices every candidate at the stack's own region and capacity type (components/planning.py).
+`price_read`. Other regions' factors, spot fractions and Capacity Block rates are the tables of data/prices/,
+applied by prices.py (committed-use discounts are not modelled); the planner prices every candidate at the stack's
+own region and capacity type (components/planning.py).
 """
 from __future__ import annotations
 

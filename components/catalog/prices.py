@@ -3,12 +3,13 @@ Capacity Block), dated, with sources; ⚠ marks an estimate. docs/cost.md explai
 the CSV tables of data/prices/ (one row each with its source; the columns are the dataclasses below, read by
 components/catalog/tables.py); this module applies them.
 
-The base figures are the on-demand prices of components/catalog/instances.py (AWS us-east-1, GCP
-us-central1). A region is priced as a factor over that base region, stated with its source; spot as a fraction
-of the region's on-demand price per instance family; Capacity Blocks as the per-region instance-hour rates AWS
-publishes. A region without a row is priced at the base region's rates, marked ⚠ with the priced regions named
-in the plan's price basis: a region is chosen for data residency and latency, and a missing price row must not
-block a valid deployment (docs/cost.md says why).
+The base figures are the on-demand prices of data/instance_types.csv (AWS us-east-1, GCP us-central1;
+components/catalog/instances.py). A region is priced as a factor over that base region, stated with its source
+(data/prices/regions.csv); spot as a fraction of the region's on-demand price per instance family (spot.csv,
+spot_observed.csv); Capacity Blocks as the per-region instance-hour rates AWS publishes (capacity_blocks.csv). A
+region without a row is priced at the base region's rates, marked ⚠ with the priced regions named in the plan's
+price basis: a region is chosen for data residency and latency, and a missing price row must not block a valid
+deployment (docs/cost.md says why).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ BASE_REGIONS = {"aws": "us-east-1", "gcp": "us-central1"}
 class Region:
     cloud: str
     name: str
-    factor: float  # on-demand price over the base region's (instances.py)
+    factor: float  # on-demand price over the base region's (instance_types.csv price_hour)
     estimated: bool
     source: str
 
@@ -146,7 +147,7 @@ def node_price(inst: InstanceType, region: str, capacity_type: str = "onDemand")
     if unpriced:
         base = BASE_REGIONS[inst.cloud]
         reg = replace(REGIONS[(inst.cloud, base)], estimated=True,
-                      source=f"{W} no {region} prices in components/catalog/prices.py (priced: "
+                      source=f"{W} no {region} row in components/catalog/data/prices/regions.csv (priced: "
                              f"{', '.join(priced_regions(inst.cloud))}); {base} rates shown")
     on_demand = round(inst.price_hour * reg.factor, 4)
     od_estimated = reg.estimated or W in inst.source
@@ -162,7 +163,7 @@ def node_price(inst: InstanceType, region: str, capacity_type: str = "onDemand")
             return Price(block.rate, f"Capacity Block {region} (rate expired {block.valid_until})", True, block.source)
         return Price(on_demand, f"on-demand {region} (no Capacity Block rate known)", True,
                      f"{od_source}; no Capacity Block rate for {inst.name} in {region} in "
-                     f"components/catalog/prices.py, on-demand shown")
+                     f"components/catalog/data/prices/capacity_blocks.csv, on-demand shown")
     kind = "reserved (on-demand rate)" if capacity_type == "reservation" else "on-demand"
     return Price(on_demand, f"{kind} {region}", od_estimated, od_source)
 

@@ -1,4 +1,5 @@
-"""The price table (components/catalog/prices.py): what a node costs per region and capacity type.
+"""The price tables (components/catalog/data/prices/*.csv, applied by components/catalog/prices.py): what a node
+costs per region and capacity type.
 
 Expected figures are pinned here as read from the sources docs/cost.md names, never re-derived from the
 table under test.
@@ -55,13 +56,17 @@ def test_a_region_change_changes_a_capacity_block_price():
     west = node_price(I["p5.48xlarge"], "us-west-2", "capacityBlock")
     assert (east.hour, west.hour) == (39.33, 55.04)
     assert west.basis == "on-demand us-west-2 (no Capacity Block rate known)" and west.estimated
+    # the missing figure is a row of the CSV table, so the text names that file (not the module applying it)
+    assert west.source.endswith("; no Capacity Block rate for p5.48xlarge in us-west-2 in "
+                                "components/catalog/data/prices/capacity_blocks.csv, on-demand shown")
 
 
 def test_an_unpriced_region_shows_the_base_rates_marked_and_names_the_priced_regions():
     p = node_price(I["g6.xlarge"], "eu-west-1", "spot")
     assert p.hour == pytest.approx(0.4077, abs=1e-4) and p.estimated
     assert p.label == "spot eu-west-1 at us-east-1 rates (no eu-west-1 prices) ⚠"
-    assert "priced: us-east-1, us-east-2, us-west-2" in p.source
+    assert "⚠ no eu-west-1 row in components/catalog/data/prices/regions.csv (priced: us-east-1, us-east-2, " \
+           "us-west-2); us-east-1 rates shown" in p.source
     g = node_price(I["g2-standard-4"], "europe-west4")
     assert g.label == "on-demand europe-west4 at us-central1 rates (no europe-west4 prices) ⚠"
 
