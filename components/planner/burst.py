@@ -83,9 +83,12 @@ def burst(cost: StepCost, prompts: int, prompt_tokens: int, output_tokens: int, 
                 prefill += budget
         if not decode and not prefill:
             raise ValueError("the KV cache cannot hold one prompt chunk: the run never progresses")
-        t += cost(decode, prefill)
+        # A step that admits no prompt tokens is followed by identical ones until a request finishes: the KV cache
+        # only fills and the budget is unchanged, so nothing queued or part-way can start. Run them at once.
+        steps = min(O - c.generated for c in decoders) if not prefill else 1
+        t += steps * cost(decode, prefill)
         for c in decoders:
-            c.generated += 1
+            c.generated += steps
         for c, chunk in started:
             c.prefilled += chunk
             if c.prefilled == P:
