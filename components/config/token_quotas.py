@@ -56,8 +56,8 @@ def check_token_quotas(q: GatewayTokenQuotas | None, clients: list[str], auth: s
     if not install:
         # Envoy Gateway refuses a BackendTrafficPolicy with global rules unless its own config runs the rate-limit
         # service (v1.9.0 internal/gatewayapi/backendtrafficpolicy.go buildGlobalRateLimit: "enable Ratelimit in
-        # the EnvoyGateway config"), and the refused policy takes the model's request limits and circuit
-        # breaker with it; a cluster stack's install has no rate-limit service
+        # the EnvoyGateway config"), and a refused policy makes its routes answer 500 to every request
+        # (applyTrafficFeatureToRoute); a cluster stack's install has no rate-limit service
         raise field_error("gateway.tokenQuotas", "needs gateway.install: true: the rate-limit service and its "
                                                  "Redis come with the stack's own Envoy Gateway install, which a "
                                                  "cluster stack's Gateway (gateway.install: false) runs without; "

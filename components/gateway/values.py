@@ -20,10 +20,23 @@ EXTENSION_PORT = 1063
 EPP_FAILURE_MODE = "FailClose"
 
 
+# On the controller's pod template while the global rate-limit service is configured (token quotas). Envoy Gateway
+# v1.9.0 refuses a BackendTrafficPolicy with global rules unless its config enables the service
+# (internal/gatewayapi/backendtrafficpolicy.go buildGlobalRateLimit), and a refused policy turns its routes into a
+# 500 for every request (applyTrafficFeatureToRoute: `DirectResponse` 500 when the policy has errors). The
+# controller reads a changed config only when the kubelet has synced the ConfigMap's volume (a minute or more;
+# internal/envoygateway/config/loader watches the file), and the chart's Deployment carries no checksum of it
+# (templates/envoy-gateway-deployment.yaml), so without this the policies `pulumi up` applies right after the
+# release would answer 500 until then. A change of this annotation rolls the controller, and the release (awaited)
+# finishes only once the new controller, which read the new config at start, is ready.
+RATE_LIMIT_ANNOTATION = "vllm-platform/global-rate-limit"
+
+
 def envoy_gateway_values(rate_limit: dict | None = None) -> dict:
     """gateway-helm: `config.envoyGateway` is the EnvoyGateway object the chart writes verbatim into the
     controller's ConfigMap (chart values.yaml: "Visit .../extension_types/#envoygateway to view all options").
-    rate_limit: the global rate-limit service's part for the token quotas (gateway/quotas.rate_limit_config)."""
+    rate_limit: the global rate-limit service's part for the token quotas (gateway/quotas.rate_limit_config); the
+    controller's pod then carries RATE_LIMIT_ANNOTATION, so turning it on or off restarts the controller."""
     every = {"includeAll": True}
     values = {"config": {"envoyGateway": {
         "gateway": {"controllerName": CONTROLLER_NAME},
@@ -43,6 +56,8 @@ def envoy_gateway_values(rate_limit: dict | None = None) -> dict:
         eg = values["config"]["envoyGateway"]
         eg["rateLimit"] = rate_limit["rateLimit"]
         eg["provider"] = {**eg["provider"], **rate_limit["provider"]}
+        # the chart's deployment.pod.annotations (values.yaml: the prometheus.io ones; Helm merges the maps)
+        values["deployment"] = {"pod": {"annotations": {RATE_LIMIT_ANNOTATION: "redis"}}}
     return values
 
 

@@ -90,6 +90,21 @@ def test_envoy_gateway_runs_its_rate_limit_service_on_the_stacks_redis():
             "kubernetes:core/v1:Service::vllm-gateway-quota-store-service"} <= set(release.dependencies)
 
 
+def test_the_controller_restarts_when_the_rate_limit_service_is_turned_on_or_off():
+    """Envoy Gateway v1.9.0 answers 500 for every request of a route whose BackendTrafficPolicy has global rules
+    while its config has no rate-limit service, and it reads a changed ConfigMap only after the kubelet's sync: the
+    pod annotation rolls the controller, so the awaited release ends with the new config running, before the
+    policies are applied (they depend on the release)."""
+    resources = planned(str(STACK)).resources
+    release = next(r for r in by_type(resources, RELEASE) if r.name == "vllm-gateway-envoy-gateway")
+    assert release.inputs["values"]["deployment"] == {"pod": {"annotations": {
+        "vllm-platform/global-rate-limit": "redis"}}}
+    policy = next(r for r in resources if r.name == "vllm-gateway-llama-70b-limits")
+    assert "kubernetes:helm.sh/v3:Release::vllm-gateway-envoy-gateway" in policy.dependencies
+    # the release waits for the rollout (no skipAwait) and rolls back a failed one
+    assert release.inputs.get("skipAwait") in (None, False) and release.inputs["atomic"] is True
+
+
 def test_the_redis_is_one_in_memory_pod_only_the_rate_limit_pods_reach(objs):
     dep = _obj(objs, "Deployment", "ratelimit-redis", "envoy-gateway-system")["spec"]
     assert (dep["replicas"], dep["strategy"]) == (1, {"type": "Recreate"})
@@ -284,3 +299,4 @@ def test_without_quotas_nothing_changes_on_the_gateway():
                                      RELEASE) if r.name == "vllm-gateway-envoy-gateway"]
     eg = release.inputs["values"]["config"]["envoyGateway"]
     assert "rateLimit" not in eg and eg["provider"] == {"type": "Kubernetes"}
+    assert "deployment" not in release.inputs["values"]  # no annotation: the controller is not rolled
