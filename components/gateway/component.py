@@ -276,8 +276,8 @@ class InferenceGateway(pulumi.ComponentResource):
         # token quotas: the rate-limit service's Redis first, so its Deployment starts against a reachable store
         self.quota_store = QuotaStore(f"{name}-quota-store", self.args.system_node_selector, LABELS,
                                       after(namespaces[0])) if self.args.token_quotas else None
-        rate_limit = q.rate_limit_config(q.REDIS_NAME, self.args.system_node_selector, self.args.proxy_replicas) \
-            if self.args.token_quotas else None
+        rate_limit = q.rate_limit_config(q.REDIS_NAME, self.args.system_node_selector, self.args.proxy_replicas,
+                                         zones=self.args.cloud in ZONED_CLOUDS) if self.args.token_quotas else None
         self.envoy_gateway = k8s.helm.v3.Release(
             f"{name}-envoy-gateway", **release_args("gateway-helm", o.NAMESPACE, envoy_gateway_values(rate_limit)),
             opts=after(namespaces[0], self.pool_crd, self.quota_store))

@@ -88,7 +88,19 @@ def token_rules(q: TokenQuotas) -> list[dict]:
             for client, budget in q.budgets.items()]
 
 
-def rate_limit_config(secret: str, node_selector: dict[str, str] | None = None, replicas: int = 1) -> dict:
+def ratelimit_spread(zones: bool) -> list[dict]:
+    """The rate-limit pods on different nodes (and zones), preferred: ScheduleAnyway, so a full or lost system
+    node never leaves one Pending (the service fails open, a Pending pod would only widen that); the budget below,
+    not the spread, is what keeps one answering through a drain. pod-template-hash: a rollout's new pods are
+    spread among themselves."""
+    selector = {"matchLabels": dict(RATELIMIT_POD_LABELS)}
+    keys = ["kubernetes.io/hostname", *(["topology.kubernetes.io/zone"] if zones else [])]
+    return [{"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway", "nodeTaintsPolicy": "Honor",
+             "labelSelector": selector, "matchLabelKeys": ["pod-template-hash"]} for key in keys]
+
+
+def rate_limit_config(secret: str, node_selector: dict[str, str] | None = None, replicas: int = 1,
+                      zones: bool = False) -> dict:
     """The EnvoyGateway config's part (gateway-helm config.envoyGateway) that runs the global rate-limit service
     on the stack's Redis. The chart merges it over its own defaults (v1.9.0 templates/envoy-gateway-config.yaml
     `merge $userEnvoyGatewayConfig $baseEnvoyGatewayConfig`), so the rate-limit image it sets stays; Envoy
@@ -96,14 +108,25 @@ def rate_limit_config(secret: str, node_selector: dict[str, str] | None = None, 
     failClosed false (Envoy Gateway's default, envoygateway_types.go "If not set, FailClosed is False", spelled
     out): while the Redis restarts the token budgets are not enforced rather than every request failing with 500;
     the per-key request limits (local, in Envoy) still hold. The rate-limit pods run where the Envoy proxies do
-    (the system nodes), as many as the proxies (production: 2, so a drain leaves one answering)."""
+    (the system nodes), as many as the proxies. With two or more (production) they are spread over nodes and
+    a PodDisruptionBudget keeps one through a drain (EnvoyGatewayKubernetesProvider.rateLimitPDB, rendered by
+    internal/infrastructure/kubernetes/ratelimit/resource_provider.go PodDisruptionBudget over the pods' labels):
+    without it a drain of the node holding both would leave every budget unenforced until they reschedule."""
     deployment: dict = {"replicas": replicas, "container": {"env": [
         {"name": REDIS_AUTH_ENV, "valueFrom": {"secretKeyRef": {"name": secret, "key": REDIS_PASSWORD_KEY}}}]}}
+    pod: dict = {}
     if node_selector:
-        deployment["pod"] = {"nodeSelector": dict(node_selector)}
+        pod["nodeSelector"] = dict(node_selector)
+    if replicas > 1:
+        pod["topologySpreadConstraints"] = ratelimit_spread(zones)
+    if pod:
+        deployment["pod"] = pod
+    kubernetes: dict = {"rateLimitDeployment": deployment}
+    if replicas > 1:  # minAvailable 1 on one pod would block every drain
+        kubernetes["rateLimitPDB"] = {"minAvailable": 1}
     return {
         "rateLimit": {"backend": {"type": "Redis", "redis": {"url": REDIS_URL}}, "failClosed": False},
-        "provider": {"kubernetes": {"rateLimitDeployment": deployment}},
+        "provider": {"kubernetes": kubernetes},
     }
 
 

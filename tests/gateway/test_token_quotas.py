@@ -79,11 +79,22 @@ def test_envoy_gateway_runs_its_rate_limit_service_on_the_stacks_redis():
     eg = release.inputs["values"]["config"]["envoyGateway"]
     assert eg["rateLimit"] == {"backend": {"type": "Redis", "redis": {
         "url": "ratelimit-redis.envoy-gateway-system.svc.cluster.local:6379"}}, "failClosed": False}
-    assert eg["provider"] == {"type": "Kubernetes", "kubernetes": {"rateLimitDeployment": {
-        "replicas": 2,  # production: as many as the Envoy proxies
-        "container": {"env": [{"name": "REDIS_AUTH", "valueFrom": {"secretKeyRef": {"name": "ratelimit-redis",
-                                                                                    "key": "password"}}}]},
-        "pod": {"nodeSelector": {"vllm-platform/node-role": "system"}}}}}
+    spread = {"labelSelector": {"matchLabels": {"app.kubernetes.io/name": "envoy-ratelimit",
+                                                "app.kubernetes.io/component": "ratelimit",
+                                                "app.kubernetes.io/managed-by": "envoy-gateway"}},
+              "matchLabelKeys": ["pod-template-hash"], "maxSkew": 1, "nodeTaintsPolicy": "Honor",
+              "whenUnsatisfiable": "ScheduleAnyway"}
+    assert eg["provider"] == {"type": "Kubernetes", "kubernetes": {
+        "rateLimitDeployment": {
+            "replicas": 2,  # production: as many as the Envoy proxies
+            "container": {"env": [{"name": "REDIS_AUTH", "valueFrom": {"secretKeyRef": {"name": "ratelimit-redis",
+                                                                                        "key": "password"}}}]},
+            "pod": {"nodeSelector": {"vllm-platform/node-role": "system"},
+                    # on different nodes and zones where they can be, never Pending for it
+                    "topologySpreadConstraints": [{**spread, "topologyKey": "kubernetes.io/hostname"},
+                                                  {**spread, "topologyKey": "topology.kubernetes.io/zone"}]}},
+        # a drain of the node holding one leaves the other answering
+        "rateLimitPDB": {"minAvailable": 1}}}
     # the Redis exists before the controller that starts the rate-limit pods against it
     assert {"kubernetes:apps/v1:Deployment::vllm-gateway-quota-store-deployment",
             "kubernetes:core/v1:Secret::vllm-gateway-quota-store-secret",
@@ -103,6 +114,41 @@ def test_the_controller_restarts_when_the_rate_limit_service_is_turned_on_or_off
     assert "kubernetes:helm.sh/v3:Release::vllm-gateway-envoy-gateway" in policy.dependencies
     # the release waits for the rollout (no skipAwait) and rolls back a failed one
     assert release.inputs.get("skipAwait") in (None, False) and release.inputs["atomic"] is True
+
+
+def test_the_rate_limit_deployment_and_budget_fit_envoy_gateways_types():
+    """Envoy Gateway decodes its config leniently (v1.9.0 internal/envoygateway/config/decoder.go: a
+    UniversalDeserializer, no strict mode) and the Helm values check passes config.envoyGateway through, so a
+    misspelt key would vanish unseen. rateLimitDeployment is a KubernetesDeploymentSpec and rateLimitPDB a
+    KubernetesPodDisruptionBudgetSpec (api/v1alpha1/envoygateway_types.go), the types of EnvoyProxy's
+    envoyDeployment and envoyPDB (envoyproxy_types.go): checked against the vendored EnvoyProxy CRD, strict."""
+    from tests.test_manifest_schemas import crd_schemas
+    release = next(r for r in by_type(planned(str(STACK)).resources, RELEASE) if r.name == "vllm-gateway-envoy-gateway")
+    kubernetes = release.inputs["values"]["config"]["envoyGateway"]["provider"]["kubernetes"]
+    assert set(kubernetes) == {"rateLimitDeployment", "rateLimitPDB"}  # the json names in envoygateway_types.go
+    as_proxy = {"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "EnvoyProxy",
+                "metadata": {"name": "x", "namespace": "envoy-gateway-system"},
+                "spec": {"provider": {"type": "Kubernetes", "kubernetes": {
+                    "envoyDeployment": kubernetes["rateLimitDeployment"], "envoyPDB": kubernetes["rateLimitPDB"]}}}}
+    validator = crd_schemas("gateway.envoyproxy.io")[("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy")]
+    assert [e.message for e in validator.iter_errors(as_proxy)] == []
+    misspelt = {**as_proxy, "spec": {"provider": {"type": "Kubernetes", "kubernetes": {
+        "envoyDeployment": {**kubernetes["rateLimitDeployment"], "replica": 2}}}}}
+    assert [e.message for e in validator.iter_errors(misspelt)] == [
+        "Additional properties are not allowed ('replica' was unexpected)"]
+
+
+def _single_proxy_values(cloud: str = "existing") -> dict:
+    routes = [ModelRoute("chat", "llm", False, {"app": "chat"}, max_concurrency=8)]
+    run = run_gateway(GatewayArgs(cloud=cloud, namespace="llm", routes=routes, clients=["a"], api_keys={"a": "k"},
+                                  token_quotas=q.TokenQuotas({"a": 1000})))
+    return run.named("gw-envoy-gateway").inputs["values"]
+
+
+def test_one_rate_limit_pod_gets_no_budget_that_would_block_every_drain():
+    kubernetes = _single_proxy_values()["config"]["envoyGateway"]["provider"]["kubernetes"]
+    assert kubernetes == {"rateLimitDeployment": {"replicas": 1, "container": {"env": [
+        {"name": "REDIS_AUTH", "valueFrom": {"secretKeyRef": {"name": "ratelimit-redis", "key": "password"}}}]}}}
 
 
 def test_the_redis_is_one_in_memory_pod_only_the_rate_limit_pods_reach(objs):
