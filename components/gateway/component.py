@@ -157,6 +157,10 @@ class InferenceGateway(pulumi.ComponentResource):
                  model_ready: dict[str, list] | None = None, opts: pulumi.ResourceOptions | None = None):
         """model_ready: per model, what its route must wait for (the RayService / the Deployment)."""
         super().__init__("vllm-platform:gateway:InferenceGateway", name, None, opts)
+        if args.token_quotas and q.lora_problems(args.routes):
+            from ..config.load import ConfigError
+            err = ConfigError(q.lora_problems(args.routes))
+            raise pulumi.RunError(str(err)) from err
         self._name = name
         self.args = args
         base = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on or []))

@@ -213,14 +213,30 @@ def _args(**kw) -> GatewayArgs:
     return GatewayArgs(cloud="aws", namespace="llm", routes=routes, clients=["a"], api_keys={"a": "k"}, **kw)
 
 
-def test_runtime_lora_keeps_its_403_route_without_quotas_and_has_no_path_with_them():
+def test_runtime_lora_keeps_its_403_route_without_quotas():
     """The adapter endpoints' 403 filter belongs to the per-model route; the shared URL never reaches them."""
     without = run_gateway(_args())
     assert [r.name for r in by_type(without.resources, FILTER)] == ["gw-llama-lora-lora-admin"]
     assert [r.name for r in by_type(without.resources, ROUTE)] == ["gw-llama-lora-route"]
-    with_quotas = run_gateway(_args(token_quotas=q.TokenQuotas({"a": 1000})))
-    assert not by_type(with_quotas.resources, FILTER) and not by_type(with_quotas.resources, ROUTE)
-    assert [r.name for r in by_type(with_quotas.resources, SECPOL)] == ["gw-all-models.v1-auth"]
+
+
+LORA_REFUSAL = ("gateway.tokenQuotas: llama-lora serves LoRA adapters (engine.lora), which clients reach by the "
+                "adapter's name on the model's own URL /llama-lora/v1; token quotas count only the shared URL, whose "
+                "routes match served model names, so with quotas every adapter request would get 404. Remove "
+                "gateway.tokenQuotas, or engine.lora from llama-lora")
+
+
+def test_quotas_beside_lora_adapters_are_refused_not_shipped_answering_404(tmp_path, capsys):
+    """Adapters are named in the body on the model's own URL, which quotas remove; the shared route matches served
+    model names only, so `"model": "support"` would get AI Gateway's route-not-found 404."""
+    lora = ROOT / "tests" / "stacks" / "Pulumi.lora-runtime-aws.yaml"
+    path = tmp_path / "Pulumi.lora-quotas.yaml"
+    path.write_text(lora.read_text() + "  vllm-platform:gateway:\n    tokenQuotas:\n      tokensPerMinute: 1000\n")
+    assert main(["plan", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert LORA_REFUSAL in capsys.readouterr().err
+    with pytest.raises(Exception) as e:
+        run_gateway(_args(token_quotas=q.TokenQuotas({"a": 1000})))
+    assert LORA_REFUSAL in str(e.value)
 
 
 def test_the_fleets_tokens_per_minute_at_max_replicas():
