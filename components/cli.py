@@ -1,7 +1,7 @@
 """python -m components: topology | table | stacks | plan | capacity.
 
-Exit codes: 0 ok; 2 bad input (arguments, a stack file's YAML or its config); 3 no topology fits;
-4 a mandatory policy failed.
+Exit codes: 0 ok; 2 bad input (arguments, a stack file's YAML or its config, a catalog data file);
+3 no topology fits; 4 a mandatory policy failed.
 """
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from .capacity_table import capacity_arguments
-from .catalog import ACCELERATORS, MODELS, instance_types, offered
-from .cost import total_line
-from .planner.capacity import LATENCY_MARGIN
-from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
-from .summary import serving_lines, summary  # noqa: F401 (the plan's text; tests import them from here)
+from .catalog.tables import FIX, DataError  # reads no table: the catalog's names load on first use
+
+# Everything that reads the catalog's tables is imported where it is used, after main() has started, so that a
+# malformed data file is reported by main() (exit 2) and not as a traceback from importing this module (which the
+# `vllm-platform` console script does before it calls main).
 
 EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
 TABLE_MAX_MODEL_LEN = 32_768
@@ -29,12 +28,28 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
+def __getattr__(name: str):
+    """The plan's text, importable from here as before (tests and cli_topology use them)."""
+    if name in ("summary", "serving_lines"):
+        from . import summary as text
+        return getattr(text, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def data_error(e: DataError) -> int:
+    """A catalog data file that does not match its schema: its file, line and column, and the fix (exit 2)."""
+    return _fail(EXIT_BAD_INPUT, f"{e}\n{FIX}")
+
+
 def cmd_capacity(a) -> int:
     from .capacity_table import capacity_report
     return capacity_report(a)
 
 
 def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[list[str]]:
+    from .catalog import ACCELERATORS, MODELS, instance_types, offered
+    from .planner import NoFeasibleTopology, PlanRequest, plan_topology
+
     rows = []
     for m in MODELS.values():
         for acc in ACCELERATORS:
@@ -78,6 +93,8 @@ def render_table(cloud: str, markdown: bool) -> str:
 
 
 def cmd_table(a) -> int:
+    from .planner import Sla
+
     print(f"# {a.cloud}: native precision, max_model_len min({TABLE_MAX_MODEL_LEN}, model limit), "
           f"default SLA {Sla()}" if not a.markdown else "", end="\n" if not a.markdown else "")
     print(render_table(a.cloud, a.markdown))
@@ -117,6 +134,7 @@ def render_stacks() -> str:
 
 def cmd_stacks(a) -> int:
     from .config import ConfigError
+    from .planner import NoFeasibleTopology
     try:
         text = render_stacks()
     except ConfigError as e:
@@ -132,6 +150,9 @@ def cmd_plan(a) -> int:
     from .offline import diagram, review
     from .offline.render import resource_rows, write_plan
     from .offline.runner import DEFAULT_STACK, ROOT, plan_stack_offline
+    from .cost import total_line
+    from .planner import NoFeasibleTopology, Topology
+    from .summary import serving_lines, summary
 
     import pulumi
 
@@ -160,6 +181,8 @@ def cmd_plan(a) -> int:
             return _fail(EXIT_BAD_INPUT, f"{stack}: {cause}")
         if isinstance(cause, NoFeasibleTopology):
             return _fail(EXIT_NO_FIT, f"{stack}: no topology fits: {cause.message}")
+        if isinstance(cause, DataError):  # a table first read by the program (prices, measurements)
+            return data_error(cause)
         raise
     topology = result.exports.get("topology", {})
     out = Path(a.out) if a.out else ROOT / "build" / stack
@@ -262,6 +285,9 @@ def version() -> str:
 
 
 def parser() -> argparse.ArgumentParser:
+    from .capacity_table import capacity_arguments
+    from .planner.capacity import LATENCY_MARGIN
+
     f = _HelpFormatter
     # `vllm-platform` when run as the installed console script, else the module form the README uses.
     prog = "vllm-platform" if os.path.basename(sys.argv[0] or "") == "vllm-platform" else "python -m components"
@@ -342,12 +368,15 @@ class _ClosedPipeSafe(io.TextIOBase):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line; returns the exit code (0 ok, 2 bad input, 3 no fit, 4 mandatory policy)."""
+    """The command line; returns the exit code (0 ok, 2 bad input or a malformed catalog data file, 3 no fit,
+    4 mandatory policy)."""
     stdout = sys.stdout
     sys.stdout = _ClosedPipeSafe(stdout)
     try:
         a = parser().parse_args(argv)  # --help, --version and bad arguments (exit 2) end here
         return a.fn(a)
+    except DataError as e:  # the catalog's tables are read on first use: building the parser reads most of them
+        return data_error(e)
     finally:
         sys.stdout.flush()
         sys.stdout = stdout

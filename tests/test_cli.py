@@ -1,7 +1,10 @@
 """The command line: topology, table and plan, in the exact forms the README and CI use."""
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -201,6 +204,46 @@ def test_plan_out_refuses_to_replace_a_directory_that_is_not_a_plan(tmp_path, ca
 def test_plan_diff_without_an_earlier_plan_exits_2(tmp_path, capsys):
     code, _, err = run(capsys, "plan", "--diff", str(tmp_path / "nothing"))
     assert code == 2 and err.startswith("--diff: no earlier plan at")
+
+
+def package_with_a_row_added(tmp_path, table: str, row: str) -> tuple[Path, int]:
+    """A copy of the package whose catalog table `table` (under components/catalog/data/) ends with `row`, as a
+    user's edit would; and the line it is on."""
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "components", copy / "components", ignore=shutil.ignore_patterns("__pycache__"))
+    path = copy / "components" / "catalog" / "data" / table
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + row + "\n", encoding="utf-8")
+    return copy, text.count("\n") + 1
+
+
+MODULE = ["-m", "components"]
+CONSOLE_SCRIPT = ["-c", "import sys; from components.cli import main; sys.exit(main())"]  # what vllm-platform runs
+
+
+@pytest.mark.parametrize("table, row, door, argv, error", [
+    # a price row with a typo: first read while the plan runs (components/catalog/prices.py)
+    ("prices/regions.csv", 'aws,eu-west-1,1.O8,true,"⚠ same rate card as us-east-1, 2026-12"', MODULE, ["plan"],
+     "(aws eu-west-1): column factor: '1.O8' is not a number (write it plain: 0.8048, 8192)"),
+    # an instance type whose GPU is not in accelerators.csv yet: read as the command line is built
+    ("instance_types.csv", "aws,g4dn.xlarge,t4,1,4,16,125,25,,0.526,shape: karpenter; price: aws.amazon.com,0,,,"
+                           "2026-12",
+     CONSOLE_SCRIPT, ["plan", "prod-llama70b-aws"],
+     "(g4dn.xlarge): column accelerator: unknown accelerator 't4' (one of: a100-40gb, a100-80gb, a10g, b200, h100, "
+     "h200, l4, l40s)"),
+])
+def test_a_malformed_data_file_exits_2_naming_file_line_column_and_the_fix(tmp_path, table, row, door, argv, error):
+    """A user's typo in a catalog table is bad input: the file, line and column and what to do, no traceback."""
+    copy, line = package_with_a_row_added(tmp_path, table, row)
+    out = tmp_path / "plan"
+    proc = subprocess.run([sys.executable, *door, *argv, "--out", str(out)], cwd=copy, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "VLLM_PLATFORM_PROJECT": str(ROOT)})  # the copy is imported
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (f"components/catalog/data/{table}: line {line} {error}\n"
+                           f"fix: correct that line of the catalog's data file (the header line is the table's schema; "
+                           f"docs/development.md \"Adding a data row\" has the rules), then run the command again\n")
+    assert "Traceback" not in proc.stderr + proc.stdout and proc.stdout == ""
+    assert not out.exists()  # nothing planned
 
 
 @pytest.mark.parametrize("argv", [["table"], ["topology", "--model", "llama-3.1-8b", "--gpu", "l4", "--json"],

@@ -9,7 +9,8 @@ empty; a `read` or `*_read` column (the day the source was read) and `valid_unti
 YYYY-MM-DD. A line starting with `#` is a comment (the why beside the figures, as a comment in code would be);
 a blank line is skipped. A cell may name a shared text of its folder's texts.yaml as `{name}` (a long note many
 rows repeat); a text may name texts above it in that file. Anything else is refused with the file, the line
-(and the row's key) and the column named, never a traceback from deep inside the planner.
+(and the row's key) and the column named, never a traceback from deep inside the planner: a DataError, which
+`python -m components` prints with FIX and exits 2 for (components/cli.py main).
 """
 from __future__ import annotations
 
@@ -32,7 +33,13 @@ _BOOLS = {"true": True, "false": False}
 
 
 class DataError(ValueError):
-    """A data file that does not match its schema: the message names the file, line and column."""
+    """A data file that does not match its schema: the message names the file, line and column (and, where the
+    cell alone does not show it, what to write instead)."""
+
+
+# What to do about any DataError, as the CLI prints it below the error (components/cli.py, exit 2).
+FIX = ("fix: correct that line of the catalog's data file (the header line is the table's schema; "
+       "docs/development.md \"Adding a data row\" has the rules), then run the command again")
 
 
 def _where(path: Path) -> str:
@@ -40,6 +47,17 @@ def _where(path: Path) -> str:
         return str(path.relative_to(DATA.parents[2]))
     except ValueError:
         return str(path)
+
+
+def _read(path: Path) -> str:
+    """The file's text (UTF-8; a byte-order mark, as spreadsheet programs write one, is dropped)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise DataError(f"{_where(path)}: line {line}: byte {data[e.start]:#04x} is not "
+                        f"UTF-8; save the file as UTF-8 (CSV UTF-8 in a spreadsheet program)") from None
 
 
 def _expand(text: str, named: Mapping[str, str], where: str) -> str:
@@ -57,7 +75,13 @@ def texts(folder: Path) -> dict[str, str]:
     path = folder / "texts.yaml"
     if not path.exists():
         return {}
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        raw = yaml.safe_load(_read(path)) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise DataError(f"{_where(path)}: {at}not YAML ({getattr(e, 'problem', None) or e}); each text is one "
+                        f"`name: text` line (quote a text that holds ': ' or starts with a quote)") from None
     if not isinstance(raw, dict):
         raise DataError(f"{_where(path)}: expected a mapping of name: text")
     out: dict[str, str] = {}
@@ -101,7 +125,7 @@ def _cell(text: str, t: type, optional: bool, default: object) -> object:
         try:
             v = float(text)
         except ValueError:
-            raise ValueError(f"{text!r} is not a number") from None
+            raise ValueError(f"{text!r} is not a number (write it plain: 0.8048, 8192)") from None
         if not math.isfinite(v):
             raise ValueError(f"{text!r} is not a finite number")
         return v
@@ -126,7 +150,7 @@ def read_table(name: str, cls: type, allowed: Allowed | None = None,
     if "source" not in spec:
         raise DataError(f"{where}: the table's schema ({cls.__name__}) has no source column")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _read(path).splitlines()
     except FileNotFoundError:
         raise DataError(f"{where}: no such data file") from None
     body = [(n, line) for n, line in enumerate(lines, 1) if line.strip() and not line.startswith("#")]
@@ -146,7 +170,9 @@ def read_table(name: str, cls: type, allowed: Allowed | None = None,
         k = tuple(cells[columns.index(c)] for c in key) if len(cells) == len(columns) else tuple(cells[:1])
         row = f"{where}: line {n} ({' '.join(k) or 'empty'})"
         if len(cells) != len(columns):
-            raise DataError(f"{row}: {len(cells)} cells, the header has {len(columns)} ({','.join(columns)})")
+            fix = ('quote a cell that holds a comma ("a, b")' if len(cells) > len(columns)
+                   else "an empty cell is still written (,,)")
+            raise DataError(f"{row}: {len(cells)} cells, the header has {len(columns)} ({','.join(columns)}); {fix}")
         values = {}
         for col, text in zip(columns, cells):
             t, optional = spec[col]
@@ -171,7 +197,8 @@ def read_table(name: str, cls: type, allowed: Allowed | None = None,
         if check and (why := check(obj)):
             raise DataError(f"{row}: {why}")
         if k in seen:
-            raise DataError(f"{row}: {', '.join(key)} {' '.join(k)!r} is already on line {seen[k]}")
+            raise DataError(f"{row}: {', '.join(key)} {' '.join(k)!r} is already on line {seen[k]}; a key names one "
+                            f"row: change it or remove one of the two lines")
         seen[k] = n
         rows.append(obj)
     return rows

@@ -49,7 +49,7 @@ def test_an_unknown_accelerator_is_refused_with_the_known_ones(tmp_path):
 
 
 @pytest.mark.parametrize("column, bad, why", [
-    ("hbm_gbps", "fast", "'fast' is not a number"),
+    ("hbm_gbps", "fast", "'fast' is not a number (write it plain: 0.8048, 8192)"),
     ("reported_mib", "22888.5", "'22888.5' is not a whole number"),
     ("bf16_tflops", "inf", "'inf' is not a finite number"),
     ("bf16_tflops", "", "empty; this column needs a value"),
@@ -66,7 +66,7 @@ def test_a_bad_cell_is_refused_naming_the_column(tmp_path, column, bad, why):
 
 def test_a_bad_measurement_number_or_flag_is_refused(tmp_path):
     (tmp_path / "texts.yaml").write_text("note: a shared note\n")
-    for row, why in ((ROW.replace(",10.5,", ",ten,"), "column tpot_ms: 'ten' is not a number"),
+    for row, why in ((ROW.replace(",10.5,", ",ten,"), "column tpot_ms: 'ten' is not a number (write it plain: 0.8048, 8192)"),
                      (ROW.replace(",1,1,1024", ",2.5,1,1024"), "column tp: '2.5' is not a whole number"),
                      (ROW.replace(",1,1,1024", ",0,1,1024"), "column tp: 0 is not a positive whole number"),
                      (ROW.replace(",true,", ",yes,"), "column usable: 'yes' is not true or false"),
@@ -89,10 +89,16 @@ def test_header_cell_count_and_duplicate_keys_are_refused(tmp_path):
     assert str(e.value) == (f"{tmp_path}/accelerators.csv: line 1: header: missing column(s) source (expected: id,name,"
                             f"reported_mib,hbm_gbps,bf16_tflops,fp8_tflops,link,link_gbps,source,torch_total_gib)")
     write(tmp_path, "accelerators.csv", ACC_HEADER, L4.replace(",25,", ",25,extra,"))
-    with pytest.raises(DataError, match=r"line 2 \(l4\): 11 cells, the header has 10 \(id,name,"):
+    with pytest.raises(DataError, match=r"line 2 \(l4\): 11 cells, the header has 10 \(id,name,.*,torch_total_gib\); "
+                                        r"quote a cell that holds a comma \(\"a, b\"\)$"):
+        accelerators.load(tmp_path)
+    write(tmp_path, "accelerators.csv", ACC_HEADER, L4.replace(",25,", ","))
+    with pytest.raises(DataError, match=r"line 2 \(l4\): 9 cells, the header has 10 \(.*\); an empty cell is still "
+                                        r"written \(,,\)$"):
         accelerators.load(tmp_path)
     write(tmp_path, "accelerators.csv", ACC_HEADER, L4, "# again\n", L4)
-    with pytest.raises(DataError, match=r"accelerators.csv: line 4 \(l4\): id 'l4' is already on line 2$"):
+    with pytest.raises(DataError, match=r"accelerators.csv: line 4 \(l4\): id 'l4' is already on line 2; a key names "
+                                        r"one row: change it or remove one of the two lines$"):
         accelerators.load(tmp_path)
     write(tmp_path, "instance_types.csv", INST_HEADER, G6.replace(",2025-10\n", ",\n"))
     with pytest.raises(DataError, match=r"line 2 \(g6.xlarge\): column price_read: empty; the day price_hour was read"):
@@ -109,3 +115,23 @@ def test_the_shipped_tables_load_and_every_file_is_read():
         "measurements/blind4.csv", "measurements/blind5.csv", "measurements/published.csv", "not_on_demand.csv",
         "prices/capacity_blocks.csv", "prices/cpu_instances.csv", "prices/platform.csv", "prices/regions.csv",
         "prices/spot.csv", "prices/spot_observed.csv"]
+
+
+def test_a_file_not_in_utf8_is_refused_naming_the_line_and_a_byte_order_mark_is_read(tmp_path):
+    (tmp_path / "accelerators.csv").write_bytes((ACC_HEADER + L4.replace("NVIDIA datasheet", "fiche NVIDIA (été)")
+                                                 ).encode("latin-1"))
+    with pytest.raises(DataError) as e:
+        accelerators.load(tmp_path)
+    assert str(e.value) == (f"{tmp_path}/accelerators.csv: line 2: byte 0xe9 is not UTF-8; save the file as UTF-8 "
+                            f"(CSV UTF-8 in a spreadsheet program)")
+    (tmp_path / "accelerators.csv").write_text("\ufeff" + ACC_HEADER + L4, encoding="utf-8")  # as Excel saves it
+    assert accelerators.load(tmp_path)["l4"].source == "NVIDIA datasheet"
+
+
+def test_a_texts_file_that_is_not_yaml_is_refused_naming_the_line(tmp_path):
+    (tmp_path / "texts.yaml").write_text("note: a shared note\nother: 'unclosed\n")
+    write(tmp_path, "b.csv", M_HEADER, ROW)
+    with pytest.raises(DataError) as e:
+        measurements.load("b", tmp_path)
+    assert str(e.value) == (f"{tmp_path}/texts.yaml: line 3, column 1: not YAML (found unexpected end of stream); "
+                            f"each text is one `name: text` line (quote a text that holds ': ' or starts with a quote)")
