@@ -102,6 +102,8 @@ class Lora(_Base):
     """Multi-LoRA serving (vllm/config/lora.py LoRAConfig)."""
     max_loras: int = Field(1, ge=1, le=64, description="adapters in one batch (GPU slots)")
     max_lora_rank: int = Field(16, description=f"largest adapter rank; one of {', '.join(map(str, LORA_RANKS))}")
+    # vLLM's default when unset: max_loras; each worker keeps them whole in host memory, counted against the pod's
+    # memory (planner/extras.py lora_host_bytes, planner/host_tier.py lora_refusal_detail; docs/lora.md#memory)
     max_cpu_loras: int | None = Field(None, ge=1, description="adapters cached in host memory (>= maxLoras)")
     adapters: list[LoraAdapter] = Field(default_factory=list, description="preloaded with --lora-modules")
     # VLLM_ALLOW_RUNTIME_LORA_UPDATING (vllm/envs.py): vLLM then serves POST /v1/load_lora_adapter and

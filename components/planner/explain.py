@@ -113,6 +113,13 @@ def _suggest(req: PlanRequest, bound: Refusal) -> str:
             _feasible(replace(req, engine=replace(req.engine, kv_offload_gib=None))):
         tips.append("lower engine.kvOffloadGiB to the largest that fits (above)" if bound.constraint == "host-memory"
                     else "drop engine.kvOffloadGiB")
+    lo = req.engine.lora
+    if bound.constraint == "host-memory" and lo and bound.detail.startswith("engine.lora.maxCpuLoras"):
+        if (lo.max_cpu_loras or lo.max_loras) > lo.max_loras and \
+                _feasible(replace(req, engine=replace(req.engine, lora=replace(lo, max_cpu_loras=lo.max_loras)))):
+            tips.append("lower engine.lora.maxCpuLoras to the largest that fits (above)")
+        elif _feasible(replace(req, engine=replace(req.engine, lora=replace(lo, max_loras=1, max_cpu_loras=None)))):
+            tips.append("lower engine.lora.maxLoras or engine.lora.maxLoraRank")
     clouds = {i.cloud for i in req.candidates}
     current = {i.accelerator for i in req.candidates}
     other = []

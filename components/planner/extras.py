@@ -1,7 +1,9 @@
-"""GPU memory of the engine options that add weights or KV cache: a speculative draft and LoRA slots.
+"""GPU memory of the engine options that add weights or KV cache: a speculative draft and LoRA slots; and the
+host memory of the CPU LoRA cache (engine.lora.maxCpuLoras).
 
 Called from the planner's memory budget (search.py): extra_weight_gib adds to the weights on the busiest
-rank, kv_share scales the KV pool down to the target model's share (the draft's layers take blocks too).
+rank, kv_share scales the KV pool down to the target model's share (the draft's layers take blocks too);
+lora_host_bytes is counted against the pod's memory beside the host KV tier (host_tier.py).
 """
 from __future__ import annotations
 
@@ -95,13 +97,46 @@ def lora_bytes_per_gpu(model: ModelSpec, tp: int, pp: int, opts: EngineOptions) 
     lo = opts.lora
     if lo is None:
         return 0.0
+    return (lo.max_loras * lo.max_lora_rank * _lora_layer_elements(model, tp) * stage_layers(model, pp)
+            * LORA_DTYPE_BYTES)
+
+
+def _lora_layer_elements(model: ModelSpec, tp: int) -> float:
+    """A and B elements of one decoder layer per unit of rank (the terms of lora_bytes_per_gpu)."""
     h, hd = model.hidden, model.head_dim
     attn = 3 * h + (model.heads + 2 * model.kv_heads) * hd / tp + model.heads * hd / tp + h
     if model.is_moe:
         mlp = model.experts * (3 * h + 3 * model.moe_intermediate / tp)
     else:
         mlp = 3 * h + 3 * _intermediate(model) / tp
-    return lo.max_loras * lo.max_lora_rank * (attn + mlp) * stage_layers(model, pp) * LORA_DTYPE_BYTES
+    return attn + mlp
+
+
+def lora_adapter_bytes(model: ModelSpec, rank: int) -> float:
+    """One adapter at `rank` as a worker holds it in host memory: the slot formula above for one slot, unsplit
+    (TP 1) and over every layer. vLLM 0.31 loads an adapter into each worker's CPU cache whole (vllm/lora/
+    worker_manager.py _load_adapter: LoRAModel.from_local_checkpoint(device="cpu"), pinned in lora_model.py
+    from_lora_tensors); the TP slice and the PP stage are taken only when it is copied into a GPU slot (set_lora).
+    At maxLoraRank this is an upper bound: an adapter of lower rank, or one that wraps fewer modules, is smaller."""
+    return rank * _lora_layer_elements(model, 1) * model.layers * LORA_DTYPE_BYTES
+
+
+def cpu_loras(opts: EngineOptions) -> int:
+    """Adapters each worker keeps in host memory: --max-cpu-loras, vLLM's default maxLoras when unset
+    (vllm/config/lora.py LoRAConfig: max_cpu_loras None -> max_loras; below max_loras is an error)."""
+    lo = opts.lora
+    if lo is None:
+        return 0
+    return lo.max_cpu_loras or lo.max_loras
+
+
+def lora_host_bytes(model: ModelSpec, tp: int, opts: EngineOptions) -> float:
+    """Host memory of one pod's CPU LoRA cache: cpu_loras adapters at maxLoraRank in each of its TP workers (one
+    process per GPU, each with its own LRU cache: vllm/lora/model_manager.py, capacity = max_cpu_loras)."""
+    lo = opts.lora
+    if lo is None:
+        return 0.0
+    return cpu_loras(opts) * lora_adapter_bytes(model, lo.max_lora_rank) * tp
 
 
 def extra_weight_gib(model: ModelSpec, precision: str, tp: int, pp: int, opts: EngineOptions) -> float:
@@ -109,8 +144,9 @@ def extra_weight_gib(model: ModelSpec, precision: str, tp: int, pp: int, opts: E
     return (draft_weight_bytes(model, precision, opts) / tp + lora_bytes_per_gpu(model, tp, pp, opts)) / GiB
 
 
-def describe(model: ModelSpec, precision: str, tp: int, pp: int, kv_dtype: str, opts: EngineOptions) -> str:
-    """The extra memory, as the plan shows it."""
+def describe(model: ModelSpec, precision: str, tp: int, pp: int, kv_dtype: str, opts: EngineOptions,
+             pod_memory_gib: int | None = None) -> str:
+    """The extra memory, as the plan shows it: GPU, and the CPU LoRA cache in the pod's host memory."""
     parts = []
     d = draft_weight_bytes(model, precision, opts) / tp / GiB
     if opts.speculative and opts.speculative.method != "ngram":
@@ -120,4 +156,17 @@ def describe(model: ModelSpec, precision: str, tp: int, pp: int, kv_dtype: str, 
         # preallocated before the KV cache is sized: the pool is that much smaller (search.py weights)
         tokens = int(lora // (kv_bytes_per_token_layer(model, tp, kv_dtype) * stage_layers(model, pp)))
         parts.append(f"LoRA slots {lora / GiB:.2f} GiB/GPU, ~{tokens:,} tokens less KV cache per replica")
+        parts.append(describe_lora_host(model, tp, opts, pod_memory_gib))
     return "; ".join(parts)
+
+
+def describe_lora_host(model: ModelSpec, tp: int, opts: EngineOptions, pod_memory_gib: int | None = None) -> str:
+    """The CPU LoRA cache as the plan shows it, beside the GPU slots (counted in the pod's host memory by
+    host_tier.lora_refusal_detail)."""
+    lo = opts.lora
+    n = cpu_loras(opts)
+    field = f"maxCpuLoras {n}" if lo.max_cpu_loras else f"maxCpuLoras unset: vLLM keeps maxLoras = {n}"
+    pod = f" of the pod's {pod_memory_gib} GiB" if pod_memory_gib else ""
+    return (f"LoRA CPU cache ({field}) {lora_host_bytes(model, tp, opts) / GiB:.2f} GiB host memory{pod}: "
+            f"{n} adapter(s) of {lora_adapter_bytes(model, lo.max_lora_rank) / 2**20:,.0f} MiB (rank "
+            f"{lo.max_lora_rank}) in each of the pod's {tp} vLLM worker(s)")

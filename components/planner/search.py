@@ -196,8 +196,16 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     cpu, memory, shm = _pod_share(inst, rpn)
     if memory < MIN_POD_MEMORY_GIB:
         return refuse("host-memory", f"{memory} GiB of host memory per pod < {MIN_POD_MEMORY_GIB} GiB")
+    lora_gib = extras.lora_host_bytes(m, tp, opts) / mem.GiB  # the CPU LoRA cache, pinned in the workers
+    if opts.lora:
+        detail = host_tier.lora_refusal_detail(
+            extras.cpu_loras(opts), bool(opts.lora.max_cpu_loras), opts.lora.max_loras, opts.lora.max_lora_rank,
+            extras.lora_adapter_bytes(m, opts.lora.max_lora_rank), tp, memory, shm, inst.gpus // rpn, inst.name, rpn)
+        if detail:
+            return refuse("host-memory", detail)
     if opts.kv_offload_gib:
-        detail = host_tier.refusal_detail(opts.kv_offload_gib, memory, shm, inst.gpus // rpn, inst.name, rpn)
+        detail = host_tier.refusal_detail(opts.kv_offload_gib, memory, shm, inst.gpus // rpn, inst.name, rpn,
+                                          lora_gib, extras.cpu_loras(opts))
         if detail:
             return refuse("host-memory", detail)
         shm = host_tier.shm_with_offload(shm, opts.kv_offload_gib)
@@ -314,7 +322,7 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
     if best.kv_dtype != "auto" and "auto" in req.kv_cache_dtypes:
         notes.append("FP8 KV cache chosen by the planner (kvCacheDtype: allow-fp8): lower quality, "
                      "set kvCacheDtype: auto to refuse it")
-    memory = extras.describe(m, req.precision, best.tp, best.pp, best.kv_dtype, req.engine)
+    memory = extras.describe(m, req.precision, best.tp, best.pp, best.kv_dtype, req.engine, best.pod_memory_gib)
     if memory:
         notes.append(f"memory: {memory}")
     offload = req.engine.kv_offload_gib or 0.0
