@@ -25,6 +25,7 @@ from .cluster.existing import ExistingClusterArgs
 from .cluster.pools import gpu_pool_specs, model_cache_gib
 from .config import ConfigError, StackConfig
 from .config.gateway import production_tls_problems
+from .config.token_quotas import lora_problems as quota_lora_problems
 from .config.schema import ModelDeployment
 from .planner import NoFeasibleTopology, Topology
 from .planner.disagg import production_problems as disagg_production_problems
@@ -231,7 +232,8 @@ def scale_to_zero_problems(cfg: StackConfig, topologies: dict[str, Topology]) ->
 def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
                   provider_config: dict[str, dict[str, Any]] | None = None) -> list[str]:
     """Every rule that needs the plan, as `field: problem` lines: the cloud's checks, the cache's weights sources,
-    loader and pinned revisions, scale to zero."""
+    loader and pinned revisions, scale to zero; and the cross-block rules reported beside them (production TLS,
+    token quotas beside LoRA adapters)."""
     problems = cluster_problems(cluster_args(cfg, topologies, provider_config=(provider_config or {}).get("aws")))
     if cfg.model_cache.kind == "nvme" and cfg.cloud != "gcp":  # GCP's check names machine types without local SSDs
         # an existing cluster's nodes are no catalog type: the stack describes no local NVMe on them
@@ -250,6 +252,7 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
             + upgrade_problems(cfg.serving.ray_upgrade_strategy, ray_topologies(cfg.serving, topologies),
                                upgrade_room(cfg))
             + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment)
+            + quota_lora_problems(cfg.gateway, cfg.models)
             + disagg_production_problems(cfg.production, topologies)
             + margin_production_problems(cfg.production, topologies))
 

@@ -62,3 +62,23 @@ def check_token_quotas(q: GatewayTokenQuotas | None, clients: list[str], auth: s
                                                  "Redis come with the stack's own Envoy Gateway install, which a "
                                                  "cluster stack's Gateway (gateway.install: false) runs without; "
                                                  "remove tokenQuotas or install the gateway in this stack")
+
+
+def lora_refusal(model: str) -> str:
+    """Token quotas beside LoRA adapters (engine.lora): a client names an adapter in the body's `model` on the
+    model's own URL `/<model>/v1` (docs/lora.md), which quotas remove; the shared URL's AIGatewayRoute matches the
+    served model names only (gateway/shared.py, an exact `x-ai-eg-model` per model), so every adapter request
+    would get AI Gateway's route-not-found 404. Refused rather than shipped that way."""
+    return (f"gateway.tokenQuotas: {model} serves LoRA adapters (engine.lora), which clients reach by the "
+            f"adapter's name on the model's own URL /{model}/v1; token quotas count only the shared URL, whose "
+            f"routes match served model names, so with quotas every adapter request would get 404. Remove "
+            f"gateway.tokenQuotas, or engine.lora from {model}")
+
+
+def lora_problems(gw, models) -> list[str]:
+    """One line per model with engine.lora where the gateway runs token quotas (lora_refusal). components/wiring.py
+    plan_problems reports them with the stack's other configuration errors, before any resource is built; the
+    gateway component keeps the same check for GatewayArgs built by hand (components/gateway/quotas.py)."""
+    if not (gw.enabled and gw.token_quotas is not None):
+        return []
+    return [lora_refusal(m.name) for m in models if m.engine.lora is not None]

@@ -147,15 +147,11 @@ def redis_network_policy_spec(selector: dict[str, str]) -> dict:
 
 
 def lora_problems(routes) -> list[str]:
-    """Token quotas beside LoRA adapters (engine.lora): a client names an adapter in the body's `model` on the
-    model's own URL `/<model>/v1` (docs/lora.md), which quotas remove; the shared URL's AIGatewayRoute matches the
-    served model names only (gateway/shared.py, an exact `x-ai-eg-model` per model), so every adapter request
-    would get AI Gateway's route-not-found 404. Refused rather than shipped that way."""
-    return [f"gateway.tokenQuotas: {r.model} serves LoRA adapters (engine.lora), which clients reach by the "
-            f"adapter's name on the model's own URL /{r.model}/v1; token quotas count only the shared URL, whose "
-            f"routes match served model names, so with quotas every adapter request would get 404. Remove "
-            f"gateway.tokenQuotas, or engine.lora from {r.model}"
-            for r in routes if r.lora or r.runtime_lora]
+    """Token quotas beside LoRA adapters (engine.lora), refused (components/config/token_quotas.py lora_refusal).
+    A stack's plan reports them before any resource is built (components/wiring.py plan_problems); this is the same
+    check on the routes, for GatewayArgs built without that validation."""
+    from ..config.token_quotas import lora_refusal
+    return [lora_refusal(r.model) for r in routes if r.lora or r.runtime_lora]
 
 
 def fleet_tokens_per_minute(counts: str, total_per_s: float, output_per_s: float) -> int:

@@ -234,6 +234,15 @@ def test_quotas_beside_lora_adapters_are_refused_not_shipped_answering_404(tmp_p
     path.write_text(lora.read_text() + "  vllm-platform:gateway:\n    tokenQuotas:\n      tokensPerMinute: 1000\n")
     assert main(["plan", str(path), "--out", str(tmp_path / "out")]) == 2
     assert LORA_REFUSAL in capsys.readouterr().err
+    # a configuration error of the stack (components/wiring.py plan_problems), reported beside the others before
+    # the program builds anything: here with prod's plain-HTTP refusal, which stopped the plan before it was seen
+    prod = tmp_path / "Pulumi.lora-quotas-prod.yaml"
+    prod.write_text(path.read_text().replace("environment: dev", "environment: prod"))
+    assert main(["plan", str(prod), "--out", str(tmp_path / "out-prod")]) == 2
+    err = capsys.readouterr().err
+    assert "invalid stack configuration:\n  gateway.tls.mode: none in prod" in err
+    assert f"\n  {LORA_REFUSAL}\n" in err + "\n"
+    # the gateway component keeps the check for GatewayArgs built without the stack's validation
     with pytest.raises(Exception) as e:
         run_gateway(_args(token_quotas=q.TokenQuotas({"a": 1000})))
     assert LORA_REFUSAL in str(e.value)
