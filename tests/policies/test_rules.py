@@ -28,6 +28,17 @@ def test_pack_has_at_least_15_rules_each_with_level_and_one_line_remedy():
         assert POLICIES[r.name].remediation_steps == r.remedy
 
 
+def test_the_docs_name_every_rule_at_its_level():
+    """docs/policies.md's table lists every rule of the pack (`| `name` | level |`) and the page's count is the
+    pack's."""
+    import re
+    from components.offline.runner import ROOT
+    text = (ROOT / "docs" / "policies.md").read_text()
+    rows = dict(re.findall(r"^\| `([a-z0-9-]+)` \| (mandatory|advisory) \|", text, re.M))
+    assert rows == {r.name: r.level for r in [*RULES, *STACK_RULES]}
+    assert f"holds {len(RULES_BY_NAME)} rules" in text
+
+
 def test_violation_message_carries_the_remedy_and_the_level():
     [v] = evaluate_resources([StackResource(DEPLOYMENT, "llama", with_container(image="vllm/vllm-openai:latest"))])
     assert (v.level, v.rule, v.resource) == (MANDATORY, "image-tag-pinned", f"llama ({DEPLOYMENT})")
