@@ -1,7 +1,7 @@
 """The whole bill of a cloud stack beside its GPU nodes (issue 24): the managed control plane, the system
-nodes, NAT, the model-weights file storage and the gateway's load balancer, each priced from
-components/catalog/prices.py (source and read date per row) at the stack's region and negotiated rates
-(`pricing`). Pure: it registers no resource and calls no cloud API.
+nodes, NAT, the model-weights file storage and the gateway's load balancer, each priced from a row of
+components/catalog/data/prices/platform.csv or cpu_instances.csv (source and read date per row) at the stack's
+region and negotiated rates (`pricing`). Pure: it registers no resource and calls no cloud API.
 
 What is billed by use (NAT and load balancer data processing, file-storage throughput, data transfer,
 root disks, logs) is named on the line or in NOT_INCLUDED, never silently left out. An existing cluster has
@@ -89,8 +89,8 @@ def _node_line(cfg: StackConfig, item: str, itype: str, nodes: int) -> BillLine:
     known = CPU_INSTANCES.get((cfg.cloud, itype))
     if known is None and rate is None:
         return BillLine(f"{item} ({nodes} x {itype})", nodes, None, "node-hour", None,
-                        f"{W} no price for {itype} in components/catalog/prices.py CPU_INSTANCES; set "
-                        f"pricing.instanceTypes.{itype} (or add the row with its source)", "", True)
+                        f"{W} no price for {itype} in components/catalog/data/prices/cpu_instances.csv; set "
+                        f"pricing.instanceTypes.{itype} (or add its row there with its source)", "", True)
     region = _region(cfg)
     base = BASE_REGIONS[cfg.cloud]
     hour, source = known or (0.0, "")
@@ -191,7 +191,7 @@ def bill_lines(bill: dict | None) -> list[str]:
     if not bill:
         return []
     out = [f"bill ({bill['cloud']} {bill['region']}; prices read {', '.join(bill['pricesRead'])}; "
-           f"sources per line: components/catalog/prices.py):",
+           f"sources per line: components/catalog/data/prices/platform.csv, cpu_instances.csv):",
            f"  GPU nodes: ${bill['gpuNodes']['planned']:,.2f}/h as planned (${bill['gpuNodes']['min']:,.2f} at min "
            f"replicas, ${bill['gpuNodes']['max']:,.2f} at max)"]
     for x in bill["lines"]:

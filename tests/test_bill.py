@@ -66,8 +66,8 @@ def test_an_eks_stack_pays_control_plane_system_nodes_nat_efs_and_nlb():
 def test_the_plan_prints_the_bill_with_its_total_and_when_prices_were_read():
     text = "\n".join(bill_lines(bill_of(shipped("prod-llama70b-aws")).to_dict()))
     assert text.startswith("bill (aws us-east-1; prices read 2025-10, 2026-12-04; sources per line: "
-                           "components/catalog/prices.py):\n  GPU nodes: $110.08/h as planned ($110.08 at min "
-                           "replicas, $220.16 at max)\n")
+                           "components/catalog/data/prices/platform.csv, cpu_instances.csv):\n"
+                           "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $220.16 at max)\n")
     assert ("  NAT gateways (one per zone, the region's first three zones): $0.14/h (3 x $0.045/gateway-hour ⚠); "
             "plus $0.045 per GB processed (not included)") in text
     assert text.splitlines()[-1].startswith("  total: $111.24/h as planned (~$81,205 a month at 730 h); $111.24/h at "
@@ -183,7 +183,8 @@ def test_a_discount_comes_off_every_list_price_but_not_a_negotiated_rate():
      "you negotiated"),
     ({"cloud": "aws", "aws": {"region": "us-east-1", **CIDRS}}, {"instanceTypes": {"p9.huge": 1}},
      "pricing.instanceTypes: p9.huge: not a type this AWS stack can run (the GPU types of "
-     "components/catalog/instances.py, the system pool's type); list only the types whose rate you negotiated"),
+     "components/catalog/data/instance_types.csv, the CPU types of data/prices/cpu_instances.csv, the system pool's "
+     "type); list only the types whose rate you negotiated"),
     ({"cloud": "aws", "aws": {"region": "us-east-1", **CIDRS}}, {"instanceTypes": {"g5.xlarge": 0}},
      "pricing.instanceTypes: g5.xlarge: 0: a rate is $ per node-hour above 0, e.g. `p5.48xlarge: 41.5`"),
     ({"cloud": "aws", "aws": {"region": "us-east-1", **CIDRS}}, {"discountPercent": 100},

@@ -157,7 +157,8 @@ class ModelDeployment(_Base):
     def _known_instances(cls, v):
         unknown = [i for i in v or [] if i not in INSTANCE_TYPES]
         if unknown:
-            raise ValueError(f"unknown instance type(s) {', '.join(unknown)}; see components/catalog/instances.py")
+            raise ValueError(f"unknown instance type(s) {', '.join(unknown)}; "
+                             f"see components/catalog/data/instance_types.csv")
         return v
 
     @field_validator("kv_cache_dtype")

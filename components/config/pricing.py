@@ -1,6 +1,6 @@
 """`vllm-platform:pricing`: negotiated rates (an Enterprise Discount Program, a private offer, committed use)
-that replace the list prices of components/catalog/prices.py in the cost lines, the bill and the planner's
-ranking of shapes (components/planning.py priced_pool, components/bill.py)."""
+that replace the list prices of components/catalog/data/ (instance_types.csv, prices/*.csv) in the cost lines,
+the bill and the planner's ranking of shapes (components/planning.py priced_pool, components/bill.py)."""
 from __future__ import annotations
 
 from pydantic import Field, field_validator
@@ -47,6 +47,7 @@ def pricing_problem(pricing: PricingSettings, cloud: str, system_type: str | Non
         other = [n for n in unknown if n in INSTANCE_TYPES]
         why = (f"a {INSTANCE_TYPES[other[0]].cloud.upper()} type, and this stack runs on {cloud.upper()}" if other
                else f"not a type this {cloud.upper()} stack can run (the GPU types of components/catalog/"
-                    f"instances.py, the system pool's type)")
+                    f"data/instance_types.csv, the CPU types of data/prices/cpu_instances.csv, the system pool's "
+                    f"type)")
         return "pricing.instanceTypes", f"{unknown[0]}: {why}; list only the types whose rate you negotiated"
     return None

@@ -14,7 +14,7 @@ Sources:
   p = docs/sizing.md (compact placement on GKE documented for A100, L4 and H100;
       H200/B200 capacity comes through reservations)
   d = cloud.google.com/compute/docs/accelerator-optimized-machines (A3 Ultra and A4 boot from
-      Hyperdisk only; that they are not offered on demand is catalog/instances.py NOT_ON_DEMAND)
+      Hyperdisk only; that they are not offered on demand is catalog/data/not_on_demand.csv)
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ RDMA_MTU = 8896  # r
 @dataclass(frozen=True)
 class MachineFamily:
     family: str  # machine type without its size suffix, e.g. "a3-highgpu"
-    fabric: str | None  # as in the catalog (catalog/instances.py)
+    fabric: str | None  # as in the catalog (catalog/data/instance_types.csv fabric)
     gpu_nics: int  # NICs for GPU-to-GPU traffic, each an additional node network
     layout: str | None  # PER_NIC_VPC | ROCE_VPC | None
     device_mode: str | None  # GKENetworkParamSet deviceMode of the GPU NICs
