@@ -1,21 +1,28 @@
 """vllm-platform: stack config -> topology plan -> Platform. Everything else lives in components/."""
 import pulumi
 
-from components.config import ConfigError, load_stack_config
-from components.planner import NoFeasibleTopology
-from components.outputs import gateway_outputs
-from components.platform import Platform
-from components.providers import cloud_provider_opts
-from components.wiring import validated_plan
+from components.catalog.tables import FIX, DataError  # reads no table: the catalog's names load on first use
 
+# The catalog's data files are read on first use: by the imports below (instance types, accelerators, prices),
+# the plan or the Platform. A malformed one fails the run with its file, line and column, like a config error.
 try:
-    loaded = load_stack_config()
-    topologies = validated_plan(loaded.config, provider_config=loaded.provider_config)  # every problem, at once
-    providers = cloud_provider_opts(loaded.config, loaded.provider_config)  # aws:* / gcp:* honoured
-except (ConfigError, NoFeasibleTopology) as err:
-    raise pulumi.RunError(str(err)) from err  # a clear message, no traceback
+    from components.config import ConfigError, load_stack_config
+    from components.planner import NoFeasibleTopology
+    from components.outputs import gateway_outputs
+    from components.platform import Platform
+    from components.providers import cloud_provider_opts
+    from components.wiring import validated_plan
 
-platform = Platform("vllm", loaded, providers, topologies=topologies)
+    try:
+        loaded = load_stack_config()
+        topologies = validated_plan(loaded.config, provider_config=loaded.provider_config)  # every problem, at once
+        providers = cloud_provider_opts(loaded.config, loaded.provider_config)  # aws:* / gcp:* honoured
+    except (ConfigError, NoFeasibleTopology) as err:
+        raise pulumi.RunError(str(err)) from err  # a clear message, no traceback
+
+    platform = Platform("vllm", loaded, providers, topologies=topologies)
+except DataError as err:
+    raise pulumi.RunError(f"{err}\n{FIX}") from err  # a clear message, no traceback
 
 # What a platform team reads with `pulumi stack output` (docs/outputs.md); a cloud's own keys only on it.
 outputs = {

@@ -12,13 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .catalog import INSTANCE_TYPES, MIN_FABRIC_GBPS, PRICES_AS_OF
-from .cluster.facts import CAPACITY_ANNOTATION, GPU_RESOURCE, GPU_TAINT_KEY, POOL_LABEL, RESERVED_CAPACITY
-from .cluster.pools import ACCELERATOR_LABEL, pool_name
-from .config.bounds import GPU_MEMORY_UTILIZATION_RANGE, OPEN_CIDRS
-from .planner.capacity import LATENCY_MARGIN
-from .serving.k8s import KNEE_ANNOTATION, MARGIN_ANNOTATION
-from .serving.probes import MIN_BUDGET_S
+from .catalog.tables import DataError  # reads no table: the catalog's names load on first use
+from .cli import data_error
 
 TARGET = Path(__file__).resolve().parents[1] / "policies" / "rules" / "facts.py"
 
@@ -56,6 +51,15 @@ def pool_name(instance_type: str) -> str:
 
 
 def render() -> str:
+    # imported here, not above: they read the catalog's tables, and main() reports a malformed one (exit 2)
+    from .catalog import INSTANCE_TYPES, MIN_FABRIC_GBPS, PRICES_AS_OF
+    from .cluster.facts import CAPACITY_ANNOTATION, GPU_RESOURCE, GPU_TAINT_KEY, POOL_LABEL, RESERVED_CAPACITY
+    from .cluster.pools import ACCELERATOR_LABEL, pool_name
+    from .config.bounds import GPU_MEMORY_UTILIZATION_RANGE, OPEN_CIDRS
+    from .planner.capacity import LATENCY_MARGIN
+    from .serving.k8s import KNEE_ANNOTATION, MARGIN_ANNOTATION
+    from .serving.probes import MIN_BUDGET_S
+
     lines = [HEADER,
              f"GPU_TAINT_KEY = {GPU_TAINT_KEY!r}",
              f"GPU_RESOURCE = {GPU_RESOURCE!r}",
@@ -89,14 +93,19 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv == ["--write"]:
-        TARGET.write_text(render())
-        print(f"wrote {TARGET}")
-        return 0
-    if argv:
+    """0 ok; 2 bad arguments or a malformed catalog data file (its file, line and column; facts.py untouched)."""
+    if argv not in ([], ["--write"]):
         print("usage: python -m components.policy_facts [--write]", file=sys.stderr)
         return 2
-    sys.stdout.write(render())
+    try:
+        text = render()
+    except DataError as e:
+        return data_error(e)
+    if argv == ["--write"]:
+        TARGET.write_text(text)
+        print(f"wrote {TARGET}")
+        return 0
+    sys.stdout.write(text)
     return 0
 
 

@@ -246,6 +246,83 @@ def test_a_malformed_data_file_exits_2_naming_file_line_column_and_the_fix(tmp_p
     assert not out.exists()  # nothing planned
 
 
+FIX_LINE = ("fix: correct that line of the catalog's data file (the header line is the table's schema; "
+            "docs/development.md \"Adding a data row\" has the rules), then run the command again")
+# The rows above: a price row read by the program's `components.platform` import, an instance type row read by its
+# first import (components.config), as in the fresh process `pulumi up` runs the program in.
+PRICE_TYPO = ("prices/regions.csv", 'aws,eu-west-1,1.O8,true,"⚠ same rate card as us-east-1, 2026-12"',
+              "(aws eu-west-1): column factor: '1.O8' is not a number (write it plain: 0.8048, 8192)")
+TYPE_TYPO = ("instance_types.csv", "aws,g4dn.xlarge,t4,1,4,16,125,25,,0.526,shape: karpenter; price: aws.amazon.com,0,"
+                                   ",,2026-12",
+             "(g4dn.xlarge): column accelerator: unknown accelerator 't4' (one of: a100-40gb, a100-80gb, a10g, b200, "
+             "h100, h200, l4, l40s)")
+
+# What Pulumi's language host does with the root __main__.py on `pulumi up` / `preview`: a fresh process, the
+# program run under the Pulumi runtime; a RunError is printed as its message and fails the run (no traceback),
+# anything else is printed with its traceback. Mocks stand in for the engine.
+PULUMI_RUN = """
+import runpy, sys
+import pulumi
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+class Mocks(pulumi.runtime.Mocks):
+    def new_resource(self, args):
+        return [args.name, args.inputs]
+    def call(self, args):
+        return {}
+
+pulumi.runtime.set_mocks(Mocks(), project="vllm-platform", stack="prod")
+assert "components" not in sys.modules  # the program is the first to import the package
+try:
+    _sync_await(run_pulumi_func(lambda: runpy.run_path(sys.argv[1], run_name="__main__")))
+except pulumi.RunError as e:
+    print(f"{type(e.__cause__).__name__}: {e}", file=sys.stderr)
+    sys.exit(32)
+"""
+
+
+@pytest.mark.parametrize("table, row, error", [PRICE_TYPO, TYPE_TYPO])
+def test_pulumi_up_fails_on_a_malformed_data_file_with_its_message_not_a_traceback(tmp_path, table, row, error):
+    """The root __main__.py turns a DataError into a RunError, as it does a config error: the run fails with the
+    file, line, column and the fix."""
+    copy, line = package_with_a_row_added(tmp_path, table, row)
+    proc = subprocess.run([sys.executable, "-c", PULUMI_RUN, str(ROOT / "__main__.py")], cwd=copy,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "VLLM_PLATFORM_PROJECT": str(ROOT)})  # the copy is imported
+    assert proc.returncode == 32, proc.stderr
+    assert proc.stderr == f"DataError: components/catalog/data/{table}: line {line} {error}\n{FIX_LINE}\n"
+
+
+def test_a_data_file_first_read_by_the_plan_fails_the_run_with_its_message(monkeypatch):
+    """A table read while planning (not at import) is reported the same way: the whole program is covered."""
+    import pulumi
+    from components import wiring
+    from components.catalog.tables import DataError
+    from components.offline.runner import plan_stack_offline
+
+    message = "components/catalog/data/measurements/published.csv: line 9 (x): column tp: 'two' is not a number"
+
+    def broken(*args, **kwargs):
+        raise DataError(message)
+
+    monkeypatch.setattr(wiring, "validated_plan", broken)  # the program imports it from there when it runs
+    with pytest.raises(pulumi.RunError) as e:
+        plan_stack_offline("dev")
+    assert str(e.value) == f"{message}\n{FIX_LINE}" and isinstance(e.value.__cause__, DataError)
+
+
+def test_policy_facts_write_exits_2_on_a_malformed_data_file(tmp_path):
+    """`python -m components.policy_facts --write` (run after a price change) reports a broken row, writes nothing."""
+    table, row, error = TYPE_TYPO
+    copy, line = package_with_a_row_added(tmp_path, table, row)
+    proc = subprocess.run([sys.executable, "-m", "components.policy_facts", "--write"], cwd=copy, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"components/catalog/data/{table}: line {line} {error}\n{FIX_LINE}\n"
+    assert proc.stdout == "" and not (copy / "policies").exists()  # facts.py not written
+
+
 @pytest.mark.parametrize("argv", [["table"], ["topology", "--model", "llama-3.1-8b", "--gpu", "l4", "--json"],
                                   ["topology", "--model", "nope"]])
 def test_output_into_a_closed_pipe_does_not_traceback(argv):
