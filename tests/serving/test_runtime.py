@@ -69,13 +69,14 @@ def test_large_models_get_more_than_vllms_600_s_default():
 
 
 def test_budget_terms_for_prod_llama70b_aws():
-    """132 GiB over EFS (1.5 GB/s per node) shared by 2 replicas per node, Run:ai streamer (uncapped):
-    0.75 GB/s per pod -> 189 s load x 1.5 + 240 s engine start = 523.5 s -> 530 s."""
+    """132 GiB over EFS (1.5 GB/s per node), one TP 8 replica per node since the step-model refit (was 2 x TP 4),
+    Run:ai streamer (uncapped): 1.5 GB/s per pod -> 141.7 GB / 1.5 = 94.5 -> 95 s load x 1.5 + 240 s engine
+    start = 382.5 s -> 390 s."""
     s = planned("prod-llama70b-aws").exports["serving"]["llama-70b"]["startup"]
     assert (s["loader"], s["readGBps"], s["loadS"], s["engineStartS"], s["budgetS"]) == \
-        ("runai-streamer", 0.75, 189, 240, 530)
+        ("runai-streamer", 1.5, 95, 240, 390)
     (_, c, _), = _serving_containers(planned("prod-llama70b-aws").resources)
-    assert c["startupProbe"]["failureThreshold"] == 53 and _env(c)["VLLM_ENGINE_READY_TIMEOUT_S"] == "530"
+    assert c["startupProbe"]["failureThreshold"] == 39 and _env(c)["VLLM_ENGINE_READY_TIMEOUT_S"] == "390"
 
 
 def test_the_default_loader_is_capped_on_a_shared_file_system_and_the_streamer_is_not():
