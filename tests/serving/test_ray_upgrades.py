@@ -47,12 +47,12 @@ def test_new_cluster_is_written_to_the_rayservice(new_cluster):
 
 
 def test_new_cluster_grows_the_gpu_pool_by_the_second_clusters_workers(new_cluster):
-    """TP 8 x PP 2 on two p5 nodes, replicas 1..3, 3 planned since the step-model refit (15 per replica for 32 users;
-    was 2): 6 nodes at max plus the new cluster's 3 x 2 workers."""
+    """TP 8 x PP 2 on two p5 nodes, replicas 1..4, 3 planned since the step-model refit (15 per replica for 32 users;
+    was 2 of 1..3): 8 nodes at max plus the new cluster's 3 x 2 workers."""
     resources, _ = new_cluster
-    assert _gpu_max(resources) == 12
+    assert _gpu_max(resources) == 14
     default, _ = plan_config(_raw("prod-llama405b-aws"), stack="prod-llama405b-aws")
-    assert _gpu_max(default) == 6  # None: the pool holds one fleet at max
+    assert _gpu_max(default) == 8  # None: the pool holds one fleet at max
     assert obj(default, "RayService", MODEL)["spec"]["upgradeStrategy"] == {"type": "None"}
 
 
