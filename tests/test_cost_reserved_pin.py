@@ -94,6 +94,9 @@ def test_the_ray_workers_of_a_capacity_block_carry_the_reserved_annotation():
     raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("prod-llama405b-aws")).items()}
     raw = {k: v for k, v in raw.items() if k != "hfToken"}
 
+    # replicas.max 3: the pool's 6 nodes fit the stubs' 6-instance block (the shipped 4 would need 8)
+    raw["models"][0]["replicas"] = {**raw["models"][0]["replicas"], "max": 3}
+
     def workers(**aws) -> list[dict]:
         resources, _ = plan_config({**raw, "aws": {**raw["aws"], **aws}}, stack="prod-llama405b-aws")
         return [t.annotations for r in by_type(resources, "kubernetes:ray.io/v1:RayService")

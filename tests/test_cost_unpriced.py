@@ -35,7 +35,7 @@ def test_the_dev_stack_without_a_node_price_reads_unpriced():
 def test_the_onprem_405b_stack_reads_unpriced():
     t = _shipped("prod-llama405b-onprem")["llama-405b"]
     assert cost_lines(t)[0].startswith("  cost: unpriced (set existing.gpuNodes.pricePerNodeHour): 1 replica(s) "
-                                       "(2 node(s)) at min, 3 (6 node(s)) at max; no price per million")
+                                       "(2 node(s)) at min, 4 (8 node(s)) at max; no price per million")
     # the why line: no "$0.00/h", and the runner-up is not called the next cheapest (both cost unknown)
     why = summary(t).splitlines()[-1]
     # 32 users, 15 per replica at the knee: 3 replicas of 2 nodes
