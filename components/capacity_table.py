@@ -71,9 +71,9 @@ def margin_text(percentile: str, margin: float) -> str:
                 f"SLA): planning.latencyMargin, where the calibration's default is {LATENCY_MARGIN * 100:g} %{below} "
                 f"(docs/measurements.md){tail}")
     return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= SLA): "
-            f"the capacity model's held-out median TPOT error is under {pct}, but on setups it was not fitted on it "
-            f"is about 30 %, and MoE models at low concurrency and dense models at TP 4-8 run slower than estimated "
-            f"by more than that (docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
+            f"the capacity model's held-out median TPOT error is under {pct}, but a quarter of its held-out rows are "
+            f"off by more than 45 %, and MoE models and the pinned vLLM are the least measured: a measured knee "
+            f"(planning.measurements) settles it (docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
 
 
 def knee_lines(t) -> list[str]:

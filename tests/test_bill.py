@@ -54,9 +54,9 @@ def test_an_eks_stack_pays_control_plane_system_nodes_nat_efs_and_nlb():
         "EFS model cache (up to 200 GiB)": (200, 0.30, 0.0822),  # 200 x $0.30 / 730 h
         "gateway NLB (internal)": (1, 0.0225, 0.0225),
     }
-    assert (bill.gpu_min, bill.gpu_planned, bill.gpu_max, bill.total) == (110.08, 110.08, 220.16, 111.24)
+    assert (bill.gpu_min, bill.gpu_planned, bill.gpu_max, bill.total) == (110.08, 110.08, 440.32, 111.24)
     d = bill.to_dict()
-    assert d["perHour"] == {"min": 111.24, "planned": 111.24, "max": 221.32} and d["perMonth"] == 81205.2
+    assert d["perHour"] == {"min": 111.24, "planned": 111.24, "max": 441.48} and d["perMonth"] == 81205.2
     assert d["pricesRead"] == ["2025-10", "2026-12-04"]
     nat = next(x for x in bill.lines if x.item.startswith("NAT"))
     assert nat.extra == "$0.045 per GB processed" and nat.read == "2026-12-04" and nat.estimated
@@ -67,11 +67,11 @@ def test_the_plan_prints_the_bill_with_its_total_and_when_prices_were_read():
     text = "\n".join(bill_lines(bill_of(shipped("prod-llama70b-aws")).to_dict()))
     assert text.startswith("bill (aws us-east-1; prices read 2025-10, 2026-12-04; sources per line: "
                            "components/catalog/data/prices/platform.csv, cpu_instances.csv):\n"
-                           "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $220.16 at max)\n")
+                           "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $440.32 at max)\n")
     assert ("  NAT gateways (one per zone, the region's first three zones): $0.14/h (3 x $0.045/gateway-hour ⚠); "
             "plus $0.045 per GB processed (not included)") in text
     assert text.splitlines()[-1].startswith("  total: $111.24/h as planned (~$81,205 a month at 730 h); $111.24/h at "
-                                            "min replicas, $221.32/h at max; not included: data transfer")
+                                            "min replicas, $441.48/h at max; not included: data transfer")
 
 
 def test_plan_prints_the_bill_of_the_stack_output(capsys, monkeypatch, tmp_path):

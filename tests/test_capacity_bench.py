@@ -136,9 +136,11 @@ def test_calibrate_adds_result_rows_to_both_halves_by_the_same_rule(results_file
 def test_calibrate_check_reports_result_rows(results_file, capsys):
     assert calibrate.main(["--check", "--results", str(results_file)]) == 0
     out = capsys.readouterr().out
-    assert "held out (the split's half): 15 points" in out  # the 13 published held-out rows and 2 of the sweep
+    assert "held out (the split's half): 81 points" in out  # the 79 published held-out rows and 2 of the sweep
     held = out.split("held out (the split's half):")[1].split("fresh since")[0]
     assert "chat-h100-tp1-c1" in held and "chat-h100-tp1-c2" in held and "chat-h100-tp1-c4" not in held
+    # the held-out error is broken down by concurrency bucket and by TP (the report since the 2026-12-05 rework)
+    assert "\n  TPOT error by concurrency: 1: 3 rows" in held and "\n  TPOT error by tp: TP 1: 28 rows" in held
 
 
 def test_bad_results_files_are_clear_errors(tmp_path, results_file, capsys):

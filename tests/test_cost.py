@@ -71,8 +71,8 @@ def test_min_max_total_and_per_million_lines():
     plans = plan_stack(aws([SMALL, IDLE]))
     assert cost_lines(plans["small"])[0] == (
         "  cost: $0.80/h at min 1 replica(s) (1 node(s)), $2.41/h at max 3 (3 node(s)); "
-        "$0.80/node-hour on-demand us-east-1; $4.54 per million output tokens (49 tokens/s per replica at "
-        "4 concurrent)")  # the capacity model's knee: $0.80/h / (49.0 tok/s x 3600 s) = $4.54 per M
+        "$0.80/node-hour on-demand us-east-1; $4.30 per million output tokens (52 tokens/s per replica at "
+        "4 concurrent)")  # the capacity model's knee: $0.80/h / (51.7 tok/s x 3600 s) = $4.30 per M
     assert total_line(plans) == "total for 2 models: $5.40/h at min replicas, $5.40/h as planned, $7.01/h at max"
     assert "  cost: $0.80/h at min 1 replica(s)" in summary(plans["small"])
 
@@ -155,15 +155,17 @@ def test_every_shipped_stack_shows_min_max_cost_and_idle_gpus():
 def test_the_shipped_llama70b_stack_fills_its_nodes_and_with_idle_gpus_is_told_of_a_cheaper_shape():
     plans = dict((s, p) for s, _, p in _stack_plans())
     t = plans["prod-llama70b-aws"]["llama-70b"]
-    # 64 users at 17 per replica (the knee at TPOT 30 ms with the 20 % margin): 4 replicas of TP 4, two per 8-GPU
-    # node, on 2 nodes; no GPU idle, so no cheaper shape to suggest
-    assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 4, 4, 2)
-    assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (0, 110.08, 220.16)
-    assert (t.concurrency_per_replica, t.idle_alternative) == (17, None)
-    # 40 users: 3 replicas of TP 4 on the 2 nodes leave 4 GPUs idle; 3 A100-80GB nodes at TP 8 (16 users each at
-    # their knee) fill theirs for less (A100-40GB holds 12: 4 nodes, $87.84/h)
-    t = _shipped_with_load("prod-llama70b-aws", 40)["llama-70b"]
-    assert (t.replicas, t.nodes, t.idle_gpus) == (3, 2, 4)
+    # 64 users at 40 per replica (the knee at TPOT 30 ms with the 30 % margin; TP 4 holds only 10, 7 replicas on
+    # 4 nodes): 2 replicas of TP 8, one per 8-GPU node, on 2 nodes ($110.08/h; at max 8 replicas, 8 x $55.04 =
+    # $440.32/h); no GPU idle, so no cheaper shape to suggest
+    assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 8, 2, 2)
+    assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (0, 110.08, 440.32)
+    assert (t.concurrency_per_replica, t.idle_alternative) == (40, None)
+    # 24 users (40 no longer leaves GPUs idle: TP 8 takes it on 2 full nodes): 3 replicas of TP 4 (10 users each at
+    # the knee) on the 2 nodes leave 4 GPUs idle; 3 A100-80GB nodes at TP 8 (11 users each at their knee) fill
+    # theirs for less, 3 x $27.45 = $82.35/h (A100-40GB holds 5: 5 nodes, $109.80/h)
+    t = _shipped_with_load("prod-llama70b-aws", 24)["llama-70b"]
+    assert (t.tensor_parallel_size, t.replicas, t.nodes, t.idle_gpus) == (4, 3, 2, 4)
     assert t.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.35/h"
 
 
@@ -181,10 +183,11 @@ def test_an_existing_cluster_keeps_its_configured_node_price():
 def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_asked():
     # the fp8 405B stack at 28 users, with its shipped replicas.min 2: two TP 4 replicas spread over two 8-GPU p5en
     # nodes (2 x $63.30 = $126.60/h) leave 8 of 16 GPUs idle (4 at max 3 replicas). Shapes without idle GPUs: p4de
-    # TP 8 holds 10 at its knee, 28 users need 3 nodes at $27.45 = $82.35/h, less than two p5 TP 8 nodes ($110.08/h)
+    # TP 8 holds 8 at its knee, so 28 users would need 4 nodes, over replicas.max 3; two p5 TP 8 nodes (51 users
+    # each at their knee) cost 2 x $55.04 = $110.08/h, less than the $126.60/h planned
     t = _shipped_with_load("prod-llama405b-fp8-h200-aws", 28)["llama-405b-fp8"]
-    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.replicas, t.cost_per_hour) == (4, 29, 2, 126.6)
-    assert (t.idle_gpus, t.idle_alternative) == (8, "3 x TP 8 on 3 x p4de.24xlarge at $82.35/h")
+    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.replicas, t.cost_per_hour) == (4, 25, 2, 126.6)
+    assert (t.idle_gpus, t.idle_alternative) == (8, "2 x TP 8 on 2 x p5.48xlarge at $110.08/h")
     from dataclasses import replace
     assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
     assert cost_lines(replace(t, idle_alternative=None))[1] == \

@@ -35,11 +35,11 @@ def test_the_dev_stack_without_a_node_price_reads_unpriced():
 def test_the_onprem_405b_stack_reads_unpriced():
     t = _shipped("prod-llama405b-onprem")["llama-405b"]
     assert cost_lines(t)[0].startswith("  cost: unpriced (set existing.gpuNodes.pricePerNodeHour): 1 replica(s) "
-                                       "(2 node(s)) at min, 3 (6 node(s)) at max; no price per million")
+                                       "(2 node(s)) at min, 4 (8 node(s)) at max; no price per million")
     # the why line: no "$0.00/h", and the runner-up is not called the next cheapest (both cost unknown)
     why = summary(t).splitlines()[-1]
-    # 32 users, 24 per replica at the knee: 2 replicas of 2 nodes
-    assert why.startswith("  why: 2 x TP 8 x PP 2 on 4 x existing-h100x8, unpriced; TP 8 refused (memory: ")
+    # 32 users, 15 per replica at the knee: 3 replicas of 2 nodes
+    assert why.startswith("  why: 3 x TP 8 x PP 2 on 6 x existing-h100x8, unpriced; TP 8 refused (memory: ")
     assert why.endswith("; next (unpriced, not compared on cost): 2 x TP 8 x PP 3 on 6 x existing-h100x8, unpriced")
     assert "$0.00" not in why and "cheapest" not in why
 
@@ -50,9 +50,9 @@ def test_an_unpriced_shape_is_never_ranked_cheaper_than_a_priced_one():
     free = replace(g6, cloud="existing", name="existing-l4x1", price_hour=0.0)  # same node, no price stated
     t = plan_topology(replace(req, candidates=(free, g6)))
     # before: the unpriced node's cost of 0 won the rank and the why line read "at $0.00/h"
-    # 16 users at 7 per replica (fp8 KV; 82.3 ms x 1.2 <= 100 ms): 3 nodes, 3 x $0.8048
-    assert t.instance_type == "g6.xlarge" and t.cost_per_hour == 2.41
-    assert t.reason.endswith("; next (unpriced, not compared on cost): 3 x TP 1 on 3 x existing-l4x1, fp8 KV, unpriced")
+    # 16 users at 4 per replica (76.5 ms x 1.3 <= 100 ms): 4 nodes, 4 x $0.8048 = $3.22
+    assert t.instance_type == "g6.xlarge" and t.cost_per_hour == 3.22
+    assert t.reason.endswith("; next (unpriced, not compared on cost): 4 x TP 1 on 4 x existing-l4x1, unpriced")
 
 
 def test_a_stated_node_price_prints_dollars():

@@ -22,7 +22,8 @@ from .models import MODELS, PRECISIONS
 
 FOLDER = DATA / "measurements"
 # The batches read blind, in the order they were read (each by someone who never ran the capacity model or saw
-# its errors); docs/capacity.md reports each.
+# its errors); docs/calibration-history.md reports each against the model they tested. Since the rework of 2026-12-05
+# they are ordinary rows of the calibration split.
 BLIND_BATCHES = ("blind", "blind3", "blind4", "blind5")
 MODES = ("closed", "burst")
 

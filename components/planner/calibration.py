@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..catalog import ACCELERATORS, MODELS, instance_types
 from ..catalog.bench_results import from_bench_results
-from ..catalog.measurements import Measurement, blind_batches, usable
+from ..catalog.measurements import Measurement, usable
 from . import memory as mem
 from .burst import burst
 from .capacity import LoadPoint, ReplicaShape, Workload, _cost, at_load
@@ -28,22 +28,14 @@ from .performance import EFFICIENCY, Efficiency
 GPU_MEMORY_UTILIZATION = 0.90  # vLLM's default; every usable source runs with it
 ROOT = Path(__file__).resolve().parents[2]
 
-# The model's structure (burst replay, KV-read efficiency, the mis-read fixes) was chosen while looking at the
-# held-out errors, up to this date; rows added to the calibration set after it are the only truly fresh test.
-STRUCTURE_FROZEN_ON = "2026-12-02"
-# Ids of usable rows (measurements.py or bench results) added after STRUCTURE_FROZEN_ON. Add a row's id here in
-# the same change that adds the row; tests/planner/test_calibration.py reports their error on their own.
-FRESH_SINCE_FREEZE: tuple[str, ...] = (
-    # closed-loop sweeps added 2026-12-03 (measurements.py): before any fit saw them, the constants fitted on the
-    # other 29 rows predicted them at a median TPOT error of 59.6 % (worst 254 %); docs/capacity.md
-    "gs-oss120b-h100-tp1-c4-sharegpt", "gs-oss120b-h100-tp2-c4-sharegpt", "gs-oss120b-a100-tp1-c4-sharegpt",
-    "gs-oss120b-a100-tp1-c4-sharegpt-mnbt4096", "gs-dsr1-h200-tp8-c4-sharegpt", "vb-fp8kv-llama8b-h100-c8-bf16kv",
-    "vb-fp8kv-llama8b-h100-c8-fp8kv", "ix-oss120b-b200-tp4-c16", "ix-oss120b-b200-tp4-c64", "ix-oss120b-b200-tp4-c128",
-    "ix-oss120b-b200-tp4-c256", "ix-oss120b-b200-tp4-c512",
-) + tuple(m.id for batch in blind_batches().values() for m in batch if m.usable)
-# ^ every usable row read blind (measurements.blind_batches): the 2026-12-03 batch, then the third, fourth and fifth
-# batches, read after the earlier ones had been looked at; each was the one-shot test of today's constants and of
-# variants frozen before it was read (docs/capacity.md "Third blind batch" and after)
+# The model's structure (burst replay, KV-read efficiency, the engine split of the per-request cost, the GEMM
+# efficiency term) was last chosen on this date, after every row below had been looked at: no row is fresh for it.
+# The blind batches (docs/calibration-data.md) were the one-shot tests of the structure frozen on 2026-12-02;
+# they are ordinary rows of the split now. Rows added after this date are the only truly fresh test: add a row's
+# id to FRESH_SINCE_FREEZE in the same change that adds the row (a bench/bench_serve.py run of the pinned vLLM);
+# tests/planner/test_calibration.py reports their error on their own, and no fit trains on them.
+STRUCTURE_FROZEN_ON = "2026-12-05"
+FRESH_SINCE_FREEZE: tuple[str, ...] = ()
 
 SPLIT_RULE = ("stratified by (model, GPU, load mode): within each stratum rows are ordered by sha256 of their id "
               "and alternate fit, held out, fit, ... (a stratum of 2+ rows lands on both sides; a single row is "
@@ -104,6 +96,8 @@ def _err(pred: float, meas: float | None) -> float | None:
 
 
 def predict(m: Measurement, eff: Efficiency = EFFICIENCY) -> Prediction | None:
+    """The capacity model's figures for the row's setup, with the per-request cost of the row's vLLM engine."""
+    eff = eff.for_engine(m.vllm)
     shape = shape_for(m)
     if shape is None:
         return None
@@ -177,3 +171,31 @@ def summary(rows: list[Measurement], eff: Efficiency = EFFICIENCY) -> dict:
             "tpot_median": statistics.median(tpot) if tpot else None, "tpot_worst": max(tpot, default=None),
             "throughput_median": statistics.median(tput) if tput else None,
             "throughput_worst": max(tput, default=None), "predictions": preds}
+
+
+# The error is reported by load, as the issue that reworked the step model asked (1, 2-8, 16-64, 128+ concurrent
+# requests), made contiguous so that no row falls between buckets: a burst row counts at its peak running batch.
+CONCURRENCY_BUCKETS: tuple[tuple[str, int, float], ...] = (
+    ("1", 1, 1), ("2-8", 2, 8), ("9-64", 9, 64), ("65-127", 65, 127), ("128+", 128, float("inf")))
+
+
+def concurrency_bucket(concurrency: float) -> str:
+    return next(name for name, low, high in CONCURRENCY_BUCKETS if concurrency <= high)
+
+
+def error_by(rows: list[Measurement], by: str, eff: Efficiency = EFFICIENCY) -> dict[str, dict]:
+    """TPOT error grouped `by` "concurrency" (CONCURRENCY_BUCKETS) or "tp": {group: {points, median (absolute),
+    bias (median signed: + the model is slower than measured), worst}}, groups in order."""
+    if by not in ("concurrency", "tp"):
+        raise ValueError(f"error_by: by must be 'concurrency' or 'tp', not {by!r}")
+    groups: dict[str, list[float]] = defaultdict(list)
+    for m in rows:
+        p = predict(m, eff)
+        if p is None or p.tpot_error is None:
+            continue
+        key = concurrency_bucket(p.concurrency) if by == "concurrency" else f"TP {m.tp}"
+        groups[key].append((p.tpot_ms - m.tpot_ms) / m.tpot_ms)
+    order = [b[0] for b in CONCURRENCY_BUCKETS] if by == "concurrency" else sorted(groups, key=lambda k: int(k[3:]))
+    return {k: {"points": len(groups[k]), "median": statistics.median(abs(e) for e in groups[k]),
+                "bias": statistics.median(groups[k]), "worst": max(abs(e) for e in groups[k])}
+            for k in order if groups.get(k)}

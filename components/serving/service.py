@@ -145,10 +145,10 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
     if (tcp := tcp_warning(t)):
         warn.append(tcp)
     if t.moe and not t.knee_measured:  # a measured knee (planning.measurements) is no estimate
-        warn.append(f"ESTIMATE: {t.served_model_name} is a mixture-of-experts model; published measurements at low "
-                    f"concurrency ran 1.7-3.9x slower per token than the capacity model estimates, beyond its "
-                    f"planning margin (docs/capacity.md#calibration): measure one replica with bench/bench_serve.py "
-                    f"before trusting the knee")
+        warn.append(f"ESTIMATE: {t.served_model_name} is a mixture-of-experts model; published measurements ran up to "
+                    f"1.6x slower per token than the capacity model estimates (Mixtral on vLLM's V0 engine up to "
+                    f"3.7x), beyond its planning margin (docs/capacity.md#known-gaps): measure one replica with "
+                    f"bench/bench_serve.py before trusting the knee")
     if args.production and not cache.revision(t.model_repo):
         warn.append(f"UNPINNED MODEL in production: {t.model_repo} is served at whatever its main branch was when "
                     f"the cache filled; set models[].revision to the commit you tested")

@@ -41,7 +41,7 @@ def test_plan_prints_the_resource_tree_with_key_inputs(tmp_path, capsys):
     assert ("  │  ├─ kubernetes:helm.sh/v3:Release  vllm-addons-gpu-operator  "
             "[chart gpu-operator v26.7.0; namespace gpu-operator]") in lines
     assert "  │  │  ├─ aws:eks/nodeGroup:NodeGroup  vllm-cluster-nodes-gpu-p5-48xlarge  " \
-           "[instance (launch template); nodes 0 (0–6)]" in lines  # created empty, the autoscaler adds nodes
+           "[instance (launch template); nodes 0 (0–8)]" in lines  # created empty, the autoscaler adds nodes
     assert "  │  │  ├─ aws:ec2/launchTemplate:LaunchTemplate  vllm-cluster-nodes-gpu-p5-48xlarge-lt  " \
            "[instance p5.48xlarge]" in lines
     assert any("│  │  ├─ aws:eks/cluster:Cluster  vllm-cluster-eks-cluster  [kubernetes 1.35]" in line for line in lines)

@@ -47,14 +47,14 @@ def test_the_knee_moves_down_when_the_sla_tightens():
     knees = [knee(r, w, tpot, 2000).concurrency for tpot in (60, 30, 20)]
     assert knees[0] > knees[1] > knees[2] >= 1
     k = knee(r, w, 20, 2000)
-    assert k.bound == "tpot" and k.point.tpot_ms * 1.2 <= 20, "the estimate stays 20 % under the SLA"
-    assert at_load(r, users(k.concurrency + 1)).tpot_ms * 1.2 > 20, "one more user breaks the SLA with the margin"
+    assert k.bound == "tpot" and k.point.tpot_ms * 1.3 <= 20, "the estimate stays 30 % under the SLA"
+    assert at_load(r, users(k.concurrency + 1)).tpot_ms * 1.3 > 20, "one more user breaks the SLA with the margin"
     assert knee(r, w, 20, 2000, margin=0).concurrency > k.concurrency, "without the margin the knee is higher"
 
 
 def test_a_tight_ttft_binds_the_knee():
     k = knee(shape(), Workload(4096, 128), 500, 400)
-    assert k.bound == "ttft" and k.concurrency >= 1 and k.point.ttft_ms * 1.2 <= 400
+    assert k.bound == "ttft" and k.concurrency >= 1 and k.point.ttft_ms * 1.3 <= 400
 
 
 def test_the_kv_cache_caps_the_knee():
@@ -91,8 +91,11 @@ def test_tp_all_reduce_costs_more_over_pcie_than_nvlink():
     pcie = replace(h100, link="pcie", link_gbps=25)
     nv = at_load(shape("llama-3.1-70b", tp=4), users(1))
     pc = at_load(shape("llama-3.1-70b", tp=4, acc=pcie), users(1))
-    # 80 layers x 2 all-reduces x (25 - 6) us of latency alone: > 3 ms a token
-    assert pc.tpot_ms - nv.tpot_ms > 3.0
+    # Both links now pay the fitted 30 us all-reduce latency (the PCIe estimate, 25 us, is below it), so the
+    # difference is bandwidth: 80 layers x 2 all-reduces x 24,576 bytes a token (2 x 3/4 x 8192 x 2) over 25 GB/s
+    # vs NVLink's 450 = 157 - 9 us = 0.149 ms per token in a step: 0.15 ms on the lone request's decode steps and
+    # ~152 ms on the step that prefills its 1024-token prompt beside it, which adds ~0.5 ms to the mean TPOT
+    assert pc.tpot_ms - nv.tpot_ms > 0.5
 
 
 def test_pipeline_bubble_and_ethernet_hand_offs_cost_time():

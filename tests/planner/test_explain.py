@@ -33,10 +33,13 @@ def test_nodes_with_no_network_have_none_for_pp():
 
 
 def test_pp_over_ethernet_is_a_last_resort_not_a_saving():
-    """Llama-3.1-70B at its full 131,072-token context on L40S: two g6e.12xlarge (TP 4 x PP 2 over 100 Gbps
-    Ethernet) would cost $20.99/h, one g6e.48xlarge (TP 8) $30.13/h. A model one node holds is served by one
-    node; PP over Ethernet is planned only where no single-node or fast-fabric shape fits."""
-    req = request("llama-3.1-70b", "l40s", kv_cache_dtypes=("auto",))  # the stack default (kvCacheDtype auto)
+    """Llama-3.1-70B at its full 131,072-token context on L40S for 8 users: two g6e.12xlarge (TP 4 x PP 2 over
+    100 Gbps Ethernet, 13 users at the knee) would cost $20.99/h, one g6e.48xlarge (TP 8) $30.13/h. A model one node
+    holds is served by one node; PP over Ethernet is planned only where no single-node or fast-fabric shape fits.
+    (8 users, not the default 16: since the 2026-12-05 refit the PP replica's knee is 13, so 16 users need two of
+    them at $41.97/h and the split would no longer be the cheaper one.)"""
+    req = request("llama-3.1-70b", "l40s", kv_cache_dtypes=("auto",),  # the stack default (kvCacheDtype auto)
+                  concurrency=8)
     t = plan_topology(req)
     assert (t.instance_type, t.tensor_parallel_size, t.pipeline_parallel_size, t.cost_per_hour) == \
         ("g6e.48xlarge", 8, 1, 30.13)

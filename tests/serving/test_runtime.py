@@ -69,13 +69,14 @@ def test_large_models_get_more_than_vllms_600_s_default():
 
 
 def test_budget_terms_for_prod_llama70b_aws():
-    """132 GiB over EFS (1.5 GB/s per node) shared by 2 replicas per node, Run:ai streamer (uncapped):
-    0.75 GB/s per pod -> 189 s load x 1.5 + 240 s engine start = 523.5 s -> 530 s."""
+    """132 GiB over EFS (1.5 GB/s per node), one TP 8 replica per node since the step-model refit (was 2 x TP 4),
+    Run:ai streamer (uncapped): 1.5 GB/s per pod -> 141.7 GB / 1.5 = 94.5 -> 95 s load x 1.5 + 240 s engine
+    start = 382.5 s -> 390 s."""
     s = planned("prod-llama70b-aws").exports["serving"]["llama-70b"]["startup"]
     assert (s["loader"], s["readGBps"], s["loadS"], s["engineStartS"], s["budgetS"]) == \
-        ("runai-streamer", 0.75, 189, 240, 530)
+        ("runai-streamer", 1.5, 95, 240, 390)
     (_, c, _), = _serving_containers(planned("prod-llama70b-aws").resources)
-    assert c["startupProbe"]["failureThreshold"] == 53 and _env(c)["VLLM_ENGINE_READY_TIMEOUT_S"] == "530"
+    assert c["startupProbe"]["failureThreshold"] == 39 and _env(c)["VLLM_ENGINE_READY_TIMEOUT_S"] == "390"
 
 
 def test_the_default_loader_is_capped_on_a_shared_file_system_and_the_streamer_is_not():
@@ -226,7 +227,8 @@ def test_roce_on_your_own_cluster_is_verbs_not_gib():
 
 
 def test_a3_high_single_node_replicas_name_the_socket_transport():
-    """prod-qwen72b-gcp runs TP 4 on a3-highgpu-8g, whose nodes carry the TCPX NCCL plugin."""
+    """prod-qwen72b-gcp runs TP 8 on a3-highgpu-8g (TP 4 before the step-model refit), whose nodes carry the TCPX
+    NCCL plugin."""
     (_, c, _), = _serving_containers(planned("prod-qwen72b-gcp").resources)
     assert _env(c)["NCCL_NET"] == "Socket"
     tcpxo = fabric.fabric_for(dataclasses.replace(_p5_405b()[0], cloud="gcp", fabric="gpudirect-tcpxo"))
@@ -339,7 +341,7 @@ def test_plan_prints_the_budget_and_the_warnings(capsys):
     from components.cli import main
     assert main(["plan", "prod-llama405b-fp8-h200-aws"]) == 0
     out = capsys.readouterr().out
-    # replicas.min 2: two TP 4 replicas (knee 29 users each, 58 >= 32) spread over two p5en nodes at $63.30 =
+    # replicas.min 2: two TP 4 replicas (knee 25 users each, 50 >= 32) spread over two p5en nodes at $63.30 =
     # $126.60/h; a p5en node can hold two TP 4 pods, so each is budgeted half the node's 1.50 GB/s:
     # 381 GiB (409.1 GB) / 0.75 GB/s = 546 s, x 1.5 + 240 s of engine start = 1059 -> 1060 s
     assert "2 replica(s) on 2 node(s), $126.60/h" in out

@@ -56,8 +56,9 @@ ODCR_STACK = dict(capacityType="reservation", capacityReservations={"p5.48xlarge
 
 def test_a_capacity_block_group_waits_closed_in_the_blocks_zone_and_is_scheduled_on_its_dates(monkeypatch):
     """Before the block EC2 refuses every launch into it: the group is created empty at EKS's smallest max (1),
-    the block's start opens it to the plan's max and launches the planned nodes (405B: 2 replicas x 2 nodes,
-    the whole 4-instance block), its end closes it."""
+    the block's start opens it to the plan's max and launches the planned nodes (405B: 2 replicas x 3 nodes, TP 8
+    x PP 3 since the step-model refit (TP 8 x PP 2 holds 15 users, 3 replicas > replicas.max 2), the whole
+    6-instance block), its end closes it."""
     at(monkeypatch, "2027-02-01T00:00:00")
     res, _ = plan_config(config(models=[BIG], **BLOCK_STACK))
     group = gpu(res, NG)
@@ -70,7 +71,7 @@ def test_a_capacity_block_group_waits_closed_in_the_blocks_zone_and_is_scheduled
     end = schedules["vllm-cluster-nodes-gpu-p5-48xlarge-block-end"]
     assert start["autoscalingGroupName"] == end["autoscalingGroupName"] == asg
     assert (start["startTime"], start["minSize"], start["desiredCapacity"], start["maxSize"]) == (
-        "2027-03-01T11:30:00Z", 0, 4, 4)
+        "2027-03-01T11:30:00Z", 0, 6, 6)
     # EC2 starts terminating the block's instances 30 minutes before its end
     assert (end["startTime"], end["minSize"], end["desiredCapacity"], end["maxSize"]) == ("2027-03-15T11:00:00Z", 0, 0, 0)
     lt = gpu(res, LT).inputs
@@ -81,7 +82,7 @@ def test_a_capacity_block_group_waits_closed_in_the_blocks_zone_and_is_scheduled
 def test_a_rerun_during_the_block_keeps_the_planned_max_and_only_the_end_schedule(monkeypatch):
     at(monkeypatch, "2027-03-05T00:00:00")
     res, _ = plan_config(config(models=[BIG], **BLOCK_STACK))
-    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
+    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 6}
     assert [r.inputs["scheduledActionName"] for r in by_type(res, SCHEDULE)] == [
         "vllm-cluster-nodes-gpu-p5-48xlarge-block-end"]
 
@@ -90,7 +91,7 @@ def test_a_pool_that_may_outgrow_its_capacity_block_is_a_config_error(monkeypatc
     at(monkeypatch, "2027-02-01T00:00:00")
     monkeypatch.setitem(stubs.RESERVATIONS, BLOCK, {**stubs.RESERVATIONS[BLOCK], "instanceCount": 2})
     assert ("aws.capacityReservations.p5.48xlarge: the Capacity Block holds 2 instances, but pool gpu-p5-48xlarge "
-            "may grow to 4 nodes (the models' replicas.max); lower replicas.max or buy a block of 4 instances"
+            "may grow to 6 nodes (the models' replicas.max); lower replicas.max or buy a block of 6 instances"
             in config_error(config(models=[BIG], **BLOCK_STACK)))
 
 
@@ -183,7 +184,8 @@ def test_cluster_autoscaler_owns_the_gpu_groups_desired_size(monkeypatch):
 
     monkeypatch.setattr(runner, "RecordingMonitor", Monitor)
     res, _ = plan_config(config(models=[BIG]))  # first `pulumi up`: no cluster yet, the group is created empty
-    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
+    # max 6: 2 replicas x 3 nodes (TP 8 x PP 3 under the refitted step model; was 2 x 2)
+    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 6}
     assert ignored["vllm-cluster-nodes-gpu-p5-48xlarge"] == []
     # a later run: the autoscaler has the GPU group at 3 nodes and the system group at 3
     monkeypatch.setitem(stubs.EXISTING_CLUSTERS, "vllm", {"version": "1.35", "tags": {}})
@@ -191,10 +193,10 @@ def test_cluster_autoscaler_owns_the_gpu_groups_desired_size(monkeypatch):
         "vllm-cluster-nodes-gpu-p5-48xlarge-0a1b2c3": 3, "vllm-cluster-nodes-system-9f8e7d6": 3,
         "hand-made-group": 7})
     res, _ = plan_config(config(models=[BIG]))
-    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 3, "maxSize": 4}
+    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 3, "maxSize": 6}
     system = next(r for r in by_type(res, NG) if r.name.endswith("-system"))
     assert system.inputs["scalingConfig"] == {"minSize": 2, "desiredSize": 3, "maxSize": 4}
     # a group the autoscaler left above a lowered max is sent the max (EKS refuses desired > max)
     monkeypatch.setitem(stubs.EXISTING_NODE_GROUPS, "vllm", {"vllm-cluster-nodes-gpu-p5-48xlarge-0a1b2c3": 9})
     res, _ = plan_config(config(models=[BIG]))
-    assert gpu(res, NG).inputs["scalingConfig"]["desiredSize"] == 4
+    assert gpu(res, NG).inputs["scalingConfig"]["desiredSize"] == 6

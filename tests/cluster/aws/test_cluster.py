@@ -68,8 +68,8 @@ def test_p5_nodes_in_one_subnet_with_gpu_taint_labels_and_planned_max():
     assert ng["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
     assert ng["labels"] == {"vllm-platform/gpu-pool": "gpu-p5-48xlarge", "vllm-platform/accelerator": "h100",
                             "k8s.amazonaws.com/accelerator": "h100"}
-    # TP 8 x PP 2: 2 nodes per replica, at most 3 replicas; created empty, Cluster Autoscaler adds the nodes
-    assert ng["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 6}
+    # TP 8 x PP 2: 2 nodes per replica, at most 4 replicas (replicas.max); created empty, Cluster Autoscaler adds the nodes
+    assert ng["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 8}
     (tag,) = [r.inputs["tag"] for r in by_type(res, "aws:autoscaling/tag:Tag") if r.name.endswith("-ca-efa")]
     assert tag == {"key": "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa",
                    "value": "32", "propagateAtLaunch": False}

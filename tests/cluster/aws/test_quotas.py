@@ -31,22 +31,23 @@ def quota(monkeypatch, code: str, value: float):
 
 
 def test_a_new_accounts_p_quota_refuses_the_plan_with_the_request_to_file(monkeypatch):
-    # Llama-3.1-405B: up to 2 replicas of 2 p5.48xlarge (192 vCPUs each) = 768 vCPUs
+    # Llama-3.1-405B: up to 2 replicas of 3 p5.48xlarge (TP 8 x PP 3 under the refitted step model; 192 vCPUs
+    # each) = 1152 vCPUs
     quota(monkeypatch, "L-417A185B", 0.0)
     assert ("aws.region: quota L-417A185B (Running On-Demand P instances) in us-east-1 is 0 vCPUs; the GPU pools "
-            "(gpu-p5-48xlarge) need 768 vCPUs at their max node counts. Request 768: `aws service-quotas "
-            "request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 768 "
+            "(gpu-p5-48xlarge) need 1152 vCPUs at their max node counts. Request 1152: `aws service-quotas "
+            "request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 1152 "
             "--region us-east-1` (console: Service Quotas > AWS services > Amazon Elastic Compute Cloud (Amazon EC2) "
             "> Running On-Demand P instances > Request increase at account level); or lower the models' "
             "replicas.max") in config_error(config(models=[BIG]))
 
 
 def test_a_quota_of_exactly_the_need_passes_and_one_vcpu_less_is_refused(monkeypatch):
-    quota(monkeypatch, "L-417A185B", 768.0)
+    quota(monkeypatch, "L-417A185B", 1152.0)  # 2 replicas x 3 p5.48xlarge x 192 vCPUs
     res, _ = plan_config(config(models=[BIG]))
     assert by_type(res, "aws:eks/nodeGroup:NodeGroup")
-    quota(monkeypatch, "L-417A185B", 767.0)
-    assert "quota L-417A185B (Running On-Demand P instances) in us-east-1 is 767 vCPUs" in config_error(config(models=[BIG]))
+    quota(monkeypatch, "L-417A185B", 1151.0)
+    assert "quota L-417A185B (Running On-Demand P instances) in us-east-1 is 1151 vCPUs" in config_error(config(models=[BIG]))
 
 
 def test_spot_and_g_instances_are_checked_against_their_own_quotas(monkeypatch):
