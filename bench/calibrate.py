@@ -64,7 +64,7 @@ GRIDS = {
 NATURAL_ENDS = {("seq_overhead_s", 0.0), ("early_seq_overhead_s", 0.0), ("v0_seq_overhead_s", 0.0),
                 ("gemm_half_rows", 0.0), ("attn_seq_s", 0.0), ("allreduce_s", 0.0), ("early_gpu_factor", 1.0), ("v0_gpu_factor", 1.0)}
 # where the search starts: the last fit (a refit on the same rows converges in one pass)
-START = Efficiency(**{k: v for k, v in calibrated.TERMS.items()})
+START = Efficiency(**calibrated.TERMS)
 # Cross-validation refits the GPU terms per fold (they are what a left-out model or GPU tests); the engine eras' CPU
 # terms and factors stay at the full fit (they describe engines, not models or GPUs). A fold records them in this order.
 CV_TERMS = ("hbm", "kv_hbm", "mfu", "gemm_half_rows", "attn_seq_s", "allreduce_s")
@@ -167,7 +167,7 @@ def write(eff: Efficiency, fit_ids, test_ids, results, cv: dict, cv_on: str | No
     OUT.write_text(f'''"""Efficiency terms of the step-time model (components/planner/performance.py).
 
 WRITTEN BY bench/calibrate.py on {today}: do not edit by hand. Fitted by coordinate descent on the `fit` half of
-the calibration rows (components/catalog/measurements.py plus the bench result files in RESULTS);
+the calibration rows (components/catalog/data/measurements/*.csv plus the bench result files in RESULTS);
 tests/planner/test_calibration.py reports the error on the held-out half and the cross-validation below.
 """
 TERMS: dict[str, float | None] = {{

@@ -1,7 +1,7 @@
 """Efficiency terms of the step-time model (components/planner/performance.py).
 
 WRITTEN BY bench/calibrate.py on 2026-12-05: do not edit by hand. Fitted by coordinate descent on the `fit` half of
-the calibration rows (components/catalog/measurements.py plus the bench result files in RESULTS);
+the calibration rows (components/catalog/data/measurements/*.csv plus the bench result files in RESULTS);
 tests/planner/test_calibration.py reports the error on the held-out half and the cross-validation below.
 """
 TERMS: dict[str, float | None] = {

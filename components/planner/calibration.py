@@ -1,4 +1,5 @@
-"""The capacity model against published measurements (components/catalog/measurements.py). Pure.
+"""The capacity model against published measurements (components/catalog/data/measurements/*.csv, read by
+components/catalog/measurements.py). Pure.
 
 `predict` evaluates one measurement's setup with the capacity model: the planner's memory model sizes the KV
 cache for that GPU, TP x PP and max_model_len (at least one max_model_len request: the source's engine started),
@@ -116,7 +117,8 @@ def predict(m: Measurement, eff: Efficiency = EFFICIENCY) -> Prediction | None:
 
 
 def calibration_rows(results: tuple[str, ...] | list[str] = ()) -> list[Measurement]:
-    """The usable rows of measurements.py plus those of bench/bench_serve.py result files (paths relative to the
+    """The usable rows of the measurement tables (components/catalog/data/measurements/) plus those of
+    bench/bench_serve.py result files (paths relative to the
     repository root or absolute). A result row whose id is already taken is an error."""
     rows = usable()
     seen = {m.id for m in rows}

@@ -5,13 +5,12 @@ and `prefill` prompt tokens of a chunked prefill (vLLM V1 mixes both in one step
 max_num_batched_tokens). Per pipeline stage it reads that stage's weights (an MoE step only the experts
 its tokens route to) and the decoding requests' KV cache from HBM, and does ~2 FLOPs per active
 parameter per token (at the weights' math peak) plus the attention FLOPs (at the BF16 peak); the stage
-takes the larger of the two times (`HBM_EFFICIENCY` x peak bandwidth for weights, `KV_HBM_EFFICIENCY` for the
-KV cache; `MFU` x peak dense FLOPS), plus two
-all-reduces per layer when TP > 1 (NVLink or PCIe latency and bandwidth). Pipeline stages
+takes the larger of the two times (Efficiency.hbm x peak bandwidth for weights, .kv_hbm for the KV cache; .mfu
+x peak dense FLOPS), plus two all-reduces per layer when TP > 1 (NVLink or PCIe latency and bandwidth). Pipeline stages
 run micro-batches (PP "virtual engines"): a token passes every stage in turn and crosses PP - 1 node
 hand-offs that move only activations (tokens x hidden x 2 bytes) over the instance's network;
 with fewer micro-batches than stages the idle stages are the pipeline bubble. Every step pays
-`STEP_OVERHEAD_S` of CPU work plus `SEQ_OVERHEAD_S` per running request (scheduling, sampling,
+.step_overhead_s of CPU work plus .seq_overhead_s per running request (scheduling, sampling,
 detokenisation).
 
 Three terms were reworked on 2026-12-05 (issue: high-concurrency decode predicted ~2x too slow):
@@ -32,6 +31,7 @@ The efficiencies are fitted to published vLLM measurements by bench/calibrate.py
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 from ..catalog import Accelerator, InstanceType, ModelSpec
@@ -49,17 +49,9 @@ ENGINE_ERAS: tuple[tuple[str, tuple[int, int, int]], ...] = (
 
 
 def _release(vllm_version: str) -> tuple[int, int, int] | None:
-    parts = []
-    for word in vllm_version.lstrip("v").split(".")[:3]:
-        digits = ""
-        for ch in word:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts + [0] * (3 - len(parts))) if len(parts) >= 2 else None
+    """(major, minor, patch) of "0.10.1.1", "v0.31.0" or "0.6.3.post1"; None where no major.minor is readable."""
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", vllm_version)
+    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
 
 
 def engine_generation(vllm_version: str) -> str:
@@ -114,8 +106,7 @@ ACTIVATION_BYTES = 2  # bf16 hidden states cross the stage boundary
 def _allreduce_s(acc: Accelerator, tp: int, tokens: float, hidden: int, nvlink_latency_s: float) -> float:
     if tp == 1:
         return 0.0
-    alpha = max(nvlink_latency_s, ALLREDUCE_LATENCY_S["nvlink"]) if acc.nvlink else \
-        max(ALLREDUCE_LATENCY_S["pcie"], nvlink_latency_s)
+    alpha = max(ALLREDUCE_LATENCY_S["nvlink" if acc.nvlink else "pcie"], nvlink_latency_s)
     volume = 2 * (tp - 1) / tp * tokens * hidden * 2
     return alpha + volume / (acc.link_gbps * 1e9)
 
