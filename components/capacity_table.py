@@ -62,7 +62,7 @@ def _best_fit(req: PlanRequest):
 
 def margin_text(percentile: str, margin: float) -> str:
     """What the knee's margin means, for `capacity`, `plan` and `topology`."""
-    from .planner.capacity import LATENCY_MARGIN
+    from .planner.capacity import HELD_OUT_COVERED, HELD_OUT_WORST_UNDER, LATENCY_MARGIN
     pct = f"{margin * 100:g} %"
     tail = "; p99 figures are a queueing model, not calibrated" if percentile == "p99" else ""
     if abs(margin - LATENCY_MARGIN) > 1e-9:  # the stack's planning.latencyMargin, not the calibration's
@@ -70,10 +70,11 @@ def margin_text(percentile: str, margin: float) -> str:
         return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= "
                 f"SLA): planning.latencyMargin, where the calibration's default is {LATENCY_MARGIN * 100:g} %{below} "
                 f"(docs/measurements.md){tail}")
+    covered, rows = HELD_OUT_COVERED
     return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= SLA): "
-            f"the capacity model's held-out median TPOT error is under {pct}, but a quarter of its held-out rows are "
-            f"off by more than 45 %, and MoE models and the pinned vLLM are the least measured: a measured knee "
-            f"(planning.measurements) settles it (docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
+            f"{covered} of the capacity model's {rows} held-out measurements ran no slower than that, the rest up to "
+            f"{HELD_OUT_WORST_UNDER:g}x the estimate (MoE models on old vLLM the worst), and the pinned vLLM is the least "
+            f"measured: a measured knee (planning.measurements) settles it (docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
 
 
 def knee_lines(t) -> list[str]:

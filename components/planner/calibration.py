@@ -175,6 +175,23 @@ def summary(rows: list[Measurement], eff: Efficiency = EFFICIENCY) -> dict:
             "throughput_worst": max(tput, default=None), "predictions": preds}
 
 
+def unsafe_ratios(rows: list[Measurement], eff: Efficiency = EFFICIENCY) -> list[float]:
+    """Measured mean TPOT over the estimate for each row with a TPOT (> 1: the model was faster than the engine, the
+    side on which a deployment sized from the estimate misses its SLA), in the order of `rows`."""
+    return [m.tpot_ms / p.tpot_ms for m in rows if m.tpot_ms and (p := predict(m, eff)) is not None]
+
+
+def margin_for(rows: list[Measurement], coverage: float, eff: Efficiency = EFFICIENCY, step: float = 0.05) -> float:
+    """The smallest multiple of `step` whose estimate x (1 + margin) covers `coverage` of the rows' measured TPOT."""
+    ratios = unsafe_ratios(rows, eff)
+    if not ratios:
+        raise ValueError("margin_for: no row with a measured TPOT")
+    k = 0
+    while sum(r <= 1 + k * step + 1e-9 for r in ratios) < coverage * len(ratios):
+        k += 1
+    return round(k * step, 10)
+
+
 # The error is reported by load, as the issue that reworked the step model asked (1, 2-8, 16-64, 128+ concurrent
 # requests), made contiguous so that no row falls between buckets: a burst row counts at its peak running batch.
 CONCURRENCY_BUCKETS: tuple[tuple[str, int, float], ...] = (

@@ -35,12 +35,19 @@ from .performance import EFFICIENCY, Efficiency, StepCost, step_cost
 DEFAULT_PROMPT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 256
 Z99 = 2.326  # one-sided 99th percentile of the standard normal
-# The planning margin: the knee keeps the estimated TPOT and TTFT this share under the SLA, for the model's own
-# error. Source: the calibration's held-out median TPOT error (29.8 % over 79 rows, fitted 2026-12-05,
-# docs/capacity.md "Calibration"), rounded up to the next 5 %. tests/planner/test_calibration.py fails if it falls
-# below that error. A stack sets its own (planning.latencyMargin, docs/measurements.md); a measured knee
-# (planning.measurements) replaces the estimate.
-LATENCY_MARGIN = 0.30
+# The planning margin: the knee keeps the estimated TPOT and TTFT this share under the SLA (estimate x (1 + margin) <=
+# SLA), so a deployment misses its SLA only where the real TPOT exceeds the estimate by more than the margin: the
+# margin is set by the model's unsafe side, not by its average error. MARGIN_COVERAGE is the share of the
+# calibration's held-out rows whose measured mean TPOT must lie within estimate x (1 + margin); LATENCY_MARGIN is the
+# smallest 5 % step that reaches it. Fitted 2026-12-05 (docs/capacity.md "The planning margin"): the model is slower
+# than measured on 53 of 79 held-out rows and faster on 26; within x 1.30 lie 70 (88.6 %), within x 1.35 72 (91.1 %).
+# tests/planner/test_calibration.py recomputes the coverage, so a refit that moves it fails there until these follow.
+# A stack sets its own (planning.latencyMargin, docs/measurements.md); a measured knee (planning.measurements)
+# replaces the estimate.
+MARGIN_COVERAGE = 0.90
+LATENCY_MARGIN = 0.35
+HELD_OUT_COVERED = (72, 79)  # held-out rows within estimate x (1 + LATENCY_MARGIN), of those with a measured TPOT
+HELD_OUT_WORST_UNDER = 3.66  # the held-out row furthest on the unsafe side: its measured TPOT over the estimate
 PERCENTILES = ("mean", "p99")  # what the SLA judges: the mean latencies, or the tail model's p99
 
 

@@ -47,7 +47,7 @@ PRICES_AS_OF = '2025-10'
 # estimated knee keeps in production (components/serving/k8s.py, components/planner/capacity.py)
 KNEE_ANNOTATION = 'vllm-platform/knee'
 MARGIN_ANNOTATION = 'vllm-platform/latency-margin'
-LATENCY_MARGIN_FLOOR = 0.3
+LATENCY_MARGIN_FLOOR = 0.35
 
 INSTANCE_TYPES: dict[str, InstanceType] = {
     'a2-highgpu-1g': InstanceType('a2-highgpu-1g', 'a100-40gb', 1, 24.0, None, 'gcp', 3.6734),

@@ -10,7 +10,8 @@ from components.catalog import ACCELERATORS, MODELS
 from components.catalog.measurements import blind_batches, every_row, usable
 from components.planner import calibrated, calibration
 from components.planner.calibration import (
-    FRESH_SINCE_FREEZE, calibration_rows, concurrency_bucket, error_by, split, stratum, summary)
+    FRESH_SINCE_FREEZE, calibration_rows, concurrency_bucket, error_by, margin_for, split, stratum, summary,
+    unsafe_ratios)
 
 TARGET_MEDIAN_TPOT_ERROR = 0.15  # issue 14
 # What the model reaches today (docs/capacity.md "Calibration"); a change that makes any of them worse fails.
@@ -122,11 +123,29 @@ def test_median_tpot_error_meets_the_target(held_out):
         f"held-out median TPOT error {held_out['tpot_median']:.1%} exceeds the {TARGET_MEDIAN_TPOT_ERROR:.0%} target")
 
 
-def test_the_planners_latency_margin_covers_the_held_out_median_error(held_out):
-    from components.planner.capacity import LATENCY_MARGIN
-    assert LATENCY_MARGIN >= held_out["tpot_median"], (
-        f"capacity.LATENCY_MARGIN {LATENCY_MARGIN:.0%} is below the held-out median TPOT error "
-        f"{held_out['tpot_median']:.1%}: raise it (the knee must keep the estimate that far under the SLA)")
+def test_the_planners_latency_margin_is_the_smallest_5_percent_step_covering_9_in_10_held_out_rows(held_rows):
+    # the knee keeps estimate x (1 + margin) <= SLA: a deployment misses only where the engine is slower than the
+    # estimate by more than the margin, so the margin is read off the unsafe side of the held-out rows
+    from components.planner.capacity import HELD_OUT_COVERED, HELD_OUT_WORST_UNDER, LATENCY_MARGIN, MARGIN_COVERAGE
+    ratios = unsafe_ratios(held_rows)
+    assert MARGIN_COVERAGE == 0.90 and LATENCY_MARGIN == 0.35
+    assert margin_for(held_rows, MARGIN_COVERAGE) == LATENCY_MARGIN, (
+        f"capacity.LATENCY_MARGIN {LATENCY_MARGIN:.0%} is not the smallest 5 % step covering {MARGIN_COVERAGE:.0%} of "
+        f"the held-out rows ({margin_for(held_rows, MARGIN_COVERAGE):.0%}): set it, HELD_OUT_COVERED and "
+        "HELD_OUT_WORST_UNDER from this refit (the knee must keep the estimate that far under the SLA)")
+    # 72 of 79 within x 1.35, 70 within x 1.30 (88.6 %: one step short); the model is faster than measured on 26
+    assert (sum(r <= 1 + LATENCY_MARGIN for r in ratios), len(ratios)) == HELD_OUT_COVERED == (72, 79)
+    assert sum(r <= 1.30 for r in ratios) == 70 and sum(r > 1 for r in ratios) == 26
+    assert round(max(ratios), 2) == HELD_OUT_WORST_UNDER == 3.66
+
+
+def test_margin_for_reads_the_unsafe_side_not_the_average_error(held_rows):
+    # half of the held-out rows need no margin at all (the model is slower than measured on 53 of 79), the
+    # median absolute error (29.8 %) is not what protects the SLA
+    assert margin_for(held_rows, 0.5) == 0.0
+    assert margin_for(held_rows, 0.88) == 0.30 and margin_for(held_rows, 0.95) > 0.5
+    with pytest.raises(ValueError, match="no row with a measured TPOT"):
+        margin_for([], 0.9)
 
 
 def test_a_fresh_row_is_always_held_out_and_never_fitted(rows, monkeypatch):
