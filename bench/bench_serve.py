@@ -6,6 +6,16 @@ Run it on a machine that reaches the model's endpoint (a GPU node, or through a 
     .venv/bin/python bench/bench_serve.py STACK [--deployment NAME] [--base-url http://localhost:8000]
         [--out bench/results/STACK.json] [--dry-run]
 
+or, in one command on a GPU machine with vLLM installed and the weights in its Hugging Face cache (a lent device
+machine reaches no network: HF_HUB_OFFLINE=1 there), let it start the planned engine itself, measure it and stop it:
+
+    .venv/bin/python bench/bench_serve.py STACK --serve [--port 8000] [--start-timeout 1800] [--out ...]
+
+`--serve` runs exactly the plan's `vllm serve` arguments (the deployment's --max-num-seqs, TP, PP, ...; a
+multi-node replica is refused), checks that the machine has the GPUs the replica needs (`nvidia-smi --list-gpus`),
+waits for /health, and records the vLLM release that served (`vllm --version`), not the pinned one, in every row:
+calibration puts a row in its engine era by that version (components/planner/performance.py ENGINE_ERAS).
+
 For each concurrency 1, 2, 4, ... up to what one replica's KV cache holds at the SLA's prompt/output lengths
 (the plan's kv_limit_concurrency), it runs (vLLM 0.31 flags)
 
@@ -30,9 +40,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,6 +93,83 @@ def write_rows(rows: list[dict], out: Path) -> None:
     out.write_text(json.dumps(rows, indent=2) + "\n")
 
 
+class ServeError(Exception):
+    """--serve could not start or keep the engine: the message says what to do."""
+
+
+def serve_argv(t, port: int | None) -> list[str]:
+    """`vllm serve` with the plan's arguments; `port` replaces the plan's --port."""
+    args = list(t.vllm_args)
+    if port is not None:
+        i = args.index("--port")
+        args[i + 1] = str(port)
+    return ["vllm", "serve", *args]
+
+
+def _port(argv: list[str]) -> int:
+    return int(argv[argv.index("--port") + 1])
+
+
+def installed_vllm() -> str:
+    """The release `vllm --version` prints (its last line, e.g. 0.31.0)."""
+    try:
+        out = subprocess.run(["vllm", "--version"], capture_output=True, text=True, check=True, timeout=120).stdout
+    except FileNotFoundError:
+        raise ServeError("--serve: no `vllm` on PATH; install the pinned vLLM on this GPU machine "
+                         "(pip install vllm==0.31.0) or measure a running endpoint with --base-url") from None
+    except subprocess.CalledProcessError as e:
+        raise ServeError(f"--serve: `vllm --version` failed ({e.returncode}): {e.stderr.strip()[-300:]}") from None
+    return out.strip().splitlines()[-1].strip().lstrip("v")
+
+
+def gpus_here() -> int:
+    try:
+        out = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, timeout=60).stdout
+    except FileNotFoundError:
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def start_engine(argv: list[str], log: Path, timeout_s: float, poll_s: float = 2.0) -> subprocess.Popen:
+    """Start `argv` with its output in `log`; return once GET /health answers 200. The engine is stopped and the
+    log's tail raised if it exits or does not answer within `timeout_s`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as f:
+        proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://localhost:{_port(argv)}/health"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ServeError(f"--serve: `vllm serve` exited with {proc.returncode} before answering {url}; "
+                             f"the end of {log}:\n{_tail(log)}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return proc
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(poll_s)
+    stop_engine(proc)
+    raise ServeError(f"--serve: {url} did not answer within {timeout_s:g} s (weights loading? raise "
+                     f"--start-timeout); the end of {log}:\n{_tail(log)}")
+
+
+def stop_engine(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
+    """SIGINT to the engine's process group (vLLM shuts its workers down on it), SIGKILL after `grace_s`."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _tail(log: Path, lines: int = 20) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else "(no log)"
+
+
 def _levels(t) -> list[int]:
     from components.planner.capacity import sweep_levels
     return sweep_levels(max(1, t.kv_limit_concurrency))
@@ -90,7 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base-url", default="http://localhost:8000", help="one replica's OpenAI endpoint")
     p.add_argument("--out", help="rows JSON to write (default bench/results/STACK-DEPLOYMENT.json)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    p.add_argument("--serve", action="store_true",
+                   help="start the plan's `vllm serve` on this GPU machine, measure it, stop it")
+    p.add_argument("--port", type=int, help="with --serve: the port to serve on (default: the plan's)")
+    p.add_argument("--start-timeout", type=float, default=1800.0,
+                   help="with --serve: seconds to wait for /health (default 1800: weights load first)")
     a = p.parse_args(argv)
+    try:
+        return _run(a)
+    except ServeError as e:
+        print(e, file=sys.stderr)
+        return 2
+
+
+def _run(a) -> int:
 
     from components.config import parse
     from components.offline.runner import load_stack_yaml, stack_file
@@ -108,21 +213,45 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out or ROOT / "bench" / "results" / f"{Path(a.stack).stem}-{name}.json")
     result_dir = out.parent / f"{out.stem}-raw"
     date = datetime.date.today().isoformat()
+    vllm, base_url, engine = VLLM_VERSION.lstrip("v"), a.base_url, None
+    if a.serve:
+        if t.nodes_per_replica > 1:
+            raise ServeError(f"--serve: {name} is a {t.nodes_per_replica}-node replica (TP {t.tensor_parallel_size} x "
+                             f"PP {t.pipeline_parallel_size}); --serve starts one node's engine: measure the deployed "
+                             "replica with --base-url instead")
+        argv = serve_argv(t, a.port)
+        print(" ".join(argv))
+        need = t.tensor_parallel_size * t.pipeline_parallel_size
+        if not a.dry_run:
+            have = gpus_here()
+            if have < need:
+                raise ServeError(f"--serve: the replica needs {need} GPU(s) (TP {t.tensor_parallel_size} x PP "
+                                 f"{t.pipeline_parallel_size}); `nvidia-smi --list-gpus` shows {have} here")
+            vllm = installed_vllm()
+            if vllm != VLLM_VERSION.lstrip("v"):
+                print(f"note: vLLM {vllm} is installed, not the pinned {VLLM_VERSION.lstrip('v')}: the rows say "
+                      f"{vllm}, and calibration counts them in that release's engine era", file=sys.stderr)
+            engine = start_engine(argv, out.parent / f"{out.stem}-server.log", a.start_timeout)
+        base_url = f"http://localhost:{_port(argv)}"
     rows = []
-    for c in _levels(t):
-        cmd = bench_command(t.served_model_name, t.model_repo, a.base_url, t.prompt_tokens, t.output_tokens, c,
-                            str(result_dir))
-        print(" ".join(cmd))
-        if a.dry_run:
-            continue
-        result_dir.mkdir(parents=True, exist_ok=True)
-        subprocess.run(cmd, check=True)
-        doc = json.loads((result_dir / f"c{c}.json").read_text())
-        rows.append(parse_result(doc, row_id=f"{name}-{t.accelerator}-tp{t.tensor_parallel_size}-c{c}",
-                                 gpu=t.accelerator, model=t.model, precision=t.precision,
-                                 vllm=VLLM_VERSION.lstrip("v"), tp=t.tensor_parallel_size,
-                                 pp=t.pipeline_parallel_size, concurrency=c, max_model_len=t.max_model_len,
-                                 source=f"bench/bench_serve.py on {socket.gethostname()}", date=date))
+    try:
+        for c in _levels(t):
+            cmd = bench_command(t.served_model_name, t.model_repo, base_url, t.prompt_tokens, t.output_tokens, c,
+                                str(result_dir))
+            print(" ".join(cmd))
+            if a.dry_run:
+                continue
+            result_dir.mkdir(parents=True, exist_ok=True)
+            subprocess.run(cmd, check=True)
+            doc = json.loads((result_dir / f"c{c}.json").read_text())
+            rows.append(parse_result(doc, row_id=f"{name}-{t.accelerator}-tp{t.tensor_parallel_size}-c{c}",
+                                     gpu=t.accelerator, model=t.model, precision=t.precision,
+                                     vllm=vllm, tp=t.tensor_parallel_size,
+                                     pp=t.pipeline_parallel_size, concurrency=c, max_model_len=t.max_model_len,
+                                     source=f"bench/bench_serve.py on {socket.gethostname()}", date=date))
+    finally:
+        if engine is not None:
+            stop_engine(engine)
     if rows:
         write_rows(rows, out)
         print(f"wrote {len(rows)} rows to {out}; size the stack from them with planning.measurements "

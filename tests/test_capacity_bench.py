@@ -157,3 +157,118 @@ def test_bad_results_files_are_clear_errors(tmp_path, results_file, capsys):
         from_bench_results(bad)
     assert calibrate.main(["--check", "--results", str(results_file), str(results_file)]) == 2
     assert "row id 'chat-h100-tp1-c1' is already in the calibration set" in capsys.readouterr().err
+
+
+# --serve on a GPU machine: a fake `vllm` (serve answers /health on the port it is given until SIGINT; bench serve
+# needs that endpoint up and writes the result file where --result-dir/--result-filename say) and `nvidia-smi`.
+FAKE_VLLM = r'''#!PYTHON
+import json, os, sys, urllib.request
+from http.server import BaseHTTPRequestHandler, HTTPServer
+args = sys.argv[1:]
+if args == ["--version"]:
+    print("INFO 12-05 vllm startup banner")
+    print(os.environ.get("FAKE_VLLM_VERSION", "0.31.0"))
+elif args[:1] == ["serve"]:
+    with open(os.environ["FAKE_VLLM_LOG"], "a") as f:
+        f.write(json.dumps(args) + "\n")
+    if os.environ.get("FAKE_VLLM_CRASH"):
+        print("torch.OutOfMemoryError: CUDA out of memory", flush=True)
+        sys.exit(1)
+    class Health(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+        def log_message(self, *a):
+            pass
+    try:
+        HTTPServer(("localhost", int(args[args.index("--port") + 1])), Health).serve_forever()
+    except KeyboardInterrupt:
+        pass
+elif args[:2] == ["bench", "serve"]:
+    flag = lambda name: args[args.index(name) + 1]
+    urllib.request.urlopen(flag("--base-url") + "/health", timeout=5)  # the engine must be up
+    c, n = int(flag("--max-concurrency")), int(flag("--num-prompts"))
+    p, o = int(flag("--random-input-len")), int(flag("--random-output-len"))
+    doc = {"completed": n, "failed": 0, "total_input_tokens": n * p, "total_output_tokens": n * o,
+           "output_throughput": 40.0 * c, "total_token_throughput": 200.0 * c, "mean_ttft_ms": 300.0 + c,
+           "mean_tpot_ms": 60.0 + c, "p99_ttft_ms": 900.0, "p99_tpot_ms": 90.0}
+    os.makedirs(flag("--result-dir"), exist_ok=True)
+    with open(os.path.join(flag("--result-dir"), flag("--result-filename")), "w") as f:
+        json.dump(doc, f)
+else:
+    sys.exit(f"fake vllm: unexpected {args}")
+'''
+
+
+@pytest.fixture
+def gpu_machine(tmp_path, monkeypatch):
+    import socket
+    import sys
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "vllm").write_text(FAKE_VLLM.replace("PYTHON", sys.executable, 1))
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\n[ \"$1\" = --list-gpus ] || exit 9\n"
+                                        "i=0; while [ $i -lt ${FAKE_GPUS:-1} ]; do "
+                                        "echo \"GPU $i: NVIDIA L4 (UUID: GPU-$i)\"; i=$((i+1)); done\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("FAKE_VLLM_LOG", str(tmp_path / "served.jsonl"))
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    return tmp_path, port
+
+
+def _up(port):
+    import socket
+    try:
+        socket.create_connection(("localhost", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_serve_starts_the_planned_engine_measures_it_and_stops_it(gpu_machine, capsys):
+    tmp, port = gpu_machine
+    out = tmp / "results" / "dev.json"
+    assert bench_serve.main(["dev", "--serve", "--port", str(port), "--out", str(out), "--start-timeout", "60"]) == 0
+    (served,) = [json.loads(line) for line in (tmp / "served.jsonl").read_text().splitlines()]
+    # exactly the dev plan's engine (one L4, --max-num-seqs 13 at tpotMs 120), on the port asked for
+    assert served == ["serve", "meta-llama/Llama-3.1-8B-Instruct", "--served-model-name", "llama-8b",
+                      "--tensor-parallel-size", "1", "--pipeline-parallel-size", "1", "--max-model-len", "8192",
+                      "--gpu-memory-utilization", "0.90", "--max-num-seqs", "13", "--max-num-batched-tokens", "2048",
+                      "--port", str(port)]
+    rows = json.loads(out.read_text())
+    assert [r["id"] for r in rows][:3] == ["llama-8b-l4-tp1-c1", "llama-8b-l4-tp1-c2", "llama-8b-l4-tp1-c4"]
+    assert {r["vllm"] for r in rows} == {"0.31.0"} and rows[0]["tpot_ms"] == 61.0
+    assert not _up(port), "the engine is still serving after the sweep"
+    assert (tmp / "results" / "dev-server.log").exists()
+
+
+def test_serve_records_the_vllm_that_served_not_the_pinned_one(gpu_machine, monkeypatch, capsys):
+    tmp, port = gpu_machine
+    monkeypatch.setenv("FAKE_VLLM_VERSION", "0.11.0")
+    out = tmp / "dev.json"
+    assert bench_serve.main(["dev", "--serve", "--port", str(port), "--out", str(out)]) == 0
+    assert {r["vllm"] for r in json.loads(out.read_text())} == {"0.11.0"}
+    assert "vLLM 0.11.0 is installed, not the pinned 0.31.0" in capsys.readouterr().err
+
+
+def test_serve_says_why_the_engine_did_not_start(gpu_machine, monkeypatch, capsys):
+    tmp, port = gpu_machine
+    monkeypatch.setenv("FAKE_VLLM_CRASH", "1")
+    assert bench_serve.main(["dev", "--serve", "--port", str(port), "--out", str(tmp / "dev.json")]) == 2
+    err = capsys.readouterr().err
+    assert "`vllm serve` exited with 1 before answering" in err and "CUDA out of memory" in err
+    assert not (tmp / "dev.json").exists()
+
+
+def test_serve_refuses_a_machine_short_of_gpus_and_a_multi_node_replica(gpu_machine, monkeypatch, capsys):
+    tmp, port = gpu_machine
+    monkeypatch.setenv("FAKE_GPUS", "0")
+    assert bench_serve.main(["dev", "--serve", "--out", str(tmp / "dev.json")]) == 2
+    assert "the replica needs 1 GPU(s) (TP 1 x PP 1); `nvidia-smi --list-gpus` shows 0 here" in capsys.readouterr().err
+    assert not (tmp / "served.jsonl").exists()
+    assert bench_serve.main(["prod-llama405b-aws", "--serve"]) == 2
+    assert "is a 2-node replica (TP 8 x PP 2)" in capsys.readouterr().err
