@@ -16,9 +16,11 @@ CLUSTER_PROMETHEUS = "http://prometheus-operated.observability.svc:9090"
 OWN_ADDONS = {"prometheus": {"enabled": False, "url": CLUSTER_PROMETHEUS, "monitorLabels": {"prometheus": "main"}},
               "kuberay": {"enabled": False}}
 # A replica across two GKE A3 High nodes: GPU NIC networks, NCCL sockets (no TCPX plugin or installer).
+# replicas.max 3 (was 2): under the 0.35 planning margin a TP 8 x PP 2 replica holds 13 users, so 32 users need
+# 3 replicas (6 nodes, as the 2 x PP 3 plan had); max 2 is refused.
 GKE_405B = {"name": "llama-405b", "model": "llama-3.1-405b", "precision": "bf16", "accelerator": "h100",
             "instanceTypes": ["a3-highgpu-8g"], "maxModelLen": 32768,
-            "sla": {"ttftMs": 3000, "tpotMs": 80, "concurrency": 32}, "replicas": {"min": 1, "max": 2}}
+            "sla": {"ttftMs": 3000, "tpotMs": 80, "concurrency": 32}, "replicas": {"min": 1, "max": 3}}
 VARIANTS = {**{f"{s}+nvme": (s, {"modelCache": {"kind": "nvme"}}) for s in NVME_VARIANTS},
             "prod-llama405b-onprem+cluster-addons": ("prod-llama405b-onprem", {"addons": OWN_ADDONS}),
             "prod-qwen72b-gcp+multinode": ("prod-qwen72b-gcp", {"models": [GKE_405B]})}
