@@ -47,14 +47,14 @@ def test_the_knee_moves_down_when_the_sla_tightens():
     knees = [knee(r, w, tpot, 2000).concurrency for tpot in (60, 30, 20)]
     assert knees[0] > knees[1] > knees[2] >= 1
     k = knee(r, w, 20, 2000)
-    assert k.bound == "tpot" and k.point.tpot_ms * 1.3 <= 20, "the estimate stays 30 % under the SLA"
-    assert at_load(r, users(k.concurrency + 1)).tpot_ms * 1.3 > 20, "one more user breaks the SLA with the margin"
+    assert k.bound == "tpot" and k.point.tpot_ms * 1.35 <= 20, "the estimate stays 35 % under the SLA"
+    assert at_load(r, users(k.concurrency + 1)).tpot_ms * 1.35 > 20, "one more user breaks the SLA with the margin"
     assert knee(r, w, 20, 2000, margin=0).concurrency > k.concurrency, "without the margin the knee is higher"
 
 
 def test_a_tight_ttft_binds_the_knee():
     k = knee(shape(), Workload(4096, 128), 500, 400)
-    assert k.bound == "ttft" and k.concurrency >= 1 and k.point.ttft_ms * 1.3 <= 400
+    assert k.bound == "ttft" and k.concurrency >= 1 and k.point.ttft_ms * 1.35 <= 400
 
 
 def test_the_kv_cache_caps_the_knee():

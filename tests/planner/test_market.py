@@ -45,7 +45,7 @@ def test_a_pinned_unsold_machine_type_still_reaches_the_clusters_refusal():
 
 def test_no_fit_advice_on_an_on_demand_gke_stack_names_no_unsold_accelerator():
     # TPOT 100 ms (OPEN's is 60): since the 2026-12-05 refit no accelerator an on-demand GKE stack can buy decodes
-    # 405B in 60 ms with the 30 % margin, so the advice named none; at 100 ms H100 does (and H200 / B200 would, on Spot)
+    # 405B in 60 ms with the 35 % margin, so the advice named none; at 100 ms H100 does (and H200 / B200 would, on Spot)
     cfg, dep = _gcp({**OPEN, "accelerator": "l4", "precision": "bf16",
                      "sla": {**OPEN["sla"], "tpotMs": 100}})
     with pytest.raises(NoFeasibleTopology) as e:
