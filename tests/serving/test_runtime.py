@@ -273,7 +273,7 @@ def test_a_rollout_at_max_replicas_completes_on_the_pools_maximum(stack):
 
 
 def test_prod_llama70b_has_no_room_at_max_so_it_rolls_in_place():
-    """8 replicas at 2 per node on a 4-node pool: no slot for a surge pod at max."""
+    """4 replicas at 1 per node on a 4-node pool: no slot for a surge pod at max."""
     m = next(m for m in manifests(planned("prod-llama70b-aws").resources).values() if m["kind"] == "Deployment")
     assert m["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
 
@@ -287,14 +287,14 @@ def test_a_pool_with_a_free_slot_at_max_keeps_every_replica_during_a_rollout():
 # --- drain, revision, single replica ----------------------------------------------------------------------
 
 def test_requests_drain_before_the_pod_goes():
-    """dev: SLA TPOT 100 ms, a 4096-token completion -> vLLM drains for 410 s after a 15 s preStop sleep."""
+    """dev: SLA TPOT 120 ms, a 4096-token completion -> vLLM drains for 492 s after a 15 s preStop sleep."""
     d = next(m for m in manifests(planned("dev").resources).values() if m["kind"] == "Deployment")
     pod = d["spec"]["template"]["spec"]
     c = pod["containers"][0]
     assert c["lifecycle"]["preStop"] == {"exec": {"command": ["/bin/sh", "-c", "sleep 15"]}}
     i = c["args"].index("--shutdown-timeout")
-    assert c["args"][i + 1] == "410"
-    assert pod["terminationGracePeriodSeconds"] == 15 + 410 + 15
+    assert c["args"][i + 1] == "492"
+    assert pod["terminationGracePeriodSeconds"] == 15 + 492 + 15
 
 
 EXISTING = {
@@ -341,7 +341,7 @@ def test_plan_prints_the_budget_and_the_warnings(capsys):
     from components.cli import main
     assert main(["plan", "prod-llama405b-fp8-h200-aws"]) == 0
     out = capsys.readouterr().out
-    # replicas.min 2: two TP 4 replicas (knee 25 users each, 50 >= 32) spread over two p5en nodes at $63.30 =
+    # replicas.min 2: two TP 4 replicas (knee 23 users each, 46 >= 32) spread over two p5en nodes at $63.30 =
     # $126.60/h; a p5en node can hold two TP 4 pods, so each is budgeted half the node's 1.50 GB/s:
     # 381 GiB (409.1 GB) / 0.75 GB/s = 546 s, x 1.5 + 240 s of engine start = 1059 -> 1060 s
     assert "2 replica(s) on 2 node(s), $126.60/h" in out

@@ -41,7 +41,7 @@ def test_container_runs_exactly_the_planned_vllm_arguments(dev):
                           "c1c9f6fd5c109ba7f0546a59f5b2f15fb87f64c77782e90a27b648b42a8e67c3")
     # the plan's flags, then the loader the shared cache gets (Run:ai streamer) and the drain
     assert c["args"] == [*dev.exports["topology"][DEV_MODEL]["vllm_args"], "--load-format", "runai_streamer",
-                         "--shutdown-timeout", "410"]
+                         "--shutdown-timeout", "492"]
     assert "command" not in c  # the image's entrypoint is `vllm serve`
 
 
