@@ -21,10 +21,10 @@ def test_capacity_table_goes_by_doubling_marks_the_knee_and_the_sla(capsys):
     lines = out.splitlines()
     assert lines[0].startswith("Llama-3.1-8B bf16 on p5.48xlarge (TP 1, KV auto")
     assert "1024 prompt + 128 output tokens; SLA TPOT 20 ms, TTFT 2000 ms (mean)" in lines[0]
-    assert lines[1] == ("estimates are the model's; the knee keeps the mean TPOT and TTFT 30 % under the SLA "
-                        "(estimate x 1.3 <= SLA): the capacity model's held-out median TPOT error is under 30 %, but "
-                        "a quarter of its held-out rows are off by more than 45 %, and MoE models and the pinned vLLM "
-                        "are the least measured: a measured knee (planning.measurements) settles it "
+    assert lines[1] == ("estimates are the model's; the knee keeps the mean TPOT and TTFT 35 % under the SLA "
+                        "(estimate x 1.35 <= SLA): 72 of the capacity model's 79 held-out measurements ran no slower "
+                        "than that, the rest up to 3.66x the estimate (MoE models on old vLLM the worst), and the "
+                        "pinned vLLM is the least measured: a measured knee (planning.measurements) settles it "
                         "(docs/capacity.md#the-planning-margin-and-the-sla-percentile)")
     assert lines[2].split() == ["concurrency", "TPOT", "ms", "TPOT", "p99", "ms", "TTFT", "ms", "TTFT", "p99", "ms",
                                 "requests/s", "output", "tok/s", "total", "tok/s", "SLA"]
@@ -37,7 +37,7 @@ def test_capacity_table_goes_by_doubling_marks_the_knee_and_the_sla(capsys):
     for level, row in zip(levels, rows):
         assert row.split()[-1] == ("yes" if level <= knee else "no")
         tpot = float(row.split()[3 if level == knee else 1])  # the table prints the model's own estimate
-        assert (tpot * 1.3 <= 20) == (level <= knee), "the SLA column judges the estimate with the margin"
+        assert (tpot * 1.35 <= 20) == (level <= knee), "the SLA column judges the estimate with the margin"
     assert lines[-1].startswith(f"knee: {knee} concurrent requests (bound by the TPOT SLA); KV limit {levels[-1]} "
                                 f"at 1152 tokens/request")
 
@@ -48,7 +48,7 @@ def test_capacity_json(capsys):
     doc = json.loads(out)
     assert (doc["model"], doc["gpu"], doc["prompt_tokens"], doc["output_tokens"]) == ("mixtral-8x7b", "h100", 1024, 256)
     assert doc["sla"] == {"tpot_ms": 100.0, "ttft_ms": 2000.0, "percentile": "mean"}
-    assert doc["latency_margin"] == 0.3
+    assert doc["latency_margin"] == 0.35
     rows = doc["rows"]
     assert [r["concurrency"] for r in rows][:3] == [1, 2, 4] and rows[-1]["concurrency"] == doc["kv_limit"]
     assert sum(r["knee"] for r in rows) == 1
@@ -114,8 +114,8 @@ def test_plan_shows_each_models_knee(capsys):
     code, out, _ = run(capsys, "plan", "prod-llama70b-aws")
     assert code == 0
     assert "  knee: " in out and "sized for 64 concurrent users" in out
-    assert "  fleet carries min 2 replica(s): " in out and "; max 8 replica(s): " in out
-    assert "  margin: the knee keeps the mean TPOT and TTFT 30 % under the SLA (estimate x 1.3 <= SLA)" in out
+    assert "  fleet carries min 2 replica(s): " in out and "; max 4 replica(s): " in out
+    assert "  margin: the knee keeps the mean TPOT and TTFT 35 % under the SLA (estimate x 1.35 <= SLA)" in out
 
 
 def test_topology_with_a_p99_sla_says_so(capsys):
@@ -123,7 +123,7 @@ def test_topology_with_a_p99_sla_says_so(capsys):
                        "--percentile", "p99")
     assert code == 0
     assert "(SLA 2000); the SLA bounds the p99 figures" in out
-    assert "  margin: the knee keeps the p99 TPOT and TTFT 30 % under the SLA" in out
+    assert "  margin: the knee keeps the p99 TPOT and TTFT 35 % under the SLA" in out
 
 
 def test_capacity_p99_marks_the_rows_by_the_tail(capsys):
@@ -132,4 +132,4 @@ def test_capacity_p99_marks_the_rows_by_the_tail(capsys):
     doc = json.loads(out)
     assert code == 0 and doc["sla"]["percentile"] == "p99"
     for row in doc["rows"]:
-        assert row["sla_holds"] == (row["tpot_tail_ms"] * 1.3 <= 30 and row["ttft_tail_ms"] * 1.3 <= 2000)
+        assert row["sla_holds"] == (row["tpot_tail_ms"] * 1.35 <= 30 and row["ttft_tail_ms"] * 1.35 <= 2000)

@@ -66,14 +66,14 @@ def test_every_stacks_diagram_is_valid_mermaid(stack):
 @pytest.mark.parametrize("stack, pool, model, kind", [
     ("prod-llama405b-aws", "p5.48xlarge x6 (8 GPU/node, TP8xPP2, efa; 2–8 nodes)",
      "llama-405b: Llama-3.1-405B bf16<br/>RayService", "EKS llama405b-prod, Kubernetes 1.35"),
-    ("prod-qwen72b-gcp", "a3-highgpu-8g x2 (8 GPU/node, TP8, gpudirect-tcpx; 2–6 nodes)",
-     "qwen-72b: Qwen2.5-72B-Instruct bf16<br/>Deployment, 2 replica(s) (2–6)", "GKE llm-prod (us-central1), Kubernetes 1.35"),
+    ("prod-qwen72b-gcp", "a3-highgpu-8g x2 (8 GPU/node, TP8, gpudirect-tcpx; 2–3 nodes)",
+     "qwen-72b: Qwen2.5-72B-Instruct bf16<br/>Deployment, 2 replica(s) (2–3)", "GKE llm-prod (us-central1), Kubernetes 1.35"),
     # packing (several replicas per node): prod-qwen72b-gcp showed it at TP 4 until the step-model refit moved it
     # to TP 8 (one replica per node); the fp8 405B stack still packs two TP 4 replicas per p5en node
     ("prod-llama405b-fp8-h200-aws", "p5en.48xlarge x2 (8 GPU/node, TP4, up to 2 replicas/node, efa; fixed at 2 nodes)",
      "llama-405b-fp8: Llama-3.1-405B fp8<br/>Deployment, 2 replica(s) (2–3)",
      "EKS llama405b-fp8-prod, Kubernetes 1.35"),
-    ("dev", "l4 nodes x2 (1 GPU/node, TP1; 1–2 nodes)", "llama-8b: Llama-3.1-8B bf16<br/>Deployment",
+    ("dev", "l4 nodes x1 (1 GPU/node, TP1; 1–2 nodes)", "llama-8b: Llama-3.1-8B bf16<br/>Deployment, 1 replica(s) (1–2)",
      "existing cluster · stack dev"),
 ])
 def test_diagram_shows_cluster_pools_packing_addons_cache_and_models(stack, pool, model, kind):
