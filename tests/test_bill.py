@@ -54,9 +54,9 @@ def test_an_eks_stack_pays_control_plane_system_nodes_nat_efs_and_nlb():
         "EFS model cache (up to 200 GiB)": (200, 0.30, 0.0822),  # 200 x $0.30 / 730 h
         "gateway NLB (internal)": (1, 0.0225, 0.0225),
     }
-    assert (bill.gpu_min, bill.gpu_planned, bill.gpu_max, bill.total) == (110.08, 110.08, 440.32, 111.24)
+    assert (bill.gpu_min, bill.gpu_planned, bill.gpu_max, bill.total) == (110.08, 110.08, 220.16, 111.24)
     d = bill.to_dict()
-    assert d["perHour"] == {"min": 111.24, "planned": 111.24, "max": 441.48} and d["perMonth"] == 81205.2
+    assert d["perHour"] == {"min": 111.24, "planned": 111.24, "max": 221.32} and d["perMonth"] == 81205.2
     assert d["pricesRead"] == ["2025-10", "2026-12-04"]
     nat = next(x for x in bill.lines if x.item.startswith("NAT"))
     assert nat.extra == "$0.045 per GB processed" and nat.read == "2026-12-04" and nat.estimated
@@ -67,11 +67,11 @@ def test_the_plan_prints_the_bill_with_its_total_and_when_prices_were_read():
     text = "\n".join(bill_lines(bill_of(shipped("prod-llama70b-aws")).to_dict()))
     assert text.startswith("bill (aws us-east-1; prices read 2025-10, 2026-12-04; sources per line: "
                            "components/catalog/data/prices/platform.csv, cpu_instances.csv):\n"
-                           "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $440.32 at max)\n")
+                           "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $220.16 at max)\n")
     assert ("  NAT gateways (one per zone, the region's first three zones): $0.14/h (3 x $0.045/gateway-hour ⚠); "
             "plus $0.045 per GB processed (not included)") in text
     assert text.splitlines()[-1].startswith("  total: $111.24/h as planned (~$81,205 a month at 730 h); $111.24/h at "
-                                            "min replicas, $441.48/h at max; not included: data transfer")
+                                            "min replicas, $221.32/h at max; not included: data transfer")
 
 
 def test_plan_prints_the_bill_of_the_stack_output(capsys, monkeypatch, tmp_path):
@@ -158,19 +158,21 @@ def test_a_region_without_price_rows_is_marked():
 # --- negotiated rates: vllm-platform:pricing -------------------------------------------------------------
 
 def test_a_negotiated_rate_changes_the_planners_choice_consistently():
+    # Under the 0.35 margin an L4 holds 2 of SMALL's 4 users, so at list prices one A10G (g5.xlarge, $1.006) beats
+    # two L4s (2 x $0.8048); a negotiated L4 rate of $0.50 (2 x $0.50 = $1.00) turns the choice back to g6.xlarge.
     listed = plan_stack(aws())["small"]
-    assert (listed.instance_type, listed.price_per_node_hour) == ("g6.xlarge", 0.8048)
-    cheap = plan_stack(aws(pricing={"instanceTypes": {"g5.xlarge": 0.5}}))["small"]
+    assert (listed.instance_type, listed.price_per_node_hour) == ("g5.xlarge", 1.006)
+    cheap = plan_stack(aws(pricing={"instanceTypes": {"g6.xlarge": 0.5}}))["small"]
     assert (cheap.instance_type, cheap.price_per_node_hour, cheap.price_basis) == (
-        "g5.xlarge", 0.5, "negotiated (pricing.instanceTypes)")
+        "g6.xlarge", 0.5, "negotiated (pricing.instanceTypes)")
     assert (cheap.cost_min_per_hour, cheap.cost_max_per_hour) == (0.5, 1.0)
-    assert bill_of(aws(pricing={"instanceTypes": {"g5.xlarge": 0.5}})).gpu_max == 1.0
+    assert bill_of(aws(pricing={"instanceTypes": {"g6.xlarge": 0.5}})).gpu_max == 1.0
 
 
 def test_a_discount_comes_off_every_list_price_but_not_a_negotiated_rate():
     cfg = aws(pricing={"discountPercent": 10, "instanceTypes": {"m7i.2xlarge": 0.3}})
     t = plan_stack(cfg)["small"]
-    assert (t.price_per_node_hour, t.price_basis) == (0.7243, "on-demand us-east-1 less 10 % (pricing.discountPercent)")
+    assert (t.price_per_node_hour, t.price_basis) == (0.9054, "on-demand us-east-1 less 10 % (pricing.discountPercent)")
     items = lines_of(cfg)
     assert items["EKS control plane (standard support)"].per_hour == 0.09
     system = items["system nodes (2 x m7i.2xlarge)"]

@@ -19,16 +19,16 @@ def _small():
 
 def test_per_million_tokens_uses_the_knee_throughput():
     t = _small()
-    # 8B BF16 on one L4: 16 GB of weights at 0.75 x 300 GB/s = 71.4 ms a step, plus each user's KV (151 MB at 1,152
-    # tokens) at 0.9 x 300 GB/s = 0.56 ms: 4 users keep the estimated TPOT (76.5 ms) 30 % under the 100 ms SLA
-    # (99.4 ms; 5 users: 77.8 x 1.3 = 101.1 ms); 4 x 256 tokens per (0.32 s TTFT + 255 x 76.5 ms) = 51.7 tokens/s
-    assert (t.concurrency_per_replica, t.knee_output_tokens_per_s) == (4, 51.7)
-    assert t.output_tokens_per_s_per_replica == 51.7
-    assert t.cost_per_million_output_tokens == 4.2983  # $0.80/h / (51.7 tok/s x 3600 s) x 1e6
-    assert "$4.30 per million output tokens (52 tokens/s per replica at 4 concurrent)" in cost_lines(t)[0]
+    # 8B BF16 on one L4: 2 users keep the estimated TPOT (73.8 ms) 35 % under the 100 ms SLA (99.6 ms);
+    # 2 x 256 tokens per (0.315 s TTFT + 255 x 73.8 ms) = 26.8 tokens/s; 4 users need 2 replicas
+    assert (t.concurrency_per_replica, t.knee_output_tokens_per_s) == (2, 26.8)
+    assert t.output_tokens_per_s_per_replica == 26.8
+    # $1.61/h for 2 replicas / (2 x 26.8 tok/s x 3600 s) x 1e6
+    assert t.cost_per_million_output_tokens == 8.3437
+    assert "$8.34 per million output tokens (27 tokens/s per replica at 2 concurrent)" in cost_lines(t)[0]
 
 
 def test_a_different_knee_changes_the_price_per_token_and_the_fleet_load_together():
     t = replace(_small(), knee_output_tokens_per_s=400.0)
-    assert t.cost_per_million_output_tokens == 0.5556  # $0.80 / (400 x 3600) x 1e6
+    assert t.cost_per_million_output_tokens == 0.559  # $1.61/h for 2 replicas / (2 x 400 x 3600) x 1e6
     assert t.fleet_load["max"]["output_tokens_per_s"] == 1200.0  # 3 replicas x 400
