@@ -19,8 +19,10 @@ BLOCK = "cr-0123456789abcdef0"  # the stubs' Capacity Block: p5.48xlarge in us-e
 ODCR = "cr-0fedcba9876543210"  # the stubs' On-Demand Capacity Reservation: p5.48xlarge in us-east-1c
 SMALL = {"name": "chat", "model": "llama-3.1-8b", "maxModelLen": 8192, "sla": {"concurrency": 4},
          "replicas": {"min": 1, "max": 2}}
+# replicas.max 3 (was 2): under the 0.35 margin a TP 8 x PP 2 replica holds 13 users and no shape holds 32 in 2
+# replicas; 3 replicas x 2 p5 nodes keep the pool at 6 nodes, the stubs' whole 6-instance Capacity Block
 BIG = {"name": "big", "model": "llama-3.1-405b", "precision": "bf16", "instanceTypes": ["p5.48xlarge"],
-       "maxModelLen": 32768, "sla": {"ttftMs": 3000, "tpotMs": 80, "concurrency": 32}, "replicas": {"min": 1, "max": 2}}
+       "maxModelLen": 32768, "sla": {"ttftMs": 3000, "tpotMs": 80, "concurrency": 32}, "replicas": {"min": 1, "max": 3}}
 
 
 def config(itype="p5.48xlarge", models=None, **aws):
@@ -56,9 +58,8 @@ ODCR_STACK = dict(capacityType="reservation", capacityReservations={"p5.48xlarge
 
 def test_a_capacity_block_group_waits_closed_in_the_blocks_zone_and_is_scheduled_on_its_dates(monkeypatch):
     """Before the block EC2 refuses every launch into it: the group is created empty at EKS's smallest max (1),
-    the block's start opens it to the plan's max and launches the planned nodes (405B: 2 replicas x 3 nodes, TP 8
-    x PP 3 since the step-model refit (TP 8 x PP 2 holds 15 users, 3 replicas > replicas.max 2), the whole
-    6-instance block), its end closes it."""
+    the block's start opens it to the plan's max and launches the planned nodes (405B: 3 replicas x 2 nodes, TP 8
+    x PP 2 (13 users each at the knee), the whole 6-instance block), its end closes it."""
     at(monkeypatch, "2027-02-01T00:00:00")
     res, _ = plan_config(config(models=[BIG], **BLOCK_STACK))
     group = gpu(res, NG)
@@ -184,7 +185,7 @@ def test_cluster_autoscaler_owns_the_gpu_groups_desired_size(monkeypatch):
 
     monkeypatch.setattr(runner, "RecordingMonitor", Monitor)
     res, _ = plan_config(config(models=[BIG]))  # first `pulumi up`: no cluster yet, the group is created empty
-    # max 6: 2 replicas x 3 nodes (TP 8 x PP 3 under the refitted step model; was 2 x 2)
+    # max 6: 3 replicas x 2 nodes (TP 8 x PP 2)
     assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 6}
     assert ignored["vllm-cluster-nodes-gpu-p5-48xlarge"] == []
     # a later run: the autoscaler has the GPU group at 3 nodes and the system group at 3

@@ -31,8 +31,7 @@ def quota(monkeypatch, code: str, value: float):
 
 
 def test_a_new_accounts_p_quota_refuses_the_plan_with_the_request_to_file(monkeypatch):
-    # Llama-3.1-405B: up to 2 replicas of 3 p5.48xlarge (TP 8 x PP 3 under the refitted step model; 192 vCPUs
-    # each) = 1152 vCPUs
+    # Llama-3.1-405B: up to 3 replicas of 2 p5.48xlarge (TP 8 x PP 2; 192 vCPUs each) = 1152 vCPUs
     quota(monkeypatch, "L-417A185B", 0.0)
     assert ("aws.region: quota L-417A185B (Running On-Demand P instances) in us-east-1 is 0 vCPUs; the GPU pools "
             "(gpu-p5-48xlarge) need 1152 vCPUs at their max node counts. Request 1152: `aws service-quotas "
@@ -43,7 +42,7 @@ def test_a_new_accounts_p_quota_refuses_the_plan_with_the_request_to_file(monkey
 
 
 def test_a_quota_of_exactly_the_need_passes_and_one_vcpu_less_is_refused(monkeypatch):
-    quota(monkeypatch, "L-417A185B", 1152.0)  # 2 replicas x 3 p5.48xlarge x 192 vCPUs
+    quota(monkeypatch, "L-417A185B", 1152.0)  # 3 replicas x 2 p5.48xlarge x 192 vCPUs
     res, _ = plan_config(config(models=[BIG]))
     assert by_type(res, "aws:eks/nodeGroup:NodeGroup")
     quota(monkeypatch, "L-417A185B", 1151.0)
