@@ -13,13 +13,18 @@ ORDER = ["tp-gpus-per-node", "tp-heads", "tp-kv-heads", "tp-fp8-block", "fabric"
          "cuda-graph", "kv-cache", "tpot", "ttft", "max-replicas", "host-tier-nodes", "host-memory"]
 
 
+def _rank(r: Refusal) -> tuple[int, int, int]:
+    """How close a refusal came: further through the checks; among shapes refused for replicas.max the one needing
+    the fewest replicas (the count the advice "raise replicas.max to N" names); then the largest shape."""
+    return ORDER.index(r.constraint), -(r.replicas or UNBOUNDED), r.tp * r.pp
+
+
 def _closest(refusals: list[Refusal]) -> list[Refusal]:
-    """Per accelerator, the refusal that got furthest on the largest shape."""
+    """Per accelerator, the refusal that got closest (_rank)."""
     best: dict[str, Refusal] = {}
     for r in refusals:
-        key = (ORDER.index(r.constraint), r.tp * r.pp)
         cur = best.get(r.accelerator)
-        if cur is None or key > (ORDER.index(cur.constraint), cur.tp * cur.pp):
+        if cur is None or _rank(r) > _rank(cur):
             best[r.accelerator] = r
     return list(best.values())
 
@@ -42,7 +47,7 @@ def _feasible(req: PlanRequest) -> bool:
 
 def binding(refusals: list[Refusal]) -> Refusal:
     """The refusal that got furthest through the checks (on the largest shape): what stops the plan."""
-    return max(_closest(refusals), key=lambda r: (ORDER.index(r.constraint), r.tp * r.pp))
+    return max(_closest(refusals), key=_rank)
 
 
 def explain_refusal(req: PlanRequest, refusals: list[Refusal]) -> str:

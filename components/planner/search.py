@@ -107,8 +107,8 @@ def _pod_share(inst: InstanceType, replicas_per_node: int) -> tuple[int, int, in
 def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, pp: int, kv: str):
     m, sla = req.model, req.sla
 
-    def refuse(constraint: str, detail: str) -> Refusal:
-        return Refusal(constraint, inst.name, acc.id, tp, pp, kv, detail)
+    def refuse(constraint: str, detail: str, replicas: int = 0) -> Refusal:
+        return Refusal(constraint, inst.name, acc.id, tp, pp, kv, detail, replicas)
 
     if tp > inst.gpus:
         return refuse("tp-gpus-per-node", f"TP {tp} > {inst.gpus} GPUs per {inst.name} node")
@@ -190,7 +190,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     if replicas > req.max_replicas:
         return refuse("max-replicas", f"{replicas} replicas of {concurrency} concurrent requests "
                                       f"({at.arrival_rate:.2f} requests/s) each are needed for {sla.load_text}; "
-                                      f"replicas.max is {req.max_replicas}")
+                                      f"replicas.max is {req.max_replicas}", replicas)
     rpn = inst.gpus // tp if pp == 1 else 1
     nodes = fleet_nodes(replicas, rpn, pp, req.spread_nodes)
     cpu, memory, shm = _pod_share(inst, rpn)

@@ -16,6 +16,7 @@ class Refusal:
     pp: int
     kv_cache_dtype: str
     detail: str
+    replicas: int = 0  # max-replicas: the replicas this shape needs (the closest shape is the one needing fewest)
 
     def __str__(self) -> str:
         return f"{self.instance_type} TP{self.tp}xPP{self.pp} kv={self.kv_cache_dtype}: {self.constraint}: {self.detail}"

@@ -38,11 +38,11 @@ def test_ttft_names_only_what_helps():
 
 def test_replicas_max_gives_the_fewest_replicas_that_plan():
     assert headline(request("llama-3.1-8b", "l4", max_model_len=8192, concurrency=5000, max_replicas=2)) == (
-        "Llama-3.1-8B bf16: bound by replicas.max: 25 replicas of 208 concurrent requests (10.86 requests/s) each are "
+        "Llama-3.1-8B bf16: bound by replicas.max: 24 replicas of 209 concurrent requests (10.90 requests/s) each are "
         "needed for 5000 concurrent users; replicas.max is 2 (closest shape: g6.48xlarge TP8xPP8) → raise "
         "replicas.max to 24")
-    # the headline counts the closest (largest) shape, TP 8 x PP 8: 25 replicas; the advice is the fewest over all
-    # shapes, TP 8 x PP 4 at 213 users each: 24 does plan, 23 does not
+    # the headline names a shape needing the fewest replicas (24: TP 8 x PP 8 with FP8 KV here, TP 8 x PP 4 at 213
+    # users each too), the count the advice gives: 24 does plan, 23 does not
     assert plan_topology(request("llama-3.1-8b", "l4", max_model_len=8192, concurrency=5000,
                                  max_replicas=24)).replicas == 24
     with pytest.raises(NoFeasibleTopology):
@@ -78,7 +78,9 @@ def test_topology_says_its_options(capsys):
                  "--concurrency", "5000", "--max-replicas", "2"]) == 3
     first = capsys.readouterr().err.splitlines()[0]
     assert first.startswith("no topology fits: Llama-3.1-8B bf16: bound by --max-replicas: ")
-    assert first.endswith("--max-replicas is 2 (closest shape: g6.48xlarge TP8xPP8) → raise --max-replicas to 24")
+    assert first.endswith("24 replicas of 213 concurrent requests (11.11 requests/s) each are needed for 5000 "
+                          "concurrent users; --max-replicas is 2 (closest shape: g6.48xlarge TP8xPP4) → raise "
+                          "--max-replicas to 24")
     assert main(["topology", "--model", "llama-3.1-8b", "--gpu", "l4", "--tpot-ms", "5", "--max-model-len", "8192"]) == 3
     assert capsys.readouterr().err.splitlines()[0].endswith(
         "→ raise --tpot-ms or choose --gpu h100/a100-80gb/h200/b200")
