@@ -17,7 +17,7 @@ from components.versions import PAUSE_IMAGE, VLLM_IMAGE
 from tests.support.plans import plan_config, planned
 from tests.support.serving import EXISTING, container, obj, objs, topology
 
-REPO = "meta-llama/Llama-3.1-8B-Instruct"
+REPO = "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8"  # dev serves FP8 weights on its L4
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +29,9 @@ def test_rwx_claim_on_the_configured_storage_class_sized_from_the_weights(dev):
     pvc = obj(dev.resources, "PersistentVolumeClaim", "model-cache")["spec"]
     t = topology(dev, "llama-8b")
     assert pvc["accessModes"] == ["ReadWriteMany"] and pvc["storageClassName"] == "nfs-client"
-    # 15 GiB of weights x 1.5, rounded up to 10 GiB
-    assert t.weights_gib == pytest.approx(15.0, abs=0.1)
-    assert pvc["resources"]["requests"]["storage"] == "30Gi"
+    # 8.5 GiB of FP8 weights x 1.5 = 12.75, rounded up to 10 GiB
+    assert t.weights_gib == pytest.approx(8.5, abs=0.1)
+    assert pvc["resources"]["requests"]["storage"] == "20Gi"
 
 
 def test_size_from_config_wins_and_repos_count_once():

@@ -111,7 +111,7 @@ def test_table_covers_the_catalog(capsys):
 def test_plan_default_stack_writes_files(capsys):
     code, out, _ = run(capsys, "plan")
     assert code == 0
-    assert "llama-8b: Llama-3.1-8B bf16" in out and "\nResources (" in out
+    assert "llama-8b: Llama-3.1-8B fp8" in out and "\nResources (" in out
     build = ROOT / "build" / "dev"
     rows = json.loads((build / "resources.json").read_text())
     assert {"type", "name", "parent", "inputs"} <= set(rows[0])

@@ -104,12 +104,12 @@ def test_out_with_missing_parents_makes_them(tmp_path, capsys):
 def test_the_dev_stacks_description_matches_its_plan():
     from components.cli import stacks_rows
     row = next(r for r in stacks_rows() if r[0] == "`dev`")
-    # 8 users at up to 13 per replica (the knee on one L4 at TPOT 120 ms): 1 replica on one single-L4 node; max 2
+    # 8 users at up to 36 per replica (FP8 weights' knee on one L4 at TPOT 100 ms): 1 replica on one single-L4 node; max 2
     assert row[4:9] == ["your 1×l4 nodes", "TP 1", "1", "1 (1–2)", "1 (1–2)"]
     head = (ROOT / "stacks" / "Pulumi.dev.yaml").read_text().splitlines()[0]
-    assert head == ("# dev: Llama-3.1-8B on one GPU node with one L4 (1 replica holds the SLA's 8 users; up to 2 "
+    assert head == ("# dev: Llama-3.1-8B FP8 on one GPU node with one L4 (1 replica holds the SLA's 8 users; up to 2 "
                     "at the"), "stacks/Pulumi.dev.yaml's first line still describes the 2-replica plan"
-    assert ("(`stacks/Pulumi.dev.yaml`: Llama-3.1-8B on one GPU node with one L4, up to 2)"
+    assert ("(`stacks/Pulumi.dev.yaml`: Llama-3.1-8B FP8 on one GPU node with one L4, up to 2)"
             in " ".join((ROOT / "README.md").read_text().split()))
 
 

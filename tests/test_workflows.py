@@ -165,7 +165,7 @@ def test_plan_script_posts_a_topology_table_per_stack_and_fails_on_a_failed_plan
     # The table row agrees with the plan's own summary printed below it (build/ is shared, so not read here).
     [row] = [line for line in comment.splitlines() if line.startswith("| llama-8b |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:6] == ["llama-8b", "Llama-3.1-8B bf16", "existing-l4x1", "1", "1", "1"]
+    assert cells[:6] == ["llama-8b", "Llama-3.1-8B fp8", "existing-l4x1", "1", "1", "1"]
     kv = re.search(r"KV cache ([\d,]+) tokens/replica", comment).group(1).replace(",", "")
     tpot = re.search(r"est\. TPOT ([\d.]+) ms", comment).group(1)
     assert cells[7] == kv and float(cells[8]) == pytest.approx(float(tpot), abs=0.01)

@@ -187,8 +187,8 @@ def pd_rdma_in_production(resources: list[StackResource]):
 
 @stack_rule("latency-margin-in-production", MANDATORY,
             "A production model's fleet sized from the capacity model's estimate keeps at least the calibration's "
-            f"planning margin ({LATENCY_MARGIN_FLOOR:g}: estimate x {1 + LATENCY_MARGIN_FLOOR:g} <= SLA, its held-out "
-            "error rounded up); a smaller margin is for a shape the stack measured (planning.measurements), whose "
+            f"planning margin ({LATENCY_MARGIN_FLOOR:g}: estimate x {1 + LATENCY_MARGIN_FLOOR:g} <= SLA, within which 9 in "
+            "10 held-out measurements ran); a smaller margin is for a shape the stack measured (planning.measurements), whose "
             "knee is no estimate (docs/measurements.md). Reads the workload's "
             f"{KNEE_ANNOTATION} and {MARGIN_ANNOTATION} annotations.",
             "measure the shape with bench/bench_serve.py and list the file under planning.measurements, or set "

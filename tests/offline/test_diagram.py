@@ -73,7 +73,7 @@ def test_every_stacks_diagram_is_valid_mermaid(stack):
     ("prod-llama405b-fp8-h200-aws", "p5en.48xlarge x2 (8 GPU/node, TP4, up to 2 replicas/node, efa; fixed at 2 nodes)",
      "llama-405b-fp8: Llama-3.1-405B fp8<br/>Deployment, 2 replica(s) (2–3)",
      "EKS llama405b-fp8-prod, Kubernetes 1.35"),
-    ("dev", "l4 nodes x1 (1 GPU/node, TP1; 1–2 nodes)", "llama-8b: Llama-3.1-8B bf16<br/>Deployment, 1 replica(s) (1–2)",
+    ("dev", "l4 nodes x1 (1 GPU/node, TP1; 1–2 nodes)", "llama-8b: Llama-3.1-8B fp8<br/>Deployment, 1 replica(s) (1–2)",
      "existing cluster · stack dev"),
 ])
 def test_diagram_shows_cluster_pools_packing_addons_cache_and_models(stack, pool, model, kind):

@@ -287,14 +287,14 @@ def test_a_pool_with_a_free_slot_at_max_keeps_every_replica_during_a_rollout():
 # --- drain, revision, single replica ----------------------------------------------------------------------
 
 def test_requests_drain_before_the_pod_goes():
-    """dev: SLA TPOT 120 ms, a 4096-token completion -> vLLM drains for 492 s after a 15 s preStop sleep."""
+    """dev: SLA TPOT 100 ms, a 4096-token completion -> vLLM drains for 410 s after a 15 s preStop sleep."""
     d = next(m for m in manifests(planned("dev").resources).values() if m["kind"] == "Deployment")
     pod = d["spec"]["template"]["spec"]
     c = pod["containers"][0]
     assert c["lifecycle"]["preStop"] == {"exec": {"command": ["/bin/sh", "-c", "sleep 15"]}}
     i = c["args"].index("--shutdown-timeout")
-    assert c["args"][i + 1] == "492"
-    assert pod["terminationGracePeriodSeconds"] == 15 + 492 + 15
+    assert c["args"][i + 1] == "410"
+    assert pod["terminationGracePeriodSeconds"] == 15 + 410 + 15
 
 
 EXISTING = {

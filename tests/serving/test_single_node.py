@@ -41,7 +41,7 @@ def test_container_runs_exactly_the_planned_vllm_arguments(dev):
                           "c1c9f6fd5c109ba7f0546a59f5b2f15fb87f64c77782e90a27b648b42a8e67c3")
     # the plan's flags, then the loader the shared cache gets (Run:ai streamer) and the drain
     assert c["args"] == [*dev.exports["topology"][DEV_MODEL]["vllm_args"], "--load-format", "runai_streamer",
-                         "--shutdown-timeout", "492"]
+                         "--shutdown-timeout", "410"]
     assert "command" not in c  # the image's entrypoint is `vllm serve`
 
 
@@ -354,8 +354,8 @@ def test_first_rollout_deadline_waits_for_a_new_gpu_node_on_the_clouds_not_on_an
     # refit: the pod reads EFS's 1.5 GB/s alone) = 1590 s
     aws = planned("prod-llama70b-aws")
     assert obj(aws.resources, "Deployment", "llama-70b")["spec"]["progressDeadlineSeconds"] == 1590
-    # dev on an existing cluster: its GPU nodes exist, 81 s download + 300 s pull + 300 s budget
-    assert obj(planned("dev").resources, "Deployment", DEV_MODEL)["spec"]["progressDeadlineSeconds"] == 681
+    # dev on an existing cluster: its GPU nodes exist, 46 s download (8 GiB of FP8 weights) + 300 s pull + 300 s budget
+    assert obj(planned("dev").resources, "Deployment", DEV_MODEL)["spec"]["progressDeadlineSeconds"] == 646
     t = topology(aws, "llama-70b")
     rwx = CacheFacts("rwx", 1.0, claim="model-cache")
     # Pulumi's create wait: the node's 900 s replace the 706 s download
