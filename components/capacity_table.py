@@ -72,9 +72,10 @@ def margin_text(percentile: str, margin: float) -> str:
                 f"(docs/measurements.md){tail}")
     covered, rows = HELD_OUT_COVERED
     return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= SLA): "
-            f"{covered} of the capacity model's {rows} held-out measurements ran no slower than that, the rest up to "
-            f"{HELD_OUT_WORST_UNDER:g}x the estimate (MoE models on old vLLM the worst), and the pinned vLLM is the least "
-            f"measured: a measured knee (planning.measurements) settles it (docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
+            f"the measured mean TPOT of {covered} of the capacity model's {rows} held-out measurements was within that, "
+            f"the rest up to {HELD_OUT_WORST_UNDER:g}x the estimate (MoE models on old vLLM the worst); TTFT, the p99 "
+            f"figures and the pinned vLLM are not measured: a measured knee (planning.measurements) settles it "
+            f"(docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
 
 
 def knee_lines(t) -> list[str]:
