@@ -67,11 +67,11 @@ def margin_text(percentile: str, margin: float) -> str:
     tail = "; p99 figures are a queueing model, not calibrated" if percentile == "p99" else ""
     if abs(margin - LATENCY_MARGIN) > 1e-9:  # the stack's planning.latencyMargin, not the calibration's
         below = (f"; below it the capacity model's own error lands on the SLA" if margin < LATENCY_MARGIN else "")
-        return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= "
+        return (f"the knee keeps the {percentile} TPOT and TTFT a {pct} margin under the SLA (estimate x {1 + margin:g} <= "
                 f"SLA): planning.latencyMargin, where the calibration's default is {LATENCY_MARGIN * 100:g} %{below} "
                 f"(docs/measurements.md){tail}")
     covered, rows = HELD_OUT_COVERED
-    return (f"the knee keeps the {percentile} TPOT and TTFT {pct} under the SLA (estimate x {1 + margin:g} <= SLA): "
+    return (f"the knee keeps the {percentile} TPOT and TTFT a {pct} margin under the SLA (estimate x {1 + margin:g} <= SLA): "
             f"the measured mean TPOT of {covered} of the capacity model's {rows} held-out measurements was within that, "
             f"the rest up to {HELD_OUT_WORST_UNDER:g}x the estimate (MoE models on old vLLM the worst); TTFT, the p99 "
             f"figures and the pinned vLLM are not measured: a measured knee (planning.measurements) settles it "

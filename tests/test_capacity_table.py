@@ -21,7 +21,7 @@ def test_capacity_table_goes_by_doubling_marks_the_knee_and_the_sla(capsys):
     lines = out.splitlines()
     assert lines[0].startswith("Llama-3.1-8B bf16 on p5.48xlarge (TP 1, KV auto")
     assert "1024 prompt + 128 output tokens; SLA TPOT 20 ms, TTFT 2000 ms (mean)" in lines[0]
-    assert lines[1] == ("estimates are the model's; the knee keeps the mean TPOT and TTFT 35 % under the SLA "
+    assert lines[1] == ("estimates are the model's; the knee keeps the mean TPOT and TTFT a 35 % margin under the SLA "
                         "(estimate x 1.35 <= SLA): the measured mean TPOT of 72 of the capacity model's 79 held-out "
                         "measurements was within that, the rest up to 3.66x the estimate (MoE models on old vLLM the "
                         "worst); TTFT, the p99 figures and the pinned vLLM are not measured: a measured knee "
@@ -115,7 +115,7 @@ def test_plan_shows_each_models_knee(capsys):
     assert code == 0
     assert "  knee: " in out and "sized for 64 concurrent users" in out
     assert "  fleet carries min 2 replica(s): " in out and "; max 4 replica(s): " in out
-    assert "  margin: the knee keeps the mean TPOT and TTFT 35 % under the SLA (estimate x 1.35 <= SLA)" in out
+    assert "  margin: the knee keeps the mean TPOT and TTFT a 35 % margin under the SLA (estimate x 1.35 <= SLA)" in out
 
 
 def test_topology_with_a_p99_sla_says_so(capsys):
@@ -123,7 +123,7 @@ def test_topology_with_a_p99_sla_says_so(capsys):
                        "--percentile", "p99")
     assert code == 0
     assert "(SLA 2000); the SLA bounds the p99 figures" in out
-    assert "  margin: the knee keeps the p99 TPOT and TTFT 35 % under the SLA" in out
+    assert "  margin: the knee keeps the p99 TPOT and TTFT a 35 % margin under the SLA" in out
 
 
 def test_capacity_p99_marks_the_rows_by_the_tail(capsys):

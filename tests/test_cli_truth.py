@@ -173,11 +173,15 @@ def test_every_secret_is_in_the_deploy_runbook_with_its_command():
 def test_plan_says_which_secrets_it_filled(capsys, tmp_path):
     code, out, _ = run(capsys, "plan", "--out", str(tmp_path / "dev"))
     assert code == 0
-    assert ("note: secrets not in the stack file, placeholders in this offline plan: hfToken (`pulumi config set "
-            "--secret hfToken hf_...`); gatewayApiKeys (`pulumi config set --secret gatewayApiKeys "
-            "'{\"default\": \"...\"}'`, one key per gateway.clients entry); a real `pulumi preview` needs them set "
-            "(docs/deploy.md)\n") in out
+    # dev serves RedHatAI's FP8 checkpoint, an open repository: a real preview does not ask for hfToken
+    assert ("note: secrets not in the stack file, placeholders in this offline plan: gatewayApiKeys (`pulumi config "
+            "set --secret gatewayApiKeys '{\"default\": \"...\"}'`, one key per gateway.clients entry); a real "
+            "`pulumi preview` needs them set (docs/deploy.md)\n") in out
     assert "replace it with your own before `pulumi up`" not in out  # the dev stack carries no stand-in values
+    # a gated repository (meta-llama/...) does need it, and the note says so
+    code, out, _ = run(capsys, "plan", "prod-llama70b-aws", "--out", str(tmp_path / "70b"))
+    assert code == 0 and ("placeholders in this offline plan: hfToken (`pulumi config set --secret hfToken "
+                          "hf_...`); gatewayApiKeys") in out
 
 
 def test_a_stack_with_its_secrets_and_no_gateway_keys_gets_no_secret_note(tmp_path):

@@ -343,7 +343,8 @@ def gated_downloads(cfg, raw: dict) -> list[str]:
             continue
         spec = find_model(d["model"])
         source = d.get("source") if isinstance(d.get("source"), dict) else {}
-        repo = spec.hf_repo if spec else d["model"]
+        precision = d.get("precision")
+        repo = (spec.repo_for(precision) if isinstance(precision, str) else spec.hf_repo) if spec else d["model"]
         if source.get("kind", "hf") == "hf" and repo.lower().startswith(GATED_REPO_PREFIXES):
             out.append(f"models[{i}] ({d.get('name')}) downloads {repo}")
     return out

@@ -132,8 +132,10 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
     filled = []
     token = f"{PROJECT}:hfToken"
     if token not in config:
-        filled.append("hfToken (`pulumi config set --secret hfToken hf_...`)")
         config[token], secret_keys = OFFLINE_SECRET, secret_keys + [token]
+        from ..config.engine import gated_downloads  # a real preview asks for the token only for gated repositories
+        if gated_downloads(None, {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")}):
+            filled.append("hfToken (`pulumi config set --secret hfToken hf_...`)")
     keys = f"{PROJECT}:gatewayApiKeys"  # components/config/gateway.py: one placeholder key per client
     if keys not in config:
         clients = (raw.get(f"{PROJECT}:gateway") or {}).get("clients") or ["default"]

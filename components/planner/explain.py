@@ -46,7 +46,7 @@ def _feasible(req: PlanRequest) -> bool:
 
 
 def binding(refusals: list[Refusal]) -> Refusal:
-    """The refusal that got furthest through the checks (on the largest shape): what stops the plan."""
+    """The refusal that got closest (_rank: furthest through the checks): what stops the plan."""
     return max(_closest(refusals), key=_rank)
 
 

@@ -74,7 +74,7 @@ def test_the_stacks_margin_moves_the_estimated_knee_and_the_replicas():
     assert (none.latency_margin, half.latency_margin) == (0.0, 0.5)
     assert half.knee_source == "estimated, margin 50 %" and not half.knee_measured
     assert round(half.est_tpot_ms, 2) == 13.31  # x 1.5 = 19.96 <= 20
-    assert "  margin: the knee keeps the mean TPOT and TTFT 50 % under the SLA (estimate x 1.5 <= SLA): " \
+    assert "  margin: the knee keeps the mean TPOT and TTFT a 50 % margin under the SLA (estimate x 1.5 <= SLA): " \
            "planning.latencyMargin, where the calibration's default is " in summary(half)
 
 
