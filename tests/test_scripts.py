@@ -45,7 +45,7 @@ def test_a_fresh_machine_gets_promtool_and_the_requirements_then_pytest_with_the
     assert log.read_text().splitlines() == [
         "apt-get update -qq",
         "apt-get install -y -qq --no-install-recommends prometheus",
-        "pip install --quiet --disable-pip-version-check -r requirements-dev.txt",
+        "pip install --quiet --no-compile --disable-pip-version-check -r requirements-dev.txt",
         "python -m pytest tests/cluster -n 0",
     ]
 
@@ -55,11 +55,11 @@ def test_a_second_run_installs_nothing(tmp_path):
     for _ in range(2):
         subprocess.run([str(repo / "scripts" / "test")], env=env, check=True)
     assert log.read_text().splitlines() == [
-        "pip install --quiet --disable-pip-version-check -r requirements-dev.txt",
+        "pip install --quiet --no-compile --disable-pip-version-check -r requirements-dev.txt",
         "python -m pytest", "python -m pytest"]
     (repo / "requirements-dev.txt").write_text("changed")  # new requirements: installed again
     subprocess.run([str(repo / "scripts" / "test")], env=env, check=True)
-    assert log.read_text().splitlines()[-2] == "pip install --quiet --disable-pip-version-check -r requirements-dev.txt"
+    assert log.read_text().splitlines()[-2] == "pip install --quiet --no-compile --disable-pip-version-check -r requirements-dev.txt"
 
 
 def test_without_apt_the_script_says_how_to_get_promtool(tmp_path):
