@@ -198,13 +198,11 @@ def main(argv: list[str] | None = None) -> int:
 def _run(a) -> int:
 
     from components.config import parse
-    from components.offline.runner import load_stack_yaml, stack_file
+    from components.offline.runner import load_stack_yaml, project_values, stack_file
     from components.planning import plan_stack
     from components.versions import VLLM_VERSION
 
-    raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file(a.stack)).items()
-           if k.startswith("vllm-platform:")}
-    plans = plan_stack(parse(raw, secrets={"hfToken"}))
+    plans = plan_stack(parse(project_values(load_stack_yaml(stack_file(a.stack))), secrets={"hfToken"}))
     name = a.deployment or next(iter(plans))
     if name not in plans:
         print(f"--deployment: {name!r} is not in {a.stack} ({', '.join(plans)})", file=sys.stderr)

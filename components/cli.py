@@ -108,14 +108,12 @@ STACKS_HEADER = ["stack", "cloud", "env", "model", "instance", "parallelism", "n
 def stacks_rows() -> list[list[str]]:
     """Every shipped stack's plan, read from its file without Pulumi (what `plan` would size)."""
     from .config import parse
-    from .offline.runner import load_stack_yaml, stack_file, stack_names
+    from .offline.runner import load_stack_yaml, project_values, stack_file, stack_names
     from .planning import plan_stack
 
     rows = []
     for stack in stack_names():
-        raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file(stack)).items()
-               if k.startswith("vllm-platform:")}
-        cfg = parse(raw, secrets={"hfToken"})
+        cfg = parse(project_values(load_stack_yaml(stack_file(stack))), secrets={"hfToken"})
         for name, t in plan_stack(cfg).items():
             par = f"TP {t.tensor_parallel_size}" + (f" × PP {t.pipeline_parallel_size}"
                                                      if t.pipeline_parallel_size > 1 else "")

@@ -94,6 +94,12 @@ def load_stack_yaml(path: Path) -> dict[str, Any]:
     return namespaced(doc.get("config") or {}, path)
 
 
+def project_values(raw: dict[str, Any]) -> dict[str, Any]:
+    """A stack file's values of this project, keyed without the `vllm-platform:` namespace (what config.parse
+    takes)."""
+    return {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")}
+
+
 def namespaced(config: dict[str, Any], path: Path) -> dict[str, Any]:
     """The keys as the Pulumi CLI reads them: a key without a namespace (`environment: prod`) is the project's
     (`vllm-platform:environment`; pulumi/pulumi sdk/go/common/workspace/loaders.go stackConfigNamespacedWithProject),
@@ -134,7 +140,7 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
     if token not in config:
         config[token], secret_keys = OFFLINE_SECRET, secret_keys + [token]
         from ..config.engine import gated_downloads  # a real preview asks for the token only for gated repositories
-        if gated_downloads(None, {k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith(f"{PROJECT}:")}):
+        if gated_downloads(None, project_values(raw)):
             filled.append("hfToken (`pulumi config set --secret hfToken hf_...`)")
     keys = f"{PROJECT}:gatewayApiKeys"  # components/config/gateway.py: one placeholder key per client
     if keys not in config:
