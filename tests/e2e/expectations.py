@@ -1,0 +1,135 @@
+"""What the real-engine run expects, read off the project's own offline plans (build/<stack>/ as
+`python -m components plan STACK_FILE --out DIR` writes them) and the cluster after destroy. Pure functions of
+files and API answers, with fast tests in tests/e2e/test_expectations.py."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
+# Custom resources whose controller is a stand-in operator's pause container: their CRs are created and accepted by
+# the API server, never reconciled, so nothing awaits them (pulumi-kubernetes awaits no custom resource without
+# PULUMI_K8S_AWAIT_ALL) and no pod they would make exists. Asserted against what each run created (run.py).
+NEVER_RECONCILED = {
+    "ray.io/v1:RayService": "KubeRay's operator makes the Ray head and worker pods; a stand-in",
+    "keda.sh/v1alpha1:ScaledObject": "KEDA's operator makes the HorizontalPodAutoscaler; a stand-in",
+    "monitoring.coreos.com/v1:ServiceMonitor": "Prometheus Operator configures Prometheus from it; a stand-in",
+    "monitoring.coreos.com/v1:PrometheusRule": "as ServiceMonitor",
+    "monitoring.coreos.com/v1:PodMonitor": "as ServiceMonitor",
+    "nvidia.com/v1:ClusterPolicy": "the GPU Operator's; a stand-in",
+    "mellanox.com/v1alpha1:NicClusterPolicy": "the Network Operator's; a stand-in",
+    "gateway.networking.k8s.io/v1:GatewayClass": "Envoy Gateway accepts it; a stand-in",
+    "gateway.networking.k8s.io/v1:Gateway": "Envoy Gateway programs Envoy and its LoadBalancer Service; a stand-in",
+    "gateway.networking.k8s.io/v1:HTTPRoute": "as Gateway",
+    "gateway.envoyproxy.io/v1alpha1:EnvoyProxy": "as Gateway",
+    "gateway.envoyproxy.io/v1alpha1:SecurityPolicy": "as Gateway",
+    "gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy": "as Gateway",
+    "aigateway.envoyproxy.io/v1beta1:AIGatewayRoute": "Envoy AI Gateway's controller; a stand-in",
+    "inference.networking.k8s.io/v1:InferencePool": "the endpoint picker (a stand-in) serves it",
+}
+
+
+def topology(plan: Path) -> dict:
+    return json.loads((plan / "topology.json").read_text())
+
+
+def gpu_nodes_needed(plan: Path) -> int:
+    """GPU nodes every model's maximum replicas occupy (prefill and decode pools both, for P/D)."""
+    total = 0
+    for t in topology(plan).values():
+        d = t.get("disaggregation") or {}
+        total += d["nodes"] if d.get("chosen") else t["max_nodes"]
+    return total
+
+
+def manifests(plan: Path) -> list[dict]:
+    out = []
+    for f in sorted((plan / "manifests").glob("*.yaml")):
+        out += [d for d in yaml.safe_load_all(f.read_text()) if d]
+    return out
+
+
+def _pod_specs(obj: dict):
+    spec = obj.get("spec") or {}
+    if "template" in spec:
+        yield spec["template"].get("spec") or {}
+    lws = spec.get("leaderWorkerTemplate") or {}
+    for key in ("leaderTemplate", "workerTemplate"):
+        if lws.get(key):
+            yield lws[key].get("spec") or {}
+    if "jobTemplate" in spec:
+        yield from _pod_specs(spec["jobTemplate"])
+
+
+def extended_resources(plan: Path) -> set[str]:
+    """Extended resources (a domain-qualified name: nvidia.com/gpu, rdma/..., vpc.amazonaws.com/efa) any planned
+    pod asks for: the fake GPU nodes must offer them or the scheduler leaves the pod Pending."""
+    out: set[str] = set()
+    for obj in manifests(plan):
+        for pod in _pod_specs(obj):
+            for c in (pod.get("containers") or []) + (pod.get("initContainers") or []):
+                res = c.get("resources") or {}
+                for part in ("requests", "limits"):
+                    out |= {k for k in (res.get(part) or {}) if "/" in k and not k.startswith("hugepages")}
+    return out
+
+
+def storage_classes(config: dict) -> set[str]:
+    """StorageClasses a stack on an existing cluster names (the cluster must already have them)."""
+    ns = "vllm-platform"
+    out = set()
+    existing = config.get(f"{ns}:existing") or {}
+    for value in (existing.get("blockStorageClass"), (config.get(f"{ns}:modelCache") or {}).get("storageClass"),
+                  ((config.get(f"{ns}:addons") or {}).get("prometheus") or {}).get("storageClass")):
+        if value:
+            out.add(value)
+    return out
+
+
+def resources(plan: Path) -> dict[str, dict]:
+    return {r["name"]: r for r in json.loads((plan / "resources.json").read_text())}
+
+
+def changed_names(before: Path, after: Path) -> set[str]:
+    """Resources the offline plans differ in: added, removed, or with other inputs or parent."""
+    a, b = resources(before), resources(after)
+    return {n for n in a.keys() | b.keys() if a.get(n) != b.get(n)}
+
+
+def previewed_changes(preview: dict) -> set[str]:
+    """Resource names a real `pulumi preview --json` would create, update, replace or delete."""
+    out = set()
+    for step in preview.get("steps", []):
+        if step.get("op") in ("same", "read", "refresh"):
+            continue
+        urn = step.get("urn", "")
+        if "pulumi:pulumi:Stack" in urn:
+            continue
+        out.add(urn.rsplit("::", 1)[-1])
+    return out
+
+
+def leftovers(cluster) -> dict:
+    """What is left of a stack after `pulumi destroy`: namespaces beyond Kubernetes' own, objects with the project's
+    label, volumes; CRDs that charts installed from their crds/ folder are retained (Helm never deletes them, by
+    design: deleting a CRD deletes every custom resource of it) and listed apart."""
+    unexpected, retained = [], []
+    for ns in cluster.get_json("namespaces")["items"]:
+        name = ns["metadata"]["name"]
+        if name not in SYSTEM_NAMESPACES:
+            unexpected.append(f"namespace/{name} ({ns.get('status', {}).get('phase')}, finalizers "
+                              f"{ns.get('spec', {}).get('finalizers')})")
+    labelled = cluster.kubectl("get", "clusterroles,clusterrolebindings,customresourcedefinitions,"
+                               "priorityclasses,storageclasses,validatingwebhookconfigurations,"
+                               "mutatingwebhookconfigurations", "-l", "app.kubernetes.io/part-of=vllm-platform",
+                               "-o", "name", check=False).stdout.split()
+    unexpected += labelled
+    for pv in cluster.get_json("persistentvolumes")["items"]:
+        unexpected.append(f"persistentvolume/{pv['metadata']['name']} ({pv.get('status', {}).get('phase')})")
+    for crd in cluster.get_json("customresourcedefinitions")["items"]:
+        name = f"customresourcedefinition/{crd['metadata']['name']}"
+        if name not in labelled:
+            retained.append(name)
+    return {"unexpected": unexpected, "retained_crds": sorted(retained)}
