@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 
 from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.load import ConfigError
 from ..config.schema import Addons, FabricAddon
+from ..passwords import GeneratedPassword
 from ..versions import CHARTS
 from . import aws_lb_controller, fabrics, gke_nccl, gpu_operator, keda, kuberay, lws, prometheus
 from .placement import gpu_tolerations
@@ -119,8 +119,7 @@ class ClusterAddons(pulumi.ComponentResource):
 
     def _grafana_admin(self, ns) -> k8s.core.v1.Secret:
         """Grafana's admin login, generated once and kept as a Pulumi secret (never the chart's default)."""
-        password = random.RandomPassword(f"{self._name}-grafana-admin", length=32, special=False,
-                                         opts=pulumi.ResourceOptions(parent=self))
+        password = GeneratedPassword(f"{self._name}-grafana-admin", length=32, opts=pulumi.ResourceOptions(parent=self))
         return k8s.core.v1.Secret(
             f"{self._name}-grafana-admin",
             metadata={"name": prometheus.GRAFANA_ADMIN_SECRET, "namespace": prometheus.NAMESPACE, "labels": LABELS},

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pulumi
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 
+from ..passwords import GeneratedPassword
 from ..serving.redis import pod_spec
 from .objects import NAMESPACE
 from .quotas import (REDIS_CONFIG_KEY, REDIS_NAME, REDIS_PASSWORD_KEY, REDIS_PORT, REDIS_RESOURCES,
@@ -48,8 +48,7 @@ class QuotaStore(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, provider=opts.provider, depends_on=opts.depends_on)
         meta = {"name": REDIS_NAME, "namespace": NAMESPACE, "labels": {**labels, **SELECTOR}}
         # alphanumeric: envoyproxy/ratelimit would read a colon in REDIS_AUTH as user:password (quotas.py)
-        password = random.RandomPassword(f"{name}-password", length=40, special=False,
-                                         opts=pulumi.ResourceOptions(parent=self))
+        password = GeneratedPassword(f"{name}-password", length=40, opts=pulumi.ResourceOptions(parent=self))
         self.secret = k8s.core.v1.Secret(
             f"{name}-secret", metadata=meta, type="Opaque",
             string_data={REDIS_PASSWORD_KEY: pulumi.Output.secret(password.result),

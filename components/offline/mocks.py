@@ -112,7 +112,8 @@ __all__ = ["RecordingMocks", "RecordingMonitor", "Recorded", "CLOUD_OUTPUTS", "I
            "invoke", "_FAKE_CA"]
 
 
-@cloud_outputs("random:index/randomPassword:RandomPassword")
-def _random_password(name: str, inputs: dict) -> dict:
-    """What the random provider answers: a password of the asked length."""
-    return {"result": "x" * int(inputs.get("length", 16)), "id": "none"}
+@cloud_outputs("pulumi-python:dynamic:GeneratedPassword")
+def _generated_password(name: str, inputs: dict) -> dict:
+    """What the dynamic provider's process answers (components/passwords.py, tested on its own): a password of the
+    asked length, here a stand-in, never a generated one."""
+    return {"result": "x" * int(inputs.get("length", 16))}

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 
+from ..passwords import GeneratedPassword
 from ..versions import REDIS_IMAGE
 from .pods import MODEL_LABEL, ROLE_LABEL, model_labels, selector
 
@@ -199,8 +199,7 @@ class GcsRedis(pulumi.ComponentResource):
         labels = model_labels(model, ROLE, base_labels)
         meta = {"name": store_name(model), "namespace": namespace, "labels": labels}
         self.store = gcs_store(model, namespace)
-        password = random.RandomPassword(f"{name}-password", length=40, special=False,
-                                         opts=pulumi.ResourceOptions(parent=self))
+        password = GeneratedPassword(f"{name}-password", length=40, opts=pulumi.ResourceOptions(parent=self))
         self.secret = k8s.core.v1.Secret(
             f"{name}-secret", metadata=meta, type="Opaque",
             string_data={PASSWORD_KEY: pulumi.Output.secret(password.result),

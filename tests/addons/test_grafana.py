@@ -9,8 +9,9 @@ def test_grafana_admin_comes_from_a_generated_secret():
     admin = release.inputs["values"]["grafana"]["admin"]
     assert admin == {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
     assert "prom-operator" not in str(release.inputs)
-    (password,) = by_type(resources, "random:index/randomPassword:RandomPassword")
-    assert password.inputs["length"] >= 32
+    (password,) = by_type(resources, "pulumi-python:dynamic:GeneratedPassword")
+    assert password.inputs["length"] == 32
+    assert password.parent == "vllm-platform:addons:ClusterAddons::vllm-addons"
     (secret,) = [r for r in by_type(resources, "kubernetes:core/v1:Secret") if r.inputs["metadata"]["name"] == "grafana-admin"]
     assert secret.inputs["metadata"]["namespace"] == "monitoring"
     from pulumi.runtime import rpc

@@ -186,10 +186,11 @@ def test_the_redis_password_is_a_pulumi_secret_and_only_in_its_config_file():
     assert set(data) == {"password", "redis.conf"}
     assert data["redis.conf"] == (f"requirepass {data['password']}\nport 6379\ndir /data\nsave \"\"\n"
                                   f"appendonly no\nmaxmemory 512mb\nmaxmemory-policy volatile-ttl\n")
-    (password,) = [r for r in by_type(resources, "random:index/randomPassword:RandomPassword")
+    (password,) = [r for r in by_type(resources, "pulumi-python:dynamic:GeneratedPassword")
                    if r.name == "vllm-gateway-quota-store-password"]
-    # no colon: envoyproxy/ratelimit reads "user:password" from REDIS_AUTH
-    assert (password.inputs["length"], password.inputs["special"]) == (40, False)
+    # alphanumeric by construction (no colon: envoyproxy/ratelimit reads "user:password" from REDIS_AUTH;
+    # tests/test_passwords.py)
+    assert password.inputs["length"] == 40
     dep = next(r for r in resources if r.name == "vllm-gateway-quota-store-deployment")
     assert "requirepass" not in str(dep.inputs) and data["password"] not in str(dep.inputs)
 

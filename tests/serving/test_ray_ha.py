@@ -81,9 +81,9 @@ def test_redis_password_is_generated_and_stays_a_secret(plan):
     assert set(data) == {"password", "redis.conf"}
     assert data["redis.conf"].startswith(f"requirepass {data['password']}\n")
     assert "appendonly yes" in data["redis.conf"] and "maxmemory-policy noeviction" in data["redis.conf"]
-    passwords = [r for r in by_type(plan.resources, "random:index/randomPassword:RandomPassword")
+    passwords = [r for r in by_type(plan.resources, "pulumi-python:dynamic:GeneratedPassword")
                  if r.name.endswith("-gcs-password")]
-    assert len(passwords) == 1 and passwords[0].inputs["length"] >= 32
+    assert len(passwords) == 1 and passwords[0].inputs["length"] == 40
     # the password never sits in the pod spec or on the command line (`ps` would show it)
     ss = obj(plan.resources, "StatefulSet", "llama-405b-gcs-redis")
     assert "requirepass" not in yaml.safe_dump(ss) and data["password"] not in yaml.safe_dump(ss)
@@ -138,7 +138,7 @@ def test_development_ray_clusters_keep_an_in_memory_gcs():
     (rs,) = objs(resources, "RayService")
     assert "gcsFaultToleranceOptions" not in cluster(rs)
     assert not objs(resources, "StatefulSet")
-    assert not [r for r in by_type(resources, "random:index/randomPassword:RandomPassword") if "gcs" in r.name]
+    assert not [r for r in by_type(resources, "pulumi-python:dynamic:GeneratedPassword") if "gcs" in r.name]
 
 
 # --- drains ------------------------------------------------------------------------------------------------
