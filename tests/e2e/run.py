@@ -149,6 +149,7 @@ class StackRun:
     # -- the project a user would have: Pulumi.yaml, __main__.py, the stack file, the virtualenv ---------------------
     def prepare(self) -> dict:
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.state.mkdir(parents=True, exist_ok=True)
         (self.dir / "stacks").mkdir(parents=True)
         for name in ("Pulumi.yaml", "__main__.py"):
             shutil.copy(ROOT / name, self.dir / name)
@@ -174,6 +175,7 @@ class StackRun:
             "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "PULUMI_SKIP_CONFIRMATIONS": "true",
+            "PULUMI_DEBUG_COMMANDS": "true",  # enables --event-log (the JSON engine events: URNs of failures)
             "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
             "PYTHONDONTWRITEBYTECODE": "1",
         })
@@ -335,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     report = Report(work / "report.json")
-    report.data["tools"] = {p.name: p.read_text().strip() for p in sorted((a.cache / "times").glob("*"))}
+    report.data["tools"] = {p.name: [line.split() for line in p.read_text().splitlines() if line.strip()]
+                            for p in sorted((a.cache / "times").glob("*"))}
     charts = work / "charts"
     write_mirror(charts)
     mirror, server = serve_directory(charts)
