@@ -53,8 +53,10 @@ def test_every_module_is_packaged_and_nothing_else_is_read_at_run_time():
     assert find["namespaces"] is True  # components/offline has no __init__.py
     found = set(setuptools.find_namespace_packages(str(ROOT), include=find["include"], exclude=find["exclude"]))
     dirs = {".".join(p.parent.relative_to(ROOT).parts) for top in ("components", "policies")
-            for p in (ROOT / top).rglob("*.py") if "__pycache__" not in p.parts}
+            for p in (ROOT / top).rglob("*.py") if "__pycache__" not in p.parts and p.parts[len(ROOT.parts):][:2]
+            != ("policies", "venv")}
     assert found == dirs
+
     assert {"components.offline", "components.cluster.aws", "policies.rules"} <= found
     # the only files read at run time beside the modules are the catalog's tables, and package-data ships them
     data = sorted(p.relative_to(ROOT / "components" / "catalog").as_posix()
@@ -66,6 +68,18 @@ def test_every_module_is_packaged_and_nothing_else_is_read_at_run_time():
                or fnmatch.fnmatch(d, "data/*/*.yaml") for d in data), data
 
 
+def test_the_policy_packs_virtualenv_is_never_packaged(tmp_path):
+    """`pulumi up --policy-pack policies` (and scripts/e2e) make policies/venv, a virtualenv full of packages: a
+    wheel built beside it must not carry it (it did: policies.* matched policies/venv/lib/...)."""
+    find = PYPROJECT["tool"]["setuptools"]["packages"]["find"]
+    for d in ("policies/rules", "policies/venv/lib/python3.11/site-packages/pulumi"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "__init__.py").write_text("")
+    (tmp_path / "policies" / "__init__.py").write_text("")
+    found = set(setuptools.find_namespace_packages(str(tmp_path), include=find["include"], exclude=find["exclude"]))
+    assert found == {"policies", "policies.rules"}
+
+
 def test_the_built_package_carries_the_catalog_tables(tmp_path):
     """What setuptools builds from pyproject.toml (a copy of the project, so the repository gets no build
     files) holds every data file, and the catalog loads from it alone, outside any checkout."""
@@ -74,7 +88,7 @@ def test_the_built_package_carries_the_catalog_tables(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     for top in ("components", "policies"):
-        shutil.copytree(ROOT / top, src / top, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / top, src / top, ignore=shutil.ignore_patterns("__pycache__", "venv"))
     lib = tmp_path / "lib"
     built = subprocess.run([sys.executable, "-c", "from setuptools import setup; setup()", "-q", "build_py",
                             "--build-lib", str(lib)], cwd=src, capture_output=True, text=True, timeout=120)

@@ -26,7 +26,10 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     assert "python3 -m venv .venv" in setup and setup.endswith("-m components plan")
     assert test == "scripts/test"  # sets up promtool and the venv itself (tests/test_scripts.py)
     ci = (ROOT / ".ci" / "run").read_text()
-    assert ci.rstrip().endswith('exec scripts/test "$@"')
+    # CI runs the README's test command with its arguments, and the real-engine run (docs/e2e.md), both must pass
+    assert '\nscripts/test "$@" || suite=$?' in ci
+    assert "\nscripts/e2e tools\n" in ci and "\nscripts/e2e run " in ci
+    assert ci.rstrip().endswith('[ "$suite" -eq 0 ] && [ "$e2e_rc" -eq 0 ]')
 
 
 def test_readme_stacks_table_is_the_generated_one():

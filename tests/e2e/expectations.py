@@ -27,8 +27,16 @@ NEVER_RECONCILED = {
     "gateway.envoyproxy.io/v1alpha1:SecurityPolicy": "as Gateway",
     "gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy": "as Gateway",
     "aigateway.envoyproxy.io/v1beta1:AIGatewayRoute": "Envoy AI Gateway's controller; a stand-in",
+    "aigateway.envoyproxy.io/v1beta1:AIServiceBackend": "as AIGatewayRoute",
+    "gateway.envoyproxy.io/v1alpha1:Backend": "as Gateway",
     "inference.networking.k8s.io/v1:InferencePool": "the endpoint picker (a stand-in) serves it",
+    "leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": "the LWS controller makes the leader and worker pods; its "
+                                                   "module (sigs.k8s.io/lws v0.10.0) is listed but its zip refused "
+                                                   "(403) by the Go module proxy, so a stand-in",
 }
+# Built-in workloads: their controllers are the real kube-controller-manager's, their pods KWOK's; each must be
+# Ready (Complete for a Job) after `up`, as pulumi-kubernetes' await said.
+WORKLOADS = ("apps/v1:Deployment", "apps/v1:StatefulSet", "apps/v1:DaemonSet", "batch/v1:Job")
 
 
 def topology(plan: Path) -> dict:
@@ -133,3 +141,65 @@ def leftovers(cluster) -> dict:
         if name not in labelled:
             retained.append(name)
     return {"unexpected": unexpected, "retained_crds": sorted(retained)}
+
+
+def state_objects(export: dict) -> list[tuple[str, str, str | None]]:
+    """(type without the kubernetes: prefix, name, namespace) of every Kubernetes object in a stack's state."""
+    out = []
+    for r in export.get("deployment", {}).get("resources", []):
+        t = r.get("type", "")
+        if not t.startswith("kubernetes:") or t.startswith("kubernetes:helm.sh/") or "providers" in t:
+            continue
+        meta = (r.get("outputs") or {}).get("metadata") or {}
+        out.append((t.removeprefix("kubernetes:"), meta.get("name"), meta.get("namespace")))
+    return out
+
+
+def _builtin(kind: str) -> bool:
+    group = kind.split(":")[0].rsplit("/", 1)[0]
+    return "." not in group or group.endswith(".k8s.io") and group.split(".")[0] in (
+        "apiextensions", "rbac", "networking", "storage", "policy", "scheduling", "admissionregistration",
+        "coordination", "node", "discovery", "events", "certificates", "flowcontrol", "resource")
+
+
+def reconciled(status: dict) -> bool:
+    """Whether a controller wrote this status. The API server's defaults do not count: Gateway API CRDs default a
+    new object's status to conditions of status Unknown, reason Pending ("Waiting for controller")."""
+    conditions = status.get("conditions") or []
+    others = {k: v for k, v in status.items() if k != "conditions" and v not in (None, {}, [], "")}
+    return bool(others) or any(c.get("status") != "Unknown" for c in conditions)
+
+
+def unreconciled_kinds(objects: list[tuple[str, str, str | None]]) -> set[str]:
+    """The custom resource kinds a stack created (each must be in NEVER_RECONCILED)."""
+    return {kind for kind, _, _ in objects if not _builtin(kind)}
+
+
+def workload_problems(cluster, objects: list[tuple[str, str, str | None]]) -> list[str]:
+    """Built-in workloads that are not Ready (Complete for Jobs) after `up`, and custom resources of a kind
+    NEVER_RECONCILED does not list, or that something did reconcile (a status: the list would be wrong)."""
+    problems = []
+    for kind, name, ns in objects:
+        if kind in WORKLOADS:
+            obj = cluster.get_json(kind.split(":")[1].lower(), name, "-n", ns)
+            st, spec = obj.get("status") or {}, obj.get("spec") or {}
+            ready = {
+                "apps/v1:Deployment": lambda: st.get("availableReplicas", 0) == spec.get("replicas", 1),
+                "apps/v1:StatefulSet": lambda: st.get("readyReplicas", 0) == spec.get("replicas", 1),
+                "apps/v1:DaemonSet": lambda: st.get("desiredNumberScheduled", 0) > 0
+                and st.get("numberReady", 0) == st.get("desiredNumberScheduled"),
+                "batch/v1:Job": lambda: st.get("succeeded", 0) >= 1,
+            }[kind]()
+            if not ready:
+                problems.append(f"{kind} {ns}/{name} not ready after up: status {st}")
+        elif not _builtin(kind):
+            if kind not in NEVER_RECONCILED:
+                problems.append(f"{kind} {ns}/{name}: a custom resource kind tests/e2e/expectations.py "
+                                f"NEVER_RECONCILED does not list (add it, with why nothing reconciles it)")
+                continue
+            resource = kind.split(":")[1].lower() + "." + kind.split("/")[0]
+            args = [resource, name] + (["-n", ns] if ns else [])
+            if reconciled(cluster.get_json(*args).get("status") or {}):
+                problems.append(f"{kind} {ns}/{name} has a status a controller wrote: something reconciled it, "
+                                f"so NEVER_RECONCILED is wrong about it")
+    return problems

@@ -270,6 +270,29 @@ class StackRun:
                     stdin=json.dumps(keys))
 
     def run(self) -> None:
+        try:
+            self._run()
+        except Failure:
+            self.clean_up()
+            raise
+
+    def clean_up(self) -> None:
+        """After a failure: `pulumi destroy` (best effort), then whatever is left of the stack's namespaces, so the
+        next stack starts on an empty cluster as it would on a user's."""
+        try:
+            self.pulumi("destroy", "--yes", "--skip-preview", "--continue-on-error", step="destroy after failure",
+                        expect_fail=True)
+        except Failure:
+            pass
+        for ns in self.cluster.get_json("namespaces")["items"]:
+            name = ns["metadata"]["name"]
+            if name not in expectations.SYSTEM_NAMESPACES:
+                self.cluster.kubectl("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
+        self.cluster.kubectl("delete", "clusterroles,clusterrolebindings,validatingwebhookconfigurations,"
+                             "mutatingwebhookconfigurations", "-l", "app.kubernetes.io/part-of=vllm-platform",
+                             check=False)
+
+    def _run(self) -> None:
         t0 = time.monotonic()
         print(f"== {self.spec.name}", flush=True)
         raw = self.prepare()
@@ -286,8 +309,8 @@ class StackRun:
         self.set_secrets(raw)
         policy = ["--policy-pack", str(ROOT / "policies")]
         self.pulumi("preview", *policy, step="preview")
-        up = self.pulumi("up", "--yes", "--skip-preview", *policy, step="up")
-        self.rec["resources"] = self.resource_count()
+        self.pulumi("up", "--yes", "--skip-preview", *policy, step="up")
+        self.check_deployed()
         self.pulumi("preview", "--expect-no-changes", step="preview --expect-no-changes")
         for i, change in enumerate(self.spec.changes, start=1):
             # the change as a user makes it: `pulumi config set --path ...` edits the stack file; here the same
@@ -307,7 +330,6 @@ class StackRun:
                 raise Failure(f"{self.spec.name}: {msg}")
             self.pulumi("up", "--yes", "--skip-preview", step=f"up change {i}")
             self.pulumi("preview", "--expect-no-changes", step=f"preview --expect-no-changes after change {i}")
-        del up
         self.pulumi("destroy", "--yes", "--skip-preview", step="destroy")
         left = expectations.leftovers(self.cluster)
         self.rec["left_after_destroy"] = left
@@ -320,9 +342,18 @@ class StackRun:
         self.rec["ok"] = True
         self.report.save()
 
-    def resource_count(self) -> int:
-        out = self.pulumi("stack", "export", step="stack export").stdout
-        return len(json.loads(out).get("deployment", {}).get("resources", []))
+    def check_deployed(self) -> None:
+        """Every built-in workload Ready (Complete), every custom resource of a kind nothing here reconciles."""
+        export = json.loads(self.pulumi("stack", "export", step="stack export").stdout)
+        self.rec["resources"] = len(export.get("deployment", {}).get("resources", []))
+        objects = expectations.state_objects(export)
+        self.rec["workloads"] = sorted(f"{k} {ns}/{n}" for k, n, ns in objects if k in expectations.WORKLOADS)
+        self.rec["never_reconciled"] = sorted(expectations.unreconciled_kinds(objects))
+        problems = expectations.workload_problems(self.cluster, objects)
+        for p in problems:
+            self.report.fail(self.spec.name, "after up", p)
+        if problems:
+            raise Failure(f"{self.spec.name}: after up:\n  " + "\n  ".join(problems))
 
 
 def main(argv: list[str] | None = None) -> int:

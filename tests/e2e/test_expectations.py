@@ -91,3 +91,54 @@ def test_after_destroy_only_chart_crds_may_remain():
                                   "customresourcedefinition/inferencepools.inference.networking.k8s.io",
                                   "persistentvolume/pvc-1 (Released)"]
     assert left["retained_crds"] == []
+
+
+def _export(*objs):
+    return {"deployment": {"resources": [
+        {"type": f"kubernetes:{k}", "outputs": {"metadata": {"name": n, "namespace": ns}}} for k, n, ns in objs]
+        + [{"type": "pulumi:providers:kubernetes", "outputs": {}},
+           {"type": "kubernetes:helm.sh/v3:Release", "outputs": {"metadata": {}}}]}}
+
+
+def test_custom_resources_are_told_apart_from_built_in_objects():
+    objs = ex.state_objects(_export(("apps/v1:Deployment", "d", "vllm"), ("core/v1:Namespace", "vllm", None),
+                                    ("networking.k8s.io/v1:NetworkPolicy", "n", "vllm"),
+                                    ("apiextensions.k8s.io/v1:CustomResourceDefinition", "c", None),
+                                    ("gateway.networking.k8s.io/v1:HTTPRoute", "r", "vllm"),
+                                    ("leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", "l", "llm"),
+                                    ("ray.io/v1:RayService", "rs", "llm")))
+    assert len(objs) == 7  # the provider and the Helm release are not objects of the cluster
+    assert ex.unreconciled_kinds(objs) == {"gateway.networking.k8s.io/v1:HTTPRoute", "ray.io/v1:RayService",
+                                           "leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"}
+
+
+class _Api:
+    def __init__(self, objects):
+        self.objects = objects
+
+    def get_json(self, resource, name, *ns):
+        return self.objects[(resource, name)]
+
+
+def test_a_workload_not_ready_or_an_unlisted_or_reconciled_custom_resource_fails_the_run():
+    objs = [("apps/v1:Deployment", "d", "vllm"), ("batch/v1:Job", "j", "vllm"), ("apps/v1:DaemonSet", "ds", "vllm"),
+            ("ray.io/v1:RayService", "rs", "llm"), ("example.com/v1:Thing", "t", "llm"),
+            ("keda.sh/v1alpha1:ScaledObject", "so", "vllm")]
+    api = _Api({("deployment", "d"): {"spec": {"replicas": 2}, "status": {"availableReplicas": 1}},
+                ("job", "j"): {"status": {"succeeded": 1}},
+                ("daemonset", "ds"): {"status": {"desiredNumberScheduled": 0, "numberReady": 0}},
+                ("rayservice.ray.io", "rs"): {"status": {}},
+                ("scaledobject.keda.sh", "so"): {"status": {"conditions": [{"type": "Ready"}]}}})
+    problems = ex.workload_problems(api, objs)
+    assert [p.split(":")[0] for p in problems] == ["apps/v1", "apps/v1", "example.com/v1", "keda.sh/v1alpha1"]
+    assert "not ready after up" in problems[0] and "daemonset" not in problems[0].lower()
+    assert "NEVER_RECONCILED does not list" in problems[2]
+    assert "NEVER_RECONCILED is wrong" in problems[3]
+
+
+def test_the_api_servers_default_status_is_not_a_controllers():
+    pending = {"conditions": [{"type": "Accepted", "status": "Unknown", "reason": "Pending",
+                               "message": "Waiting for controller"}]}
+    assert not ex.reconciled(pending) and not ex.reconciled({})
+    assert ex.reconciled({"conditions": [{"type": "Accepted", "status": "True"}]})
+    assert ex.reconciled({"observedGeneration": 1})
