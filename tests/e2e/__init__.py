@@ -1,0 +1,1 @@
+"""The real-engine test (tests/e2e/run.py) and its fast checks."""
