@@ -20,7 +20,7 @@ class PlatformArgs(TypedDict, total=False):
     config: Required[dict[str, Any]]
     """The stack configuration: the keys a stack file sets under `vllm-platform:` (camelCase, without the
     prefix: cloud, environment, namespace, cluster, aws | gcp | existing, models, modelCache, addons,
-    serving), validated by the same schema (docs in Pulumi.yaml and components/config/schema.py).
+    serving, gateway, charts, ...), validated by the same schema (docs in Pulumi.yaml and components/config/schema.py).
     Python programs may pass a validated StackConfig instead."""
 
     hf_token: Required[pulumi.Input[str]]
@@ -32,6 +32,10 @@ class PlatformArgs(TypedDict, total=False):
     gateway_api_keys: Optional[pulumi.Input[dict[str, str]]]
     """The inference gateway's API keys, {client: key} with one key per config gateway.clients entry, as a
     secret (docs/gateway.md); required unless gateway.auth is none or the gateway is off (dev)."""
+
+    chart_mirror_password: Optional[pulumi.Input[str]]
+    """The password of config charts.username at the chart mirror config charts.mirror, as a secret
+    (docs/addons.md, "Charts from a mirror"); required with charts.username, refused without it."""
 
 
 class VllmServiceArgs(TypedDict, total=False):
@@ -82,13 +86,20 @@ class VllmServiceArgs(TypedDict, total=False):
     """The inference gateway's API keys, {client: key} (one per gateway client, `default` unless configured),
     as a secret (docs/gateway.md)."""
 
+    charts: Optional[dict[str, Any]]
+    """Where every Helm chart comes from, as a stack file's `charts`: {mirror, username, caFile} (docs/addons.md,
+    "Charts from a mirror"); each chart's own repository when unset."""
 
-def _config(value: Any) -> StackConfig:
+    chart_mirror_password: Optional[pulumi.Input[str]]
+    """The password of charts.username at the chart mirror, as a secret."""
+
+
+def _config(value: Any, secrets: set[str]) -> StackConfig:
     if isinstance(value, StackConfig):
         return value
     if not isinstance(value, dict):
         raise ConfigError([f"config: expected the stack configuration as an object, got {type(value).__name__}"])
-    return parse(value, secrets={"hfToken"})
+    return parse(value, secrets=secrets)
 
 
 def resolve(args: "PlatformArgs | LoadedConfig", topologies: Optional[dict[str, Topology]] = None
@@ -104,10 +115,14 @@ def resolve(args: "PlatformArgs | LoadedConfig", topologies: Optional[dict[str, 
         else:
             if not args.get("hf_token"):
                 raise ConfigError(["hfToken: missing; pass the Hugging Face token (as a secret) in hf_token"])
-            loaded = LoadedConfig(_config(args.get("config")), pulumi.Output.secret(args["hf_token"]),
+            password = args.get("chart_mirror_password")
+            secrets = {"hfToken", "chartMirrorPassword"} if password else {"hfToken"}
+            loaded = LoadedConfig(_config(args.get("config"), secrets),
+                                  pulumi.Output.secret(args["hf_token"]),
                                   pulumi.Output.secret(args["kubeconfig"]) if args.get("kubeconfig") else None,
                                   gateway_api_keys=pulumi.Output.secret(args["gateway_api_keys"])
-                                  if args.get("gateway_api_keys") else None)
+                                  if args.get("gateway_api_keys") else None,
+                                  chart_mirror_password=pulumi.Output.secret(password) if password else None)
         return loaded, validated_plan(loaded.config, topologies, loaded.provider_config)
     except (ConfigError, NoFeasibleTopology) as err:
         raise pulumi.RunError(str(err)) from err
@@ -122,7 +137,8 @@ def service_config(args: VllmServiceArgs) -> dict[str, Any]:
             existing[camel] = args[key]
     config: dict[str, Any] = {"cloud": "existing", "existing": existing, "models": [args.get("model")]}
     for key, camel in (("namespace", "namespace"), ("environment", "environment"),
-                       ("model_cache", "modelCache"), ("addons", "addons"), ("gateway", "gateway")):
+                       ("model_cache", "modelCache"), ("addons", "addons"), ("gateway", "gateway"),
+                       ("charts", "charts")):
         if args.get(key) is not None:
             config[camel] = args[key]
     return config

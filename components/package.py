@@ -36,7 +36,8 @@ class VllmService(pulumi.ComponentResource):
         super().__init__(f"{PACKAGE}:index:VllmService", name, None, opts)
         platform = Platform(name, PlatformArgs(config=service_config(args), hf_token=args.get("hf_token"),
                                                kubeconfig=args.get("kubeconfig"),
-                                               gateway_api_keys=args.get("gateway_api_keys")),
+                                               gateway_api_keys=args.get("gateway_api_keys"),
+                                               chart_mirror_password=args.get("chart_mirror_password")),
                             opts=pulumi.ResourceOptions(parent=self))
         [(_, self.endpoint)] = platform.endpoints.items()
         [(_, self.topology)] = platform.topology.items()

@@ -16,7 +16,8 @@ from .config import LoadedConfig
 from .library import PlatformArgs, resolve
 from .outputs import cluster_outputs, grafana
 from .planner import Topology
-from .wiring import cache_args, cluster_args, gateway_args, inline_chat_templates, model_routes, serving_args
+from .wiring import (cache_args, chart_mirror, cluster_args, gateway_args, inline_chat_templates, model_routes,
+                     serving_args)
 
 PART_OF = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
 
@@ -26,7 +27,8 @@ def cluster_component(name: str, loaded: LoadedConfig, topologies: dict[str, Top
     """The cluster component for the configured cloud; all of them carry `.facts` (ClusterFacts)."""
     cfg = loaded.config
     args = cluster_args(cfg, topologies, kubeconfig=loaded.kubeconfig,
-                        provider_config=loaded.provider_config.get("aws"))
+                        provider_config=loaded.provider_config.get("aws"),
+                        charts=chart_mirror(cfg, loaded.chart_mirror_password))
     if cfg.cloud == "existing":
         from .cluster.existing import ExistingCluster
         return ExistingCluster(name, args, opts)
@@ -56,7 +58,8 @@ def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], f
                                provider=facts.provider, depends_on=[*facts.depends_on, *after])))
         return None
     args = gateway_args(cfg, model_routes(cfg, topologies, cache, facts.gpu_node_ready_s), facts,
-                        loaded.gateway_api_keys, addons.monitor_labels)
+                        loaded.gateway_api_keys, addons.monitor_labels,
+                        charts=chart_mirror(cfg, loaded.chart_mirror_password))
     return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=[*facts.depends_on, *after],
                             model_ready={t.served_model_name: [services[m].workload] for m, t in topologies.items()},
                             opts=child)
@@ -129,7 +132,8 @@ class Platform(pulumi.ComponentResource):
             data=data, opts=ns_opts) for model, (cm, data) in inline_chat_templates(cfg).items()]
         # --- add-ons (issue 4): ClusterAddons -> self.addons: AddonsFacts ---
         from .addons import ClusterAddons
-        self.addons: AddonsFacts = ClusterAddons(f"{name}-addons", self.facts, cfg.addons, opts=child).facts
+        self.addons: AddonsFacts = ClusterAddons(f"{name}-addons", self.facts, cfg.addons, opts=child,
+                                                 charts=chart_mirror(cfg, loaded.chart_mirror_password)).facts
         # --- model cache and serving (issue 3): ModelCache + one VllmService per topology ---
         from .cache import ModelCache
         from .serving.service import VllmService, serving_images

@@ -21,6 +21,7 @@ from .cache import CacheError, ModelCacheArgs, check_loader, nvme_missing
 from .cache_sources import WeightsSource, check_sources
 from .catalog import INSTANCE_TYPES
 from .catalog.revisions import resolved_revision
+from .charts import ChartMirror
 from .cluster.existing import ExistingClusterArgs
 from .cluster.pools import gpu_pool_specs, model_cache_gib
 from .config import ConfigError, StackConfig
@@ -50,9 +51,20 @@ def provider_args(cfg: StackConfig, settings: dict[str, dict[str, Any]] | None =
     return CloudProviderArgs(cfg.cloud, tags, settings=dict(settings or {}))
 
 
+def chart_mirror(cfg: StackConfig, password: Any = None) -> ChartMirror | None:
+    """The stack's `charts` block as every Helm release reads it (components/charts.py chart_source); password: the
+    secret chartMirrorPassword. None: each chart from its own repository."""
+    c = cfg.charts
+    if c.mirror is None:
+        return None
+    return ChartMirror(location=c.location, kind=c.kind, username=c.username,
+                       password=password if c.username is not None else None, ca_file=c.ca_file)
+
+
 def cluster_args(cfg: StackConfig, topologies: dict[str, Topology], kubeconfig: Any = None,
-                 provider_config: dict[str, Any] | None = None):
-    """AwsClusterArgs, GcpClusterArgs or ExistingClusterArgs for the configured cloud."""
+                 provider_config: dict[str, Any] | None = None, charts: ChartMirror | None = None):
+    """AwsClusterArgs, GcpClusterArgs or ExistingClusterArgs for the configured cloud; charts: chart_mirror() (the
+    EKS cluster installs the Cluster Autoscaler's chart)."""
     if cfg.cloud == "existing":
         return ExistingClusterArgs(existing=cfg.existing, cluster=cfg.cluster, model_cache=cfg.model_cache,
                                    topologies=dict(topologies), kubeconfig=kubeconfig)
@@ -64,7 +76,7 @@ def cluster_args(cfg: StackConfig, topologies: dict[str, Topology], kubeconfig: 
         from .cluster.aws.component import AwsClusterArgs, pool_models
         return AwsClusterArgs(aws=cfg.aws, pools=pools, pool_models=pool_models(topologies), cluster=cfg.cluster,
                               model_cache=cfg.model_cache, environment=cfg.environment,
-                              provider_config=dict(provider_config or {}), bucket_readers=readers)
+                              provider_config=dict(provider_config or {}), bucket_readers=readers, charts=charts)
     from .cluster.gcp.component import GcpClusterArgs
     return GcpClusterArgs(gcp=cfg.gcp, pools=pools, cache_gib=model_cache_gib(cfg.model_cache.size_gib, topologies),
                           cluster=cfg.cluster, model_cache=cfg.model_cache, environment=cfg.environment,
@@ -126,9 +138,11 @@ def serving_args(cfg: StackConfig) -> ServingArgs:
                        new_cluster_blocked=upgrade_room(cfg))
 
 
-def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, monitor_labels: dict | None = None):
+def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, monitor_labels: dict | None = None,
+                 charts: ChartMirror | None = None):
     """StackConfig.gateway -> GatewayArgs (also for a cluster stack that installs the gateway alone: routes=[]);
-    facts: the cluster's ClusterFacts (its system node selector); api_keys: the secret gatewayApiKeys;
+    facts: the cluster's ClusterFacts (its system node selector); api_keys: the secret gatewayApiKeys; charts:
+    chart_mirror(), where the gateway's releases get their charts;
     monitor_labels: AddonsFacts.monitor_labels (the EPPs' ServiceMonitors)."""
     from .gateway import GatewayArgs
     gw = cfg.gateway
@@ -142,7 +156,7 @@ def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, moni
         monitor_labels=dict(monitor_labels or {}),
         # production: no single Envoy proxy or endpoint picker whose drain takes a model's endpoint down
         proxy_replicas=2 if cfg.production else 1, epp_replicas=2 if cfg.production else 1,
-        token_quotas=token_quotas(gw))
+        token_quotas=token_quotas(gw), charts=charts)
 
 
 def token_quotas(gw: Any):

@@ -41,7 +41,8 @@ def test_the_schema_lists_both_components_with_their_inputs_and_outputs():
     platform, service = s["resources"]["vllm-platform:index:Platform"], s["resources"]["vllm-platform:index:VllmService"]
     assert set(s["resources"]) == {"vllm-platform:index:Platform", "vllm-platform:index:VllmService"}
     assert platform["isComponent"] and service["isComponent"]
-    assert set(platform["inputProperties"]) == {"config", "hfToken", "kubeconfig", "gatewayApiKeys"}
+    assert set(platform["inputProperties"]) == {"config", "hfToken", "kubeconfig", "gatewayApiKeys",
+                                                "chartMirrorPassword"}
     assert platform["requiredInputs"] == ["config", "hfToken"]
     assert platform["inputProperties"]["config"]["plain"] is True  # planned before any resource exists
     assert set(platform["properties"]) == {"endpoints", "topology", "costPerHour", "costPerHourMin",
@@ -50,7 +51,7 @@ def test_the_schema_lists_both_components_with_their_inputs_and_outputs():
     assert set(service["inputProperties"]) == {"model", "gpuNodes", "namespace", "environment", "modelCache",
                                                "addons", "context", "blockStorageClass",
                                                "networkPolicyEnforced", "hfToken", "kubeconfig", "gateway",
-                                               "gatewayApiKeys"}
+                                               "gatewayApiKeys", "charts", "chartMirrorPassword"}
     assert sorted(service["requiredInputs"]) == ["gpuNodes", "hfToken", "model"]
     assert set(service["properties"]) == {"endpoint", "topology", "grafana"}
     assert "Hugging Face token" in platform["inputProperties"]["hfToken"]["description"]

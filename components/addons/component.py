@@ -13,6 +13,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from ..charts import ChartMirror, chart_source
 from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.load import ConfigError
 from ..config.schema import Addons, FabricAddon
@@ -28,16 +29,13 @@ PRIVILEGED_NAMESPACE = {"pod-security.kubernetes.io/enforce": "privileged"}
 LABELS = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/managed-by": "pulumi"}
 
 
-def release_args(chart_key: str, namespace: str, values: dict) -> dict:
-    """Arguments of the helm.v3.Release for one pinned chart (components/versions.py CHARTS)."""
+def release_args(chart_key: str, namespace: str, values: dict, charts: ChartMirror | None = None) -> dict:
+    """Arguments of the helm.v3.Release for one pinned chart (components/versions.py CHARTS), from its own repository
+    or the stack's chart mirror (components/charts.py)."""
     chart = CHARTS[chart_key]
-    # an OCI chart is named by its full reference (Helm's --repo takes only HTTP repositories), as the gateway's are
-    where = ({"chart": f"{chart.repo}/{chart.chart}"} if chart.repo.startswith("oci://") else
-             {"chart": chart.chart, "repository_opts": {"repo": chart.repo}})
     return {
         "name": chart.chart,  # a fixed release name: Service names (Prometheus URL) derive from it
-        **where,
-        "version": chart.version,
+        **chart_source(chart, charts),
         "namespace": namespace,
         "create_namespace": False,  # made below, with its labels, before the release
         "values": values,
@@ -53,10 +51,13 @@ class ClusterAddons(pulumi.ComponentResource):
     facts: AddonsFacts
 
     def __init__(self, name: str, cluster: ClusterFacts, settings: Addons,
-                 opts: pulumi.ResourceOptions | None = None):
+                 opts: pulumi.ResourceOptions | None = None, charts: ChartMirror | None = None):
+        """charts: where every chart comes from (the stack's `charts` block, components/wiring.py chart_mirror);
+        None: each chart's own repository."""
         super().__init__("vllm-platform:addons:ClusterAddons", name, None, opts)
         self._name = name
         self._cluster = cluster
+        self._charts = charts
         system = cluster.system_node_selector
         ready: dict[str, list] = {"gpu": [], "monitoring": [], "kuberay": [], "keda": [], "network": [],
                                   "load-balancer": [], "lws": []}
@@ -132,8 +133,8 @@ class ClusterAddons(pulumi.ComponentResource):
                                      opts=self._opts())
 
     def _chart(self, chart_key: str, namespace: str, values: dict, after: list) -> k8s.helm.v3.Release:
-        return k8s.helm.v3.Release(f"{self._name}-{chart_key}", **release_args(chart_key, namespace, values),
-                                   opts=self._opts(after))
+        return k8s.helm.v3.Release(f"{self._name}-{chart_key}",
+                                   **release_args(chart_key, namespace, values, self._charts), opts=self._opts(after))
 
     def _release(self, chart_key: str, namespace: str, values: dict, after: list | None = None,
                  privileged: bool = False) -> k8s.helm.v3.Release:

@@ -21,7 +21,9 @@ from .schema import DNS_LABEL, PROJECT, StackConfig
 
 SECRET_KEYS = {"hfToken": "the Hugging Face token", "kubeconfig": "the kubeconfig of an existing cluster",
                # components/config/gateway.py: {"client": "key", ...}, one key per gateway.clients entry
-               "gatewayApiKeys": "the gateway's API keys (a JSON object {client: key})"}
+               "gatewayApiKeys": "the gateway's API keys (a JSON object {client: key})",
+               # components/config/charts.py: the password of charts.username at charts.mirror
+               "chartMirrorPassword": "the chart mirror's password (of charts.username)"}
 REQUIRED_SECRETS = {"hfToken"}
 
 
@@ -228,6 +230,8 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     values = {k: v for k, v in raw.items() if k not in SECRET_KEYS}
     cfg, problems = _validate(values, base_dir, today)
     errors += problems
+    if cfg is not None:
+        errors += _mirror_login_problems(cfg, "chartMirrorPassword" in secrets | plain)
     if "hfToken" in required and "hfToken" not in secrets | plain:
         # only gated or private Hub repositories need a token (config/engine.py GATED_REPO_PREFIXES, ModelSpec.gated)
         from .engine import gated_downloads
@@ -240,6 +244,22 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     if errors:
         raise ConfigError(errors)
     return cfg
+
+
+def _mirror_login_problems(cfg: StackConfig, password: bool) -> list[str]:
+    """charts.username and the secret chartMirrorPassword come together (components/config/charts.py)."""
+    user = cfg.charts.username
+    if password and user is None:
+        if cfg.charts.mirror is None:
+            return ["chartMirrorPassword: set, but there is no charts.mirror to log in to; set charts.mirror and "
+                    "charts.username, or remove it (`pulumi config rm chartMirrorPassword`)"]
+        return ["chartMirrorPassword: set without charts.username; add the mirror's user as charts.username, or "
+                "remove the password (`pulumi config rm chartMirrorPassword`)"]
+    if user is not None and not password:
+        return [f"charts.username: {user!r} has no password; set it with `pulumi config set --secret "
+                f"chartMirrorPassword ...` (the mirror's password, kept a Pulumi secret), or remove charts.username "
+                f"for a mirror that needs no login"]
+    return []
 
 
 def _decode(value: Any) -> Any:
@@ -260,6 +280,7 @@ class LoadedConfig:
     # the explicit providers (components/providers.py) get them, as the default provider would.
     provider_config: dict[str, dict[str, Any]] = dc_field(default_factory=dict)
     gateway_api_keys: Any | None = None  # pulumi.Output[dict[str, str]], secret (gatewayApiKeys)
+    chart_mirror_password: Any | None = None  # pulumi.Output[str], secret (chartMirrorPassword, of charts.username)
 
 
 PROVIDER_PACKAGES = ("aws", "gcp")
@@ -297,4 +318,4 @@ def load_stack_config(required: set[str] = REQUIRED_SECRETS) -> LoadedConfig:
     cfg = parse(raw, secret, plain, provider=defaults, required=required, base_dir=STACK_DIR)
     conf = pulumi.Config(PROJECT)
     return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"), provider_settings(all_keys),
-                        conf.get_secret_object("gatewayApiKeys"))
+                        conf.get_secret_object("gatewayApiKeys"), conf.get_secret("chartMirrorPassword"))

@@ -14,6 +14,7 @@ from ..versions import GKE_RELEASE_CHANNEL
 
 from .addons import AddonSwitch, Addons, FabricAddon, GpuOperatorAddon, PrometheusAddon, Serving
 from .base import DNS_LABEL, PROJECT, _Base, field_error
+from .charts import ChartSettings
 from .gateway import GatewaySettings, check_gateway
 from .clouds import AwsSettings, ClusterSettings, ExistingSettings, GcpSettings, GpuNodes, NodeTaint
 from .models import Architecture, ModelCache, ModelDeployment, Replicas, Sla
@@ -41,6 +42,7 @@ class StackConfig(_Base):
     gateway: GatewaySettings = GatewaySettings()  # components/config/gateway.py
     pricing: PricingSettings = PricingSettings()  # components/config/pricing.py
     planning: Planning = Planning()  # components/config/planning.py: latency margin, measured knees
+    charts: ChartSettings = ChartSettings()  # components/config/charts.py: every Helm chart from a mirror
 
     @model_validator(mode="after")
     def _cloud_settings(self):

@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from ..charts import ChartMirror, chart_source
 from ..versions import CHARTS
 from . import objects as o
 from . import quotas as q
@@ -66,6 +67,7 @@ class GatewayArgs:
     # per-model paths (AI Gateway counts no tokens on a plain HTTPRoute) and, installing the gateway, runs the
     # rate-limit service's Redis
     token_quotas: q.TokenQuotas | None = None
+    charts: ChartMirror | None = None            # the stack's `charts` block: where the releases' charts come from
 
     @property
     def host(self) -> str:
@@ -111,9 +113,10 @@ ADDRESS_COMMAND = (f"kubectl -n {o.NAMESPACE} get gateway {o.GATEWAY_NAME} "
                    "-o jsonpath='{.status.addresses[0].value}'")
 
 
-def release_args(chart_key: str, namespace: str, values: dict, name: str | None = None) -> dict:
+def release_args(chart_key: str, namespace: str, values: dict, name: str | None = None,
+                 charts: ChartMirror | None = None) -> dict:
     chart = CHARTS[chart_key]
-    return {"name": name or chart.chart, "chart": f"{chart.repo}/{chart.chart}", "version": chart.version,
+    return {"name": name or chart.chart, **chart_source(chart, charts),
             "namespace": namespace, "create_namespace": False, "values": values, "timeout": RELEASE_TIMEOUT_S,
             "atomic": True}
 
@@ -207,7 +210,7 @@ class InferenceGateway(pulumi.ComponentResource):
                 values = epp_values(r, args.system_node_selector, args.monitor_labels, args.epp_replicas,
                                     zones=args.cloud in ZONED_CLOUDS)
                 deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
-                    "llm-d-router-gateway", args.namespace, values, name=r.model),
+                    "llm-d-router-gateway", args.namespace, values, name=r.model, charts=args.charts),
                     opts=after(self.pool_crd, *model_ready.get(r.model, []))))
             meta = {"name": r.model, "namespace": args.namespace}
             # the policies first: the route never serves a request without its key check and limits. One
@@ -283,11 +286,14 @@ class InferenceGateway(pulumi.ComponentResource):
         rate_limit = q.rate_limit_config(q.REDIS_NAME, self.args.system_node_selector, self.args.proxy_replicas,
                                          zones=self.args.cloud in ZONED_CLOUDS) if self.args.token_quotas else None
         self.envoy_gateway = k8s.helm.v3.Release(
-            f"{name}-envoy-gateway", **release_args("gateway-helm", o.NAMESPACE, envoy_gateway_values(rate_limit)),
+            f"{name}-envoy-gateway", **release_args("gateway-helm", o.NAMESPACE, envoy_gateway_values(rate_limit),
+                                                    charts=self.args.charts),
             opts=after(namespaces[0], self.pool_crd, self.quota_store))
         ai_crds = k8s.helm.v3.Release(
-            f"{name}-ai-gateway-crds", **release_args("ai-gateway-crds-helm", o.AI_GATEWAY_NAMESPACE, {}),
+            f"{name}-ai-gateway-crds", **release_args("ai-gateway-crds-helm", o.AI_GATEWAY_NAMESPACE, {},
+                                                      charts=self.args.charts),
             opts=after(namespaces[1]))
         self.ai_gateway = k8s.helm.v3.Release(
-            f"{name}-ai-gateway", **release_args("ai-gateway-helm", o.AI_GATEWAY_NAMESPACE, ai_gateway_values()),
+            f"{name}-ai-gateway", **release_args("ai-gateway-helm", o.AI_GATEWAY_NAMESPACE, ai_gateway_values(),
+                                                 charts=self.args.charts),
             opts=after(ai_crds, self.envoy_gateway))

@@ -104,7 +104,8 @@ def mermaid(stack: str, rows: list[Row], topology: dict[str, dict]) -> str:
         lines.append(f"    subgraph addons[{label('add-ons (Helm)')}]")
         for r in releases:
             chart, version = r["inputs"].get("chart", r["name"]), r["inputs"].get("version")
-            lines.append(f"      {node_id('addon', chart)}[{label(f'{chart} {version}')}]")
+            text = f"{chart} {version}" if version is not None else chart  # an archive on disk: no version input
+            lines.append(f"      {node_id('addon', chart)}[{label(text)}]")
         lines.append("    end")
     cache = _cache_label(rows)
     if cache:

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..versions import CHARTS
+
 Row = dict[str, Any]
 MAX_PATHS = 8  # changed input paths listed per resource before "+N more"
 
@@ -77,6 +79,16 @@ def _gke_node_pool(i: Row) -> list[str]:
             f"nodes {_range(lo, count, hi)}"]
 
 
+def _release(i: Row) -> list[str]:
+    """The chart and its version, and where from when that is not the chart's own repository (`charts.mirror`); an
+    archive on disk has no version input (its file name carries it)."""
+    chart, version, repo = i.get("chart"), i.get("version"), _get(i, "repositoryOpts", "repo")
+    line = f"chart {chart}" + (f" {version}" if version is not None else "")
+    if repo and repo != next((c.repo for c in CHARTS.values() if c.chart == chart), None):
+        line += f" from {repo}"
+    return [line, f"namespace {i.get('namespace')}"]
+
+
 def _asg_schedule(i: Row) -> list[str]:
     """A scheduled action on a GPU group's Auto Scaling group (a Capacity Block's start and end)."""
     n = [int(v) if isinstance(v, float) and v.is_integer() else v
@@ -86,8 +98,7 @@ def _asg_schedule(i: Row) -> list[str]:
 
 # type token -> the inputs a reviewer looks at first (like `pulumi preview --diff`'s headline fields).
 KEY_INPUTS: dict[str, Callable[[Row], list[str]]] = {
-    "kubernetes:helm.sh/v3:Release": lambda i: [f"chart {i.get('chart')} {i.get('version')}",
-                                                 f"namespace {i.get('namespace')}"],
+    "kubernetes:helm.sh/v3:Release": _release,
     "aws:eks/cluster:Cluster": lambda i: [f"kubernetes {i.get('version')}"],
     "aws:eks/nodeGroup:NodeGroup": _eks_node_group,
     "aws:autoscaling/schedule:Schedule": _asg_schedule,

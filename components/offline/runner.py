@@ -151,6 +151,12 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
         if gw.get("enabled", True) is not False and gw.get("auth", "apiKeys") == "apiKeys":  # else unused
                 filled.append(f"gatewayApiKeys (`pulumi config set --secret gatewayApiKeys '{example}'`, one key per "
                           f"gateway.clients entry)")
+    password = f"{PROJECT}:chartMirrorPassword"  # components/config/charts.py: the login of charts.username
+    charts = raw.get(f"{PROJECT}:charts")
+    if password not in config and isinstance(charts, dict) and charts.get("username"):
+        config[password], secret_keys = OFFLINE_SECRET, secret_keys + [password]
+        filled.append("chartMirrorPassword (`pulumi config set --secret chartMirrorPassword ...`, the password of "
+                      "charts.username)")
     if filled:
         notes.append(f"secrets not in the stack file, placeholders in this offline plan: {'; '.join(filled)}; "
                      f"a real `pulumi preview` needs them set (docs/deploy.md)")

@@ -11,7 +11,7 @@ from components.config import ConfigError, load_stack_config
 from components.planner import NoFeasibleTopology
 from components.gateway import InferenceGateway
 from components.platform import cluster_component
-from components.wiring import gateway_args, validated_plan
+from components.wiring import chart_mirror, gateway_args, validated_plan
 from components.providers import cloud_provider_opts
 
 try:
@@ -23,10 +23,12 @@ except (ConfigError, NoFeasibleTopology) as err:
     raise pulumi.RunError(str(err)) from err
 
 cluster = cluster_component("vllm-cluster", loaded, topologies, opts)
-addons = ClusterAddons("vllm-addons", cluster.facts, loaded.config.addons, opts=opts).facts
+charts = chart_mirror(loaded.config, loaded.chart_mirror_password)  # `charts:`, every Helm chart from a mirror
+addons = ClusterAddons("vllm-addons", cluster.facts, loaded.config.addons, opts=opts, charts=charts).facts
 # The inference gateway's controllers, load balancer and Gateway, once per cluster; each workloads stack adds its
 # models' routes, pools and keys (gateway.install: false there). docs/gateway.md.
-gateway = InferenceGateway("vllm-gateway", gateway_args(loaded.config, [], cluster.facts, None), cluster.facts.provider,
+gateway = InferenceGateway("vllm-gateway", gateway_args(loaded.config, [], cluster.facts, None, charts=charts),
+                           cluster.facts.provider,
                            depends_on=[*cluster.facts.depends_on, *addons.depends("load-balancer")], opts=opts)
 
 

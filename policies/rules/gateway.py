@@ -5,6 +5,8 @@ a route in a namespace with no such label counts as non-dev, so a route the stac
 """
 from __future__ import annotations
 
+import re
+
 from .core import ADVISORY, MANDATORY, StackResource, as_dict, as_list, get, stack_rule
 from .production import PRODUCTION, environment_of, environments, metadata, namespace_of
 
@@ -137,6 +139,9 @@ def runtime_lora_endpoints_blocked(resources: list[StackResource]):
 RELEASE = "kubernetes:helm.sh/v3:Release"
 BACKEND_TRAFFIC_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy"
 GATEWAY_CHART = "gateway-helm"
+# the release's chart by its name (a repository's), an OCI reference or an archive on disk (a chart mirror's
+# directory, components/charts.py: <name>-<version>.tgz)
+GATEWAY_CHART_REF = re.compile(rf"(.*/)?{GATEWAY_CHART}(-v?\d[^/]*\.tgz)?")
 
 
 def _charges_tokens(policy: StackResource) -> bool:
@@ -148,7 +153,7 @@ def _rate_limit_fails_open(resources: list[StackResource]) -> bool | None:
     """Whether the stack's Envoy Gateway release runs its rate-limit service failing open; None: the stack installs
     no Envoy Gateway with a rate-limit service (another stack's gateway, unknown here)."""
     for r in resources:
-        if r.type == RELEASE and str(r.props.get("chart", "")).rsplit("/", 1)[-1] == GATEWAY_CHART:
+        if r.type == RELEASE and GATEWAY_CHART_REF.fullmatch(str(r.props.get("chart", ""))):
             rate_limit = get(r.props, "values", "config", "envoyGateway", "rateLimit")
             if isinstance(rate_limit, dict):
                 return rate_limit.get("failClosed") is not True

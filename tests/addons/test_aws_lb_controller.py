@@ -143,9 +143,9 @@ def recorded_cluster_facts(values: dict):
     seen = []
     original = component.ClusterAddons.__init__
 
-    def recording(self, name, cluster, settings, opts=None):
+    def recording(self, name, cluster, settings, opts=None, **kw):
         seen.append(cluster)
-        original(self, name, cluster, settings, opts)
+        original(self, name, cluster, settings, opts, **kw)
 
     component.ClusterAddons.__init__ = recording
     try:

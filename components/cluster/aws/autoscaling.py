@@ -15,6 +15,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from ...charts import ChartMirror, chart_source
 from ...versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE, CLUSTER_AUTOSCALER_TAGS
 from .iam import cluster_autoscaler_policy, pod_identity_role
 from .node_pools import SYSTEM_LABELS
@@ -54,16 +55,15 @@ def autoscaler_values(cluster: str, region: str, kubernetes_version: str) -> dic
 class ClusterAutoscaler(pulumi.ComponentResource):
     def __init__(self, name: str, cluster: aws.eks.Cluster, cluster_name: str, region: str, kubernetes_version: str,
                  partition: str, account: str, provider: k8s.Provider, depends_on: list,
-                 opts: pulumi.ResourceOptions | None = None):
+                 opts: pulumi.ResourceOptions | None = None, charts: ChartMirror | None = None):
         super().__init__("vllm-platform:aws:ClusterAutoscaler", name, None, opts)
         self.role, association = pod_identity_role(
             name, cluster, NAMESPACE, SERVICE_ACCOUNT,
             json.dumps(cluster_autoscaler_policy(partition, region, account, cluster_name)), self,
             f"cluster-autoscaler of {cluster_name} (Pod Identity)", depends_on, policy_suffix="scaling")
-        chart = CHARTS["cluster-autoscaler"]
         self.release = k8s.helm.v3.Release(
-            f"{name}-release", name="cluster-autoscaler", chart=chart.chart, version=chart.version,
-            repository_opts={"repo": chart.repo}, namespace=NAMESPACE,
+            f"{name}-release", name="cluster-autoscaler", **chart_source(CHARTS["cluster-autoscaler"], charts),
+            namespace=NAMESPACE,
             values=autoscaler_values(cluster_name, region, kubernetes_version),
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[association, *depends_on]))
         self.register_outputs({"role": self.role.arn})

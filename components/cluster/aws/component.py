@@ -13,6 +13,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from ...charts import ChartMirror
 from ...config import ConfigError
 from ...config.schema import AwsSettings, ClusterSettings
 from ...config.schema import ModelCache as ModelCacheSettings
@@ -55,6 +56,7 @@ class AwsClusterArgs:
     environment: str = "dev"
     provider_config: dict[str, Any] = field(default_factory=dict)  # LoadedConfig.provider_config["aws"]
     bucket_readers: tuple[BucketReader, ...] = ()  # models[].source kind s3: who reads which bucket prefix
+    charts: ChartMirror | None = None  # the stack's `charts` block: where the Cluster Autoscaler's chart comes from
 
     @property
     def production(self) -> bool:
@@ -171,7 +173,7 @@ class AwsGpuCluster(pulumi.ComponentResource):
         ClusterAutoscaler(f"{name}-autoscaler", self.cluster, cluster_name, settings.region, minor,
                           partition.partition, account, self.provider,
                           [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules, *control.access],
-                          opts=child)
+                          opts=child, charts=args.charts)
         _, lbc_identity = pod_identity_role(
             f"{name}-lb-controller", self.cluster, LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT,
             load_balancer_controller_policy(partition.partition), self,
