@@ -77,7 +77,7 @@ def test_no_code_spells_a_metric_name_outside_the_contract_module():
     """Code asks metrics.name(...) for its names, so the list above is the only place they are written."""
     offenders = []
     for path in sorted((ROOT / "components").rglob("*.py")) + sorted((ROOT / "policies").rglob("*.py")):
-        if path == ROOT / "components" / "metrics.py":
+        if path == ROOT / "components" / "metrics.py" or (ROOT / "policies" / "venv") in path.parents:
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if re.search(r"(?<![A-Za-z0-9_])(?:(?:ray_)?vllm:|ray_vllm_)[a-z_]+", line):
