@@ -200,7 +200,7 @@ def _run(a) -> int:
     from components.config import parse
     from components.offline.runner import load_stack_yaml, project_values, stack_file
     from components.planning import plan_stack
-    from components.versions import VLLM_VERSION
+    from components.upstream.versions import VLLM_VERSION
 
     plans = plan_stack(parse(project_values(load_stack_yaml(stack_file(a.stack))), secrets={"hfToken"}))
     name = a.deployment or next(iter(plans))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .versions import VLLM_VERSION
+from .upstream.versions import VLLM_VERSION
 
 _V0_31 = """
 vllm:cache_config_info

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 
-from .cache_sources import WeightsSource
+from .cache.sources import WeightsSource
 from .catalog import InstanceType, instance_types, offered
 from .catalog.prices import RESERVED_CAPACITY_TYPES, negotiated, node_price
 from .config.planning import Planning, measures
@@ -104,7 +104,7 @@ def engine_options(dep: ModelDeployment) -> EngineOptions:
 def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], production: bool = False,
                        planning: Planning | None = None) -> PlanRequest:
     """The planner's request for one validated model deployment: what a stack file's `models` entry and
-    `python -m components topology` (components/cli_topology.py) both plan, engine options included; `planning`:
+    `python -m components topology` (components/cli/topology.py) both plan, engine options included; `planning`:
     the stack's latency margin and its measurements of this deployment's model."""
     s, planning = dep.sla, planning or Planning()
     return PlanRequest(
@@ -129,8 +129,8 @@ def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
 
 
 def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
-    """One deployment's Topology with its cost findings (components/cost.py); raises NoFeasibleTopology."""
-    from .cost import cost_notes
+    """One deployment's Topology with its cost findings (components/costs/notes.py); raises NoFeasibleTopology."""
+    from .costs.notes import cost_notes
 
     pool = priced_pool(cfg)
     req = deployment_request(dep, pool, cfg.production, cfg.planning)
@@ -144,7 +144,7 @@ def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
 def ray_engine_problem(dep: ModelDeployment, t: Topology, multi_node: str = "rayservice") -> str | None:
     """Options a multi-node replica (Ray Serve LLM, engine_kwargs) cannot take in this release; multi_node:
     serving.multiNode (a LeaderWorkerSet runs `vllm serve` with the Deployment's arguments and takes them all)."""
-    from .config.vllm_registry import NOT_ENGINE_KWARGS
+    from .upstream.vllm_registry import NOT_ENGINE_KWARGS
     if not t.multi_node or multi_node != "rayservice":
         return None
     bad = []

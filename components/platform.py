@@ -90,7 +90,7 @@ class Platform(pulumi.ComponentResource):
     """The same with every model at its maximum replicas."""
     bill: Optional[pulumi.Output[dict[str, Any]]]
     """(EKS / GKE) the whole bill beside the GPU nodes: control plane, system nodes, NAT, file storage, load
-    balancer, each with its price source and read date, and the total (components/bill.py)."""
+    balancer, each with its price source and read date, and the total (components/costs/bill.py)."""
     cluster_name: pulumi.Output[str]
     """Name of the Kubernetes cluster."""
     api_endpoint: Optional[pulumi.Output[str]]
@@ -135,7 +135,7 @@ class Platform(pulumi.ComponentResource):
         self.addons: AddonsFacts = ClusterAddons(f"{name}-addons", self.facts, cfg.addons, opts=child,
                                                  charts=chart_mirror(cfg, loaded.chart_mirror_password)).facts
         # --- model cache and serving (issue 3): ModelCache + one VllmService per topology ---
-        from .cache import ModelCache
+        from .cache.component import ModelCache
         from .serving.service import VllmService, serving_images
         serving = serving_args(cfg)
         images: dict[str, list[str]] = {}
@@ -166,8 +166,8 @@ class Platform(pulumi.ComponentResource):
         self.cost_per_hour = round(sum(t.cost_billed_per_hour for t in topologies.values()), 2)
         self.cost_per_hour_min = round(sum(t.cost_min_per_hour for t in topologies.values()), 2)
         self.cost_per_hour_max = round(sum(t.cost_max_per_hour for t in topologies.values()), 2)
-        # the whole bill beside the GPU nodes (components/bill.py); None on an existing cluster (no cloud bill)
-        from .bill import stack_bill
+        # the whole bill beside the GPU nodes (components/costs/bill.py); None on an existing cluster (no cloud bill)
+        from .costs.bill import stack_bill
         bill = stack_bill(cfg, topologies)
         self.bill = bill.to_dict() if bill else None
         identity = cluster_outputs(self.cluster)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from .catalog.tables import DataError  # reads no table: the catalog's names load on first use
-from .cli import data_error
+from .cli.errors import data_error
 
 TARGET = Path(__file__).resolve().parents[1] / "policies" / "rules" / "facts.py"
 
@@ -57,8 +57,8 @@ def render() -> str:
     from .cluster.pools import ACCELERATOR_LABEL, pool_name
     from .config.bounds import GPU_MEMORY_UTILIZATION_RANGE, OPEN_CIDRS
     from .planner.capacity import LATENCY_MARGIN
-    from .serving.k8s import KNEE_ANNOTATION, MARGIN_ANNOTATION
-    from .serving.probes import MIN_BUDGET_S
+    from .kube.k8s import KNEE_ANNOTATION, MARGIN_ANNOTATION
+    from .kube.probes import MIN_BUDGET_S
 
     lines = [HEADER,
              f"GPU_TAINT_KEY = {GPU_TAINT_KEY!r}",
@@ -70,13 +70,13 @@ def render() -> str:
              f"RESERVED_CAPACITY = {RESERVED_CAPACITY!r}",
              f"MIN_FABRIC_GBPS = {MIN_FABRIC_GBPS!r}",
              "# Bounds the stack schema enforces too (components/config/bounds.py), and the startup-probe floor",
-             "# the serving pods are built with (components/serving/probes.py MIN_BUDGET_S).",
+             "# the serving pods are built with (components/kube/probes.py MIN_BUDGET_S).",
              f"GPU_MEMORY_UTILIZATION_RANGE = {tuple(GPU_MEMORY_UTILIZATION_RANGE)!r}",
              f"OPEN_CIDRS = frozenset({sorted(OPEN_CIDRS)!r})",
              f"MIN_STARTUP_BUDGET_S = {MIN_BUDGET_S!r}",
              f"PRICES_AS_OF = {PRICES_AS_OF!r}",
              "# on a serving workload's metadata: its knee's source and margin; the calibration's margin, the least an",
-             "# estimated knee keeps in production (components/serving/k8s.py, components/planner/capacity.py)",
+             "# estimated knee keeps in production (components/kube/k8s.py, components/planner/capacity.py)",
              f"KNEE_ANNOTATION = {KNEE_ANNOTATION!r}",
              f"MARGIN_ANNOTATION = {MARGIN_ANNOTATION!r}",
              f"LATENCY_MARGIN_FLOOR = {LATENCY_MARGIN!r}",

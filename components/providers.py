@@ -45,13 +45,25 @@ def provider_kwargs(package: str, provider_args: type, settings: dict[str, Any],
 class CloudProviderArgs:
     """What the explicit cloud provider is built from: the cloud, the stack's region / project / zone,
     the tags every resource carries, and the stack's own `aws:*` / `gcp:*` settings. Built by
-    components/wiring.py (provider_args) from a StackConfig."""
+    provider_args below from a StackConfig."""
     cloud: str
     tags: dict[str, str]
     region: str | None = None
     project: str | None = None  # gcp
     zone: str | None = None  # gcp
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def provider_args(cfg: StackConfig, settings: dict[str, dict[str, Any]] | None = None) -> CloudProviderArgs:
+    """The explicit cloud provider's arguments; `settings` are the stack's `aws:*` / `gcp:*` keys."""
+    tags = {"environment": cfg.environment, "cluster": cfg.cluster.name}
+    if cfg.cloud == "aws":
+        return CloudProviderArgs("aws", tags, region=cfg.aws.region, settings=dict(settings or {}))
+    if cfg.cloud == "gcp":
+        g = cfg.gcp
+        return CloudProviderArgs("gcp", tags, region=g.region, project=g.project, zone=g.zone,
+                                 settings=dict(settings or {}))
+    return CloudProviderArgs(cfg.cloud, tags, settings=dict(settings or {}))
 
 
 def provider_opts(args: CloudProviderArgs) -> pulumi.ResourceOptions:
@@ -76,7 +88,5 @@ def provider_opts(args: CloudProviderArgs) -> pulumi.ResourceOptions:
 
 
 def cloud_provider_opts(cfg: StackConfig, settings: dict[str, dict[str, Any]] | None = None) -> pulumi.ResourceOptions:
-    """The explicit provider of a stack configuration, as __main__.py builds it (wiring.provider_args)."""
-    from .wiring import provider_args
-
+    """The explicit provider of a stack configuration, as __main__.py builds it (provider_args)."""
     return provider_opts(provider_args(cfg, settings))

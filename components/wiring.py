@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .cache import CacheError, ModelCacheArgs, check_loader, nvme_missing
-from .cache_sources import WeightsSource, check_sources
+from .cache.component import CacheError, ModelCacheArgs, check_loader, nvme_missing
+from .cache.sources import WeightsSource, check_sources
 from .catalog import INSTANCE_TYPES
 from .catalog.revisions import resolved_revision
-from .charts import ChartMirror
+from .cluster.charts import ChartMirror
 from .cluster.existing import ExistingClusterArgs
 from .cluster.pools import gpu_pool_specs, model_cache_gib
 from .config import ConfigError, StackConfig
@@ -32,27 +32,15 @@ from .planner import NoFeasibleTopology, Topology
 from .planner.disagg import production_problems as disagg_production_problems
 from .planner.measured import production_problems as margin_production_problems
 from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
-from .providers import CloudProviderArgs
-from .source_access import bucket_readers, cross_cloud_problems
+from .providers import CloudProviderArgs, provider_args  # noqa: F401  (provider_args: re-exported)
+from .cluster.source_access import bucket_readers, cross_cloud_problems
 from .serving.service import ServingArgs
 from .serving.shape import on_ray, ray_topologies, workload
 from .serving.upgrades import no_room, pool_surge, upgrade_problems
 
 
-def provider_args(cfg: StackConfig, settings: dict[str, dict[str, Any]] | None = None) -> CloudProviderArgs:
-    """The explicit cloud provider's arguments; `settings` are the stack's `aws:*` / `gcp:*` keys."""
-    tags = {"environment": cfg.environment, "cluster": cfg.cluster.name}
-    if cfg.cloud == "aws":
-        return CloudProviderArgs("aws", tags, region=cfg.aws.region, settings=dict(settings or {}))
-    if cfg.cloud == "gcp":
-        g = cfg.gcp
-        return CloudProviderArgs("gcp", tags, region=g.region, project=g.project, zone=g.zone,
-                                 settings=dict(settings or {}))
-    return CloudProviderArgs(cfg.cloud, tags, settings=dict(settings or {}))
-
-
 def chart_mirror(cfg: StackConfig, password: Any = None) -> ChartMirror | None:
-    """The stack's `charts` block as every Helm release reads it (components/charts.py chart_source); password: the
+    """The stack's `charts` block as every Helm release reads it (components/cluster/charts.py chart_source); password: the
     secret chartMirrorPassword. None: each chart from its own repository."""
     c = cfg.charts
     if c.mirror is None:
@@ -182,7 +170,7 @@ def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any =
     from .gateway import ModelRoute
     from .planner.vllm_args import VLLM_PORT
     from .serving.cold_start import cold_start_seconds, first_request_timeout_s
-    from .serving.pods import selector
+    from .kube.pods import selector
     from .serving.runtime_lora import runtime_updates
 
     def wait(t: Topology) -> dict:

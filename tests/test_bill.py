@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.bill import bill_lines, stack_bill
+from components.costs.bill import bill_lines, stack_bill
 from components.cli import main
 from components.config import ConfigError, parse
-from components.cost import cost_lines
+from components.costs.notes import cost_lines
 from components.offline.runner import load_stack_yaml, stack_file
 from components.planning import plan_stack
 from tests.support.plans import planned
@@ -84,7 +84,7 @@ def test_plan_prints_the_bill_of_the_stack_output(capsys, monkeypatch, tmp_path)
 
 
 def test_extended_support_bills_the_standard_rate_until_the_minor_leaves_standard_support(monkeypatch):
-    from components import kubernetes_support
+    from components.upstream import kubernetes_support
     from datetime import date
     monkeypatch.setattr(kubernetes_support, "today", lambda: date(2026, 12, 4))
     got = lines_of(aws(supportType="EXTENDED"))["EKS control plane (standard support)"]
@@ -93,7 +93,7 @@ def test_extended_support_bills_the_standard_rate_until_the_minor_leaves_standar
 
 
 def test_extended_support_bills_the_extended_rate_once_the_minor_left_standard_support(monkeypatch):
-    from components import kubernetes_support
+    from components.upstream import kubernetes_support
     from datetime import date
     monkeypatch.setattr(kubernetes_support, "today", lambda: date(2027, 3, 27))
     got = lines_of(aws(supportType="EXTENDED"))["EKS control plane (extended support)"]

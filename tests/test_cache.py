@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from components import cache
-from components.cache import CacheError, CacheFacts, cache_size_gib, prefetch_script, ready_marker
+from components.cache import component as cache
+from components.cache.component import CacheError, CacheFacts, cache_size_gib, prefetch_script, ready_marker
 from components.cluster.facts import GpuPool, Taint
 from components.config import ConfigError, parse
-from components.versions import PAUSE_IMAGE, VLLM_IMAGE
+from components.upstream.versions import PAUSE_IMAGE, VLLM_IMAGE
 from tests.support.plans import plan_config, planned
 from tests.support.serving import EXISTING, container, obj, objs, topology
 

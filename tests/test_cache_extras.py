@@ -2,8 +2,8 @@
 are cached already waits until the prefetch Job has downloaded an adapter added later (no race)."""
 import shlex
 
-from components.cache import CacheFacts, prefetch_job_spec
-from components.cache_sources import WeightsSource, apply_source, extras_by_repo
+from components.cache.component import CacheFacts, prefetch_job_spec
+from components.cache.sources import WeightsSource, apply_source, extras_by_repo
 from components.config import parse
 from components.planner import plan_topology
 from components.planning import plan_request

@@ -3,8 +3,8 @@ import shlex
 
 import pytest
 
-from components.cache import prefetch_job_spec
-from components.cache_sources import WeightsSource, apply_source, pull_script
+from components.cache.component import prefetch_job_spec
+from components.cache.sources import WeightsSource, apply_source, pull_script
 from components.config import ConfigError, parse
 
 BASE = {"cloud": "aws", "aws": {"region": "us-east-1"},
@@ -82,14 +82,14 @@ def test_pvc_path_and_revision_problems_are_reported_together():
 
 
 def test_nvme_cache_refuses_other_sources_by_name():
-    from components.cache_sources import check_sources
+    from components.cache.sources import check_sources
     cfg = parse(model(source={"kind": "gcs", "uri": "gs://bkt/p", "serviceAccount": "r"}), {"hfToken"})
     assert check_sources(cfg.models, "rwx") is None
     assert check_sources(cfg.models, "nvme").startswith("models[].source: models[0] (chat) copy their weights")
 
 
 def test_nvme_cache_refuses_hub_adapters_it_cannot_prefetch():
-    from components.cache_sources import check_sources
+    from components.cache.sources import check_sources
     cfg = parse(model(engine={"lora": {"adapters": [{"name": "a", "repo": "org/a"}]}}), {"hfToken"})
     assert check_sources(cfg.models, "nvme").startswith("models[].engine.lora.adapters: models[0] (chat) name Hub adapters")
     cfg = parse(model(engine={"lora": {"adapters": [{"name": "a", "path": "/models/a"}]}}), {"hfToken"})

@@ -2,8 +2,8 @@
 refused on a node-local cache whose prefetch fetches the base model only."""
 import pytest
 
-from components.cache import prefetch_job_spec
-from components.cache_sources import WeightsSource, apply_source, hub_extras
+from components.cache.component import prefetch_job_spec
+from components.cache.sources import WeightsSource, apply_source, hub_extras
 from components.config import ConfigError, parse
 from components.planner import plan_topology
 from components.planning import plan_request

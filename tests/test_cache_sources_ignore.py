@@ -4,7 +4,7 @@ import fnmatch
 
 import pytest
 
-from components.cache_sources import WeightsSource, ignore_patterns
+from components.cache.sources import WeightsSource, ignore_patterns
 
 
 @pytest.mark.parametrize("uri, keys_kept, keys_skipped", [

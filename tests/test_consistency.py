@@ -10,7 +10,7 @@ import functools
 import json
 import re
 
-from components.serving.k8s import CACHE_VOLUME
+from components.kube.k8s import CACHE_VOLUME
 from tests.support.consistency import (EFA, GPU, Plan, dig, label_selector_matches, pinned, selected_templates,
                                        untolerated, walk)
 

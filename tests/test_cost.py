@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components.cli import summary
+from components.cli.summary import summary
 from components.config import parse
-from components.cost import cost_lines, total_line
+from components.costs.notes import cost_lines, total_line
 from components.offline.runner import load_stack_yaml, stack_file, stack_names
 from components.planning import plan_stack
 from policies.rules import RULES_BY_NAME

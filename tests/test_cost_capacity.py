@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from components.config import parse
-from components.cost import cost_lines
+from components.costs.notes import cost_lines
 from components.planning import plan_stack
 
 SMALL = {"name": "small", "model": "llama-3.1-8b", "instanceTypes": ["g6.xlarge"], "maxModelLen": 8192,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from components.config import parse
-from components.cost import cost_lines
+from components.costs.notes import cost_lines
 from components.planning import plan_stack
 
 # TP 1 pinned to a 4-L4 node: 3 of 4 GPUs idle at min 1 replica, 2 of 4 at max 2 replicas (one node); an L4 holds

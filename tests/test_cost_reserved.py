@@ -4,7 +4,7 @@ the rate, and the GPUs of reserved-but-unused nodes are idle paid GPUs. Figures 
 from __future__ import annotations
 
 from components.config import parse
-from components.cost import cost_lines
+from components.costs.notes import cost_lines
 from components.offline.runner import load_stack_yaml, stack_file
 from components.planning import plan_stack
 

@@ -5,7 +5,7 @@ serving pods of a reserved pool carry."""
 from __future__ import annotations
 
 from components.config import parse
-from components.cost import cost_lines
+from components.costs.notes import cost_lines
 from components.offline.runner import load_stack_yaml, stack_file
 from components.planning import plan_stack
 from policies.rules import RULES_BY_NAME

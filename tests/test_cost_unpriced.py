@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from components.config import parse
-from components.cost import cost_lines, total_line
+from components.costs.notes import cost_lines, total_line
 from components.offline.runner import load_stack_yaml, stack_file
 from components.planning import plan_stack
 from components.planner import plan_topology
-from components.summary import summary
+from components.cli.summary import summary
 from tests.support.planner import request
 
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from components.offline.runner import stack_names
-from components.versions import CHARTS
+from components.upstream.versions import CHARTS
 from tests.support.plans import ROOT, planned
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

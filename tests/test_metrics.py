@@ -10,7 +10,7 @@ import pytest
 
 from components import metrics
 from components.offline.runner import stack_names
-from components.versions import VLLM_VERSION
+from components.upstream.versions import VLLM_VERSION
 from tests.support.plans import planned, sanitize
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,9 +16,9 @@ import pytest
 import setuptools
 
 import components
-from components import cli
+from components.cli import commands as cli
 from components.offline.runner import ROOT
-from components.project import ENV, SOURCE_ROOT, project_root
+from components.config.project import ENV, SOURCE_ROOT, project_root
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PROJECT = PYPROJECT["project"]
@@ -50,7 +50,7 @@ def test_console_script_is_the_module_entry_point():
 
 def test_every_module_is_packaged_and_nothing_else_is_read_at_run_time():
     find = PYPROJECT["tool"]["setuptools"]["packages"]["find"]
-    assert find["namespaces"] is True  # components/offline has no __init__.py
+    assert find["namespaces"] is True  # namespace packages are found too
     found = set(setuptools.find_namespace_packages(str(ROOT), include=find["include"], exclude=find["exclude"]))
     dirs = {".".join(p.parent.relative_to(ROOT).parts) for top in ("components", "policies")
             for p in (ROOT / top).rglob("*.py") if "__pycache__" not in p.parts and p.parts[len(ROOT.parts):][:2]

@@ -13,12 +13,12 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..charts import ChartMirror, chart_source
+from ..cluster.charts import ChartMirror, chart_source
 from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.load import ConfigError
 from ..config.schema import Addons, FabricAddon
 from ..passwords import GeneratedPassword
-from ..versions import CHARTS
+from ..upstream.versions import CHARTS
 from . import aws_lb_controller, fabrics, gke_nccl, gpu_operator, keda, kuberay, lws, prometheus
 from .placement import gpu_tolerations
 
@@ -30,8 +30,8 @@ LABELS = {"app.kubernetes.io/part-of": "vllm-platform", "app.kubernetes.io/manag
 
 
 def release_args(chart_key: str, namespace: str, values: dict, charts: ChartMirror | None = None) -> dict:
-    """Arguments of the helm.v3.Release for one pinned chart (components/versions.py CHARTS), from its own repository
-    or the stack's chart mirror (components/charts.py)."""
+    """Arguments of the helm.v3.Release for one pinned chart (components/upstream/versions.py CHARTS), from its own repository
+    or the stack's chart mirror (components/cluster/charts.py)."""
     chart = CHARTS[chart_key]
     return {
         "name": chart.chart,  # a fixed release name: Service names (Prometheus URL) derive from it

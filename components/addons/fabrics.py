@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from ..cluster import facts as cluster_facts
 from ..cluster.facts import ClusterFacts, GpuPool
-from ..versions import NETWORK_OPERATOR_COMPONENTS_TAG, NETWORK_OPERATOR_REGISTRY
+from ..upstream.versions import NETWORK_OPERATOR_COMPONENTS_TAG, NETWORK_OPERATOR_REGISTRY
 from .placement import pool_affinity
 
 # The node software a fabric needs on this kind of cluster comes from ClusterFacts.fabric_software.

@@ -2,7 +2,7 @@
 
 Built from GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml (the
 manifest the GKE GPUDirect-RDMA how-to applies), with three changes: the pods are placed on our GPU pools'
-labels and taints rather than on every GKE accelerator; every image is pinned in components/versions.py;
+labels and taints rather than on every GKE accelerator; every image is pinned in components/upstream/versions.py;
 and the upstream's second privileged init container (alpine:latest running sysctl) is folded into the
 installer's own script, so that one privileged container on one pinned image is all the policy pack's
 exception (policies/rules/workloads.py PRIVILEGED_NODE_AGENT) has to admit.
@@ -16,7 +16,7 @@ are not installed (components/addons/fabrics.py).
 from __future__ import annotations
 
 from ..cluster.facts import GpuPool
-from ..versions import GKE_NCCL_RDMA_INSTALLER_IMAGE, PAUSE_IMAGE
+from ..upstream.versions import GKE_NCCL_RDMA_INSTALLER_IMAGE, PAUSE_IMAGE
 from .placement import pool_affinity
 
 NAMESPACE = "kube-system"  # system-node-critical pods are admitted there without a quota

@@ -13,7 +13,7 @@ only: a chart bump applies the new CRDs first (docs/lws.md, "Upgrading the contr
 """
 from __future__ import annotations
 
-from ..versions import CHARTS
+from ..upstream.versions import CHARTS
 
 RELEASE = "lws"
 NAMESPACE = "lws-system"  # the namespace the upstream install guide uses

@@ -2,7 +2,7 @@
 
 The names below load on first use (their modules read the CSV tables of data/ when imported), so that
 `components.catalog.tables` and its DataError can be imported before any table is read: the CLI reports a
-malformed data file as bad input (exit 2) rather than a traceback (components/cli.py).
+malformed data file as bad input (exit 2) rather than a traceback (components/cli/commands.py).
 """
 from __future__ import annotations
 

@@ -211,7 +211,7 @@ def quantization(text: dict, problems: list[str]) -> Quantization:
         problems.append(f"quantization_config.config_groups: weights of {bits} bits ({kind}) are not sized; "
                         f"8-bit and 4-bit are")
         return Quantization("bf16", "unsized")
-    from ..config.vllm_registry import QUANTIZATION_METHODS
+    from ..upstream.vllm_registry import QUANTIZATION_METHODS
     loads = "" if method in QUANTIZATION_METHODS else ", and vLLM 0.31 cannot load it (no such quantization method)"
     problems.append(f"quantization_config.quant_method: {method!r} is not sized{loads}; supported: fp8, "
                     f"compressed-tensors, awq, gptq, mxfp4")

@@ -203,3 +203,14 @@ def closest_models(ref: str, n: int = 3) -> list[str]:
         if shown not in out:
             out.append(shown)
     return out[:n]
+
+
+# Multi-token-prediction layers shipped in the checkpoint, by catalog id: (layers, parameters in billions).
+# deepseek-v3: config.json num_nextn_predict_layers = 1; the model card: "685B = 671B main model + 14B MTP
+# module" (huggingface.co/deepseek-ai/DeepSeek-V3, read 2026-12-02).
+MTP_LAYERS = {"deepseek-v3": (1, 14.0)}
+
+
+def mtp_layers(model: ModelSpec) -> int:
+    own = getattr(model, "mtp_layers", None)
+    return own if own is not None else MTP_LAYERS.get(model.id, (0, 0.0))[0]

@@ -168,7 +168,7 @@ def node_price(inst: InstanceType, region: str, capacity_type: str = "onDemand")
     return Price(on_demand, f"{kind} {region}", od_estimated, od_source)
 
 
-# --- what a stack pays beside its GPU nodes (components/bill.py) ------------------------------------------
+# --- what a stack pays beside its GPU nodes (components/costs/bill.py) ------------------------------------------
 # One row per billed item (data/prices/platform.csv), priced in the cloud's base region (BASE_REGIONS); another
 # region is shown at the base rate, marked ⚠, as node_price does. `read` is the day the figure was read.
 @dataclass(frozen=True)

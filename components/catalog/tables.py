@@ -10,7 +10,7 @@ YYYY-MM-DD. A line starting with `#` is a comment (the why beside the figures, a
 a blank line is skipped. A cell may name a shared text of its folder's texts.yaml as `{name}` (a long note many
 rows repeat); a text may name texts above it in that file. Anything else is refused with the file, the line
 (and the row's key) and the column named, never a traceback from deep inside the planner: a DataError, which
-`python -m components` prints with FIX and exits 2 for (components/cli.py main), as `python -m
+`python -m components` prints with FIX and exits 2 for (components/cli/commands.py main), as `python -m
 components.policy_facts` does, and which the Pulumi program (__main__.py) fails the run with, FIX included.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ class DataError(ValueError):
     cell alone does not show it, what to write instead)."""
 
 
-# What to do about any DataError, as the CLI prints it below the error (components/cli.py, exit 2) and __main__.py
+# What to do about any DataError, as the CLI prints it below the error (components/cli/commands.py, exit 2) and __main__.py
 # adds it to the run's error.
 FIX = ("fix: correct that line of the catalog's data file (the header line is the table's schema; "
        "docs/development.md \"Adding a data row\" has the rules), then run the command again")

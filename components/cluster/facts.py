@@ -161,7 +161,7 @@ class ClusterFacts:
     # a LoadBalancer Service gets whatever the cluster's own cloud provider gives it).
     load_balancer_controller: LoadBalancerController | None = None
     # What a prefetch Job that reads a models[].source bucket waits for: the cloud identity the cluster component
-    # granted its service account (EKS Pod Identity associations, GKE bucket IAM members; components/source_access.py)
+    # granted its service account (EKS Pod Identity associations, GKE bucket IAM members; components/cluster/source_access.py)
     weights_access: list[Any] = field(default_factory=list)
 
     def pool_for(self, instance_type: str) -> GpuPool:

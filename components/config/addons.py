@@ -94,7 +94,7 @@ class PrometheusAddon(AddonSwitch):
 class FabricAddon(AddonSwitch):
     gib_installer_digest: str | None = Field(
         None, pattern=r"^sha256:[0-9a-f]{64}$",
-        description="(GKE A3 Ultra / A4) digest of the pinned gIB NCCL installer image (components/versions.py), "
+        description="(GKE A3 Ultra / A4) digest of the pinned gIB NCCL installer image (components/upstream/versions.py), "
                     "which runs privileged on the GPU nodes and is therefore pinned by digest: `gcloud artifacts "
                     "docker images describe IMAGE --format='value(image_summary.digest)'`")
     rdma_interfaces: list[str] = Field(

@@ -10,6 +10,9 @@ from __future__ import annotations
 # Policy gpu-memory-utilization-range. Outside this band vLLM either wastes KV-cache memory (below) or leaves no
 # headroom for CUDA graphs, NCCL buffers and fragmentation, which are not in its memory profile (above).
 GPU_MEMORY_UTILIZATION_RANGE = (0.80, 0.95)
+# The calibration's planning margin (planner/capacity.py explains how it was fitted; a stack's
+# planning.latencyMargin replaces it).
+LATENCY_MARGIN = 0.35
 # Policy cluster-endpoint-restricted: a Kubernetes API endpoint open to these is open to the whole internet.
 OPEN_CIDRS = ("0.0.0.0/0", "::/0")
 

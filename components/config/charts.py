@@ -1,7 +1,7 @@
-"""`vllm-platform:charts`: where every Helm chart comes from (components/charts.py, docs/addons.md "Charts from a
+"""`vllm-platform:charts`: where every Helm chart comes from (components/cluster/charts.py, docs/addons.md "Charts from a
 mirror (air-gapped)").
 
-Unset, each release pulls its pinned chart (components/versions.py CHARTS) from the chart's own repository. With
+Unset, each release pulls its pinned chart (components/upstream/versions.py CHARTS) from the chart's own repository. With
 `mirror`, every release pulls the same chart name and version from one place instead:
 - a classic Helm chart repository, `https://charts.example.com/vllm` (Artifactory, Nexus, ChartMuseum, a static
   `helm repo index` directory served over HTTP): the chart by its name from the repository;

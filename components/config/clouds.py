@@ -189,7 +189,7 @@ class GcpSettings(_Base):
     private_endpoint: bool = Field(False, description="IP endpoint on an internal address only (reached from the "
                                                       "VPC, VPN / Interconnect ranges in masterAuthorizedNetworks)")
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] | None = Field(
-        None, description="default: components/versions.py GKE_RELEASE_CHANNEL")
+        None, description="default: components/upstream/versions.py GKE_RELEASE_CHANNEL")
     system_machine_type: str = Field("e2-standard-8", pattern=r"^[a-z0-9]+-[a-z0-9-]+$",
                                      description="nodes for operators, Prometheus and the Ray heads")
     system_nodes: int | None = Field(None, ge=1, le=10, description="the system pool's minimum node count (2+ keeps "
@@ -305,5 +305,5 @@ class ExistingSettings(_Base):
 class ClusterSettings(_Base):
     name: str = Field("vllm", pattern=DNS_LABEL)
     # The newest minor both clouds carry in standard support with pinned EKS add-ons: 1.34 left it on
-    # 2026-12-02 (EKS) / 2026-10-01 (GKE); dates and sources in components/kubernetes_support.py.
+    # 2026-12-02 (EKS) / 2026-10-01 (GKE); dates and sources in components/upstream/kubernetes_support.py.
     kubernetes_version: str = Field("1.35", pattern=r"^1\.\d{2}$")

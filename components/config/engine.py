@@ -13,7 +13,7 @@ from typing import Literal, Union
 from pydantic import Field, field_validator, model_validator
 
 from .base import DNS_LABEL, _Base, field_error
-from .vllm_registry import (DEPRECATED_QUANTIZATION_METHODS, GENERATION_ARCHITECTURES, LORA_RANKS,
+from ..upstream.vllm_registry import (DEPRECATED_QUANTIZATION_METHODS, GENERATION_ARCHITECTURES, LORA_RANKS,
                             POOLING_ARCHITECTURES, QUANTIZATION_METHODS, REASONING_PARSERS, REMOVED_ARCHITECTURES,
                             SPECULATIVE_METHODS, TOOL_CALL_PARSERS, VLLM_SERVE_FLAGS)
 
@@ -274,7 +274,7 @@ def architecture_problem(architectures: tuple[str, ...], extra_args: dict) -> st
 def engine_problems(dep) -> list[tuple[str, str]]:
     """(field path under the deployment, problem) for the options that depend on the model (a ModelDeployment)."""
     from ..catalog import find_model
-    from ..planner.extras import mtp_layers
+    from ..catalog.models import mtp_layers
 
     spec, eng, out = dep.spec, dep.engine, []
     described_by = "configFile" if dep.config_file else "model"

@@ -245,7 +245,7 @@ def stack_dir(context: dict | None) -> Path:
     base = (context or {}).get("base_dir")
     if base is not None:
         return Path(base)
-    from ..project import project_root
+    from .project import project_root
     return project_root() / "stacks"
 
 

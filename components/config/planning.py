@@ -94,7 +94,7 @@ class Planning(_Base):
     @property
     def margin(self) -> float:
         """The latency margin the planner applies: the stack's, else the calibration's default."""
-        from ..planner.capacity import LATENCY_MARGIN
+        from .bounds import LATENCY_MARGIN
         return LATENCY_MARGIN if self.latency_margin is None else self.latency_margin
 
 

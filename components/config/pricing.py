@@ -1,6 +1,6 @@
 """`vllm-platform:pricing`: negotiated rates (an Enterprise Discount Program, a private offer, committed use)
 that replace the list prices of components/catalog/data/ (instance_types.csv, prices/*.csv) in the cost lines,
-the bill and the planner's ranking of shapes (components/planning.py priced_pool, components/bill.py)."""
+the bill and the planner's ranking of shapes (components/planning.py priced_pool, components/costs/bill.py)."""
 from __future__ import annotations
 
 from pydantic import Field, field_validator

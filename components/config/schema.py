@@ -9,8 +9,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from .. import kubernetes_support
-from ..versions import GKE_RELEASE_CHANNEL
+from ..upstream import kubernetes_support
+from ..upstream.versions import GKE_RELEASE_CHANNEL
 
 from .addons import AddonSwitch, Addons, FabricAddon, GpuOperatorAddon, PrometheusAddon, Serving
 from .base import DNS_LABEL, PROJECT, _Base, field_error

@@ -16,8 +16,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from ..charts import ChartMirror, chart_source
-from ..versions import CHARTS
+from ..cluster.charts import ChartMirror, chart_source
+from ..upstream.versions import CHARTS
 from . import objects as o
 from . import quotas as q
 from . import shared as sh

@@ -5,7 +5,7 @@ One in-memory pod in the gateway's namespace, password-protected (the password a
 rate-limit container reads as REDIS_AUTH) and reachable only from the rate-limit pods. No volume and no
 PodDisruptionBudget on purpose: a counter lives one minute, so a moved or restarted Redis forgets at most one
 window, and the rate-limit service fails open meanwhile (quotas.rate_limit_config), which a drain should not wait
-for. The pod itself is the GCS store's (components/serving/redis.py pod_spec: non-root, read-only root file system,
+for. The pod itself is the GCS store's (components/kube/redis.py pod_spec: non-root, read-only root file system,
 the config file from the Secret so the password is never on a command line), with an emptyDir for /data.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..passwords import GeneratedPassword
-from ..serving.redis import pod_spec
+from ..kube.redis import pod_spec
 from .objects import NAMESPACE
 from .quotas import (REDIS_CONFIG_KEY, REDIS_NAME, REDIS_PASSWORD_KEY, REDIS_PORT, REDIS_RESOURCES,
                      redis_conf, redis_network_policy_spec)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from ..versions import EPP_IMAGE_TAG
+from ..upstream.versions import EPP_IMAGE_TAG
 from .disagg import PD_CONFIG, pd_config
 from .objects import AI_GATEWAY_NAMESPACE, CONTROLLER_NAME, ModelRoute
 

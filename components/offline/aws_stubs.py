@@ -356,7 +356,7 @@ def _service_quota(args):
             "globalQuota": False, "quotaName": code, "serviceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
             "defaultValue": 0.0, "value": float(QUOTAS.get((service, code), GENEROUS_QUOTA)), "usageMetrics": []}
 # EKS's release calendar as DescribeClusterVersions answers it (docs.aws.amazon.com/eks/latest/userguide/
-# kubernetes-versions.html; the dates components/kubernetes_support.py cites): release, end of standard, end of
+# kubernetes-versions.html; the dates components/upstream/kubernetes_support.py cites): release, end of standard, end of
 # extended support, patch (⚠ the patch releases are illustrative, no describe-cluster-versions output was at
 # hand; nothing reads them). EKS derives each version's status from these dates; the offline plan does the same on
 # kubernetes_support.today(). Tests remove a minor to show what happens where EKS does not offer it.
@@ -366,12 +366,12 @@ EKS_VERSIONS: dict[str, tuple[str, str, str, str]] = {
     "1.35": ("2026-01-28", "2027-03-27", "2028-03-27", "1.35.0"),
 }
 # getAddonVersion answers ({(addon, minor): (default, most recent)}); an add-on not listed here answers the
-# build components/versions.py pins, as both default and newest (an account where the pins are EKS's defaults).
+# build components/upstream/versions.py pins, as both default and newest (an account where the pins are EKS's defaults).
 ADDON_ANSWERS: dict[tuple[str, str], tuple[str, str]] = {}
 
 
 def _status(release: str, standard_end: str, extended_end: str) -> str:
-    from ..kubernetes_support import today
+    from ..upstream.kubernetes_support import today
     on = today().isoformat()
     return "STANDARD_SUPPORT" if on < standard_end else "EXTENDED_SUPPORT" if on < extended_end else "UNSUPPORTED"
 
@@ -404,7 +404,7 @@ def _cluster_versions(args):
 @invoke("aws:eks/getAddonVersion:getAddonVersion")
 def _addon_version(args):
     """DescribeAddonVersions for one add-on and minor: its default build, or the newest with mostRecent."""
-    from ..versions import EKS_ADDON_VERSIONS
+    from ..upstream.versions import EKS_ADDON_VERSIONS
     addon, minor = args["addonName"], args["kubernetesVersion"]
     if minor not in EKS_VERSIONS or (addon, minor) not in ADDON_ANSWERS and addon not in EKS_ADDON_VERSIONS.get(minor, {}):
         raise _DataSourceError("aws:eks/getAddonVersion:getAddonVersion",

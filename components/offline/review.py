@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..versions import CHARTS
+from ..upstream.versions import CHARTS
 
 Row = dict[str, Any]
 MAX_PATHS = 8  # changed input paths listed per resource before "+N more"

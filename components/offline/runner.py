@@ -26,7 +26,7 @@ from ..config import load
 from ..config.load import ConfigError
 from ..config.placeholders import placeholder_warnings
 from ..config.schema import PROJECT
-from ..project import project_root
+from ..config.project import project_root
 from .mocks import Recorded, RecordingMocks, RecordingMonitor
 
 # Modules that register the cloud's answers (CLOUD_OUTPUTS / INVOKES) for their provider's types.
@@ -35,7 +35,7 @@ for _mod in STUB_MODULES:
     if importlib.util.find_spec(_mod) is not None:
         importlib.import_module(_mod)
 
-ROOT = project_root()  # the Pulumi project (components/project.py), also for an installed package
+ROOT = project_root()  # the Pulumi project (components/config/project.py), also for an installed package
 STACKS = ROOT / "stacks"
 DEFAULT_STACK = "dev"
 # Stack files hold `secure:` ciphertext only the Pulumi CLI can decrypt; offline they become this,

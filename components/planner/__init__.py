@@ -1,6 +1,7 @@
 """The model-to-topology planner. Pure functions: nothing here imports pulumi."""
 from .request import DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, Sla
-from .search import evaluate, plan_topology
+from .choose import plan_topology
+from .search import evaluate
 from .topology import NoFeasibleTopology, Refusal, Topology
 
 __all__ = ["DEFAULT_GPU_MEMORY_UTILIZATION", "PlanRequest", "Sla", "evaluate", "plan_topology",

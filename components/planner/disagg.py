@@ -31,7 +31,7 @@ from .capacity import Workload
 from .performance import step_cost
 from .request import PlanRequest
 from .search import evaluate, fleet_nodes
-from .topology import NoFeasibleTopology, Topology
+from .topology import Disaggregation, NoFeasibleTopology, Topology  # noqa: F401  (Disaggregation: re-exported)
 
 MODES = ("off", "auto", "on")
 FIELD = "serving.disaggregation"
@@ -54,32 +54,6 @@ PREFILL_MAX_UTILISATION = 0.9  # a prefill pool planned fuller queues without bo
 MIN_SAVING = 0.10
 # a prompt this short is one prefill chunk beside a decode step: the plan says so when P/D does not pay
 SHORT_PROMPT_TOKENS = 1024
-
-
-@dataclass(frozen=True)
-class Disaggregation:
-    """The P/D verdict of one model (Topology.disaggregation): what was compared and why it was (not) chosen."""
-    mode: str  # serving.disaggregation: auto | on
-    chosen: bool
-    verdict: str  # the plan's line
-    transport: str = ""  # rdma | tcp: how NIXL moves the KV cache
-    backend: str = "UCX"  # NIXL backend (kv_connector_extra_config.backends)
-    prefill_instances: int = 0
-    decode_instances: int = 0
-    decode_concurrency: int = 0  # requests one decode instance runs within the TPOT SLA
-    prefill_rps: float = 0.0  # requests/s one prefill instance takes within the TTFT SLA
-    decode_rps: float = 0.0
-    kv_transfer_ms: float = 0.0  # one prompt's KV cache
-    ttft_ms: float = 0.0
-    tpot_ms: float = 0.0
-    nodes: int = 0
-    cost_per_hour: float = 0.0
-    cost_per_million: float | None = None  # $ per million output tokens, the fleet at its capacity within the SLA
-    aggregated_cost_per_million: float | None = None
-    aggregated_cost_per_hour: float = 0.0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -302,7 +276,7 @@ def chosen_topology(req: PlanRequest, agg: Topology, p: _Pd, d: Disaggregation) 
 
 
 def disagg_lines(t: Topology) -> list[str]:
-    """The plan's P/D line (components/summary.py)."""
+    """The plan's P/D line (components/cli/summary.py)."""
     d = t.disaggregation
     if d is None:
         return []

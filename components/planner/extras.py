@@ -8,20 +8,12 @@ lora_host_bytes is counted against the pod's memory beside the host KV tier (hos
 from __future__ import annotations
 
 from ..catalog import ModelSpec, find_model
+from ..catalog.models import MTP_LAYERS, mtp_layers  # noqa: F401  (model facts; re-exported)
 from .engine_args import EngineOptions
 from .memory import GiB, kv_bytes_per_token_layer, stage_layers
 
-# Multi-token-prediction layers shipped in the checkpoint, by catalog id: (layers, parameters in billions).
-# deepseek-v3: config.json num_nextn_predict_layers = 1; the model card: "685B = 671B main model + 14B MTP
-# module" (huggingface.co/deepseek-ai/DeepSeek-V3, read 2026-12-02).
-MTP_LAYERS = {"deepseek-v3": (1, 14.0)}
 LORA_DTYPE_BYTES = 2  # lora_dtype "auto": the model's 16-bit dtype
 EAGLE3_DRAFT_VOCAB = 32_000  # EAGLE-3 heads' own LM head (draft_vocab_size of the published heads) ⚠
-
-
-def mtp_layers(model: ModelSpec) -> int:
-    own = getattr(model, "mtp_layers", None)
-    return own if own is not None else MTP_LAYERS.get(model.id, (0, 0.0))[0]
 
 
 def _layer_params(model: ModelSpec) -> float:

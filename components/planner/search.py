@@ -259,21 +259,6 @@ def evaluate(req: PlanRequest) -> tuple[list[_Fit], list[Refusal]]:
     return fits, refusals
 
 
-def plan_topology(req: PlanRequest) -> Topology:
-    """The cheapest feasible topology, or NoFeasibleTopology naming why the closest candidates fail."""
-    if req.precision not in req.model.precisions:
-        raise NoFeasibleTopology(
-            f"{req.model.name} is served at {' or '.join(req.model.precisions)}, not {req.precision}", [])
-    fits, refusals = evaluate(req)
-    if not fits:
-        from .explain import explain_refusal
-        raise NoFeasibleTopology(explain_refusal(req, refusals), refusals)
-    fits.sort(key=_Fit.rank)
-    best = fits[0]
-    alt = next((f for f in fits[1:] if (f.inst.name, f.tp, f.pp) != (best.inst.name, best.tp, best.pp)), None)
-    return _topology(req, best, alt, refusals)
-
-
 def _smaller_refused(best: _Fit, refusals: list[Refusal]) -> list[Refusal]:
     """Refusals of shapes with fewer GPUs per replica on the same instance type: why we went bigger."""
     out = {}

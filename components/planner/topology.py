@@ -36,6 +36,32 @@ class NoFeasibleTopology(Exception):
 
 
 @dataclass(frozen=True)
+class Disaggregation:
+    """The P/D verdict of one model (Topology.disaggregation): what was compared and why it was (not) chosen."""
+    mode: str  # serving.disaggregation: auto | on
+    chosen: bool
+    verdict: str  # the plan's line
+    transport: str = ""  # rdma | tcp: how NIXL moves the KV cache
+    backend: str = "UCX"  # NIXL backend (kv_connector_extra_config.backends)
+    prefill_instances: int = 0
+    decode_instances: int = 0
+    decode_concurrency: int = 0  # requests one decode instance runs within the TPOT SLA
+    prefill_rps: float = 0.0  # requests/s one prefill instance takes within the TTFT SLA
+    decode_rps: float = 0.0
+    kv_transfer_ms: float = 0.0  # one prompt's KV cache
+    ttft_ms: float = 0.0
+    tpot_ms: float = 0.0
+    nodes: int = 0
+    cost_per_hour: float = 0.0
+    cost_per_million: float | None = None  # $ per million output tokens, the fleet at its capacity within the SLA
+    aggregated_cost_per_million: float | None = None
+    aggregated_cost_per_hour: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Topology:
     model: str  # catalog id
     model_name: str
@@ -109,7 +135,7 @@ class Topology:
     knee_source: str = ""
     knee_measured: bool = False
     knee_notes: tuple[str, ...] = field(default_factory=tuple)
-    # --- cost (issue 14): what the price is, and the stack-level findings components/cost.py adds;
+    # --- cost (issue 14): what the price is, and the stack-level findings components/costs/notes.py adds;
     # the figures that follow from the plan alone are the properties below (COST_PROPERTIES) ---
     price_basis: str = "on-demand, base region"  # e.g. "spot us-east-1 ⚠" (components/catalog/prices.py)
     # the planner's cheaper shape that leaves no GPU idle ("": none does; None: not asked)
@@ -123,7 +149,7 @@ class Topology:
     # (shm_gib includes it) and the tokens it holds; 0: none ---
     kv_offload_gib: float = 0.0
     kv_offload_tokens: int = 0
-    # serving.disaggregation auto | on: the P/D verdict (planner/disagg.Disaggregation); None: off
+    # serving.disaggregation auto | on: the P/D verdict (Disaggregation, above); None: off
     disaggregation: Any = None
 
     @property
@@ -206,7 +232,6 @@ class Topology:
         names = {f.name for f in fields(cls)}
         out = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in names}
         if isinstance(out.get("disaggregation"), dict):
-            from .disagg import Disaggregation
             out["disaggregation"] = Disaggregation(**out["disaggregation"])
         return cls(**out)
 

@@ -19,15 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..cache import download_seconds
+from ..cache.component import download_seconds
 from ..planner import Topology
 from .autoscaling import POLLING_S
 from .deployment import drain_s
-from .k8s import PROBE_PERIOD_S
-from .probes import IMAGE_PULL_S
+from ..kube.k8s import PROBE_PERIOD_S
+from ..kube.probes import IMAGE_PULL_S
 
 if TYPE_CHECKING:
-    from ..cache import CacheFacts
+    from ..cache.component import CacheFacts
 
 # Prometheus scrapes the EPP's metrics at the stack's scrape interval (observability.SCRAPE_INTERVAL, 15 s).
 EPP_SCRAPE_S = 15

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import math
 
-from ..cache import CacheFacts, download_seconds
+from ..cache.component import CacheFacts, download_seconds
 from ..cluster.facts import GpuPool
 from ..planner import Topology
-from ..versions import VLLM_IMAGE
+from ..upstream.versions import VLLM_IMAGE
 from .fabric import capabilities, single_node_env
-from .k8s import (container_security, http_port, offline_cache_env, pod_security, probes, scratch_env,
+from ..kube.k8s import (container_security, http_port, offline_cache_env, pod_security, probes, scratch_env,
                   scratch_mounts, scratch_volumes)
-from .pods import SHM_MOUNT, gpu_placement, gpu_resources, pod_metadata, selector, shm_volume, spread
-from .probes import IMAGE_PULL_S, engine_ready_env
+from ..kube.pods import SHM_MOUNT, gpu_placement, gpu_resources, pod_metadata, selector, shm_volume, spread
+from ..kube.probes import IMAGE_PULL_S, engine_ready_env
 from .runtime_lora import runtime_lora_env
 
 ROLE = "server"

@@ -22,15 +22,15 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ..cache import CacheFacts
+from ..cache.component import CacheFacts
 from ..cluster.facts import GpuPool
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
-from ..versions import PD_SIDECAR_IMAGE
+from ..upstream.versions import PD_SIDECAR_IMAGE
 from .deployment import deployment_spec
 from .fabric import EFA_RESOURCE, IPC_LOCK, fabric_resources
-from .k8s import HTTP_PORT_NAME, container_security, probes
-from .pods import gpu_resources
+from ..kube.k8s import HTTP_PORT_NAME, container_security, probes
+from ..kube.pods import gpu_resources
 
 PREFILL, DECODE = "prefill", "decode"
 ROLES = (PREFILL, DECODE)

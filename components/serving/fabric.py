@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from ..cluster.facts import GpuPool
 from ..config import ConfigError
 from ..planner import Topology
-from ..versions import RAY_LLM_EFA_IMAGE, RAY_LLM_IMAGE
+from ..upstream.versions import RAY_LLM_EFA_IMAGE, RAY_LLM_IMAGE
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # aws-efa-k8s-device-plugin
 IPC_LOCK = "IPC_LOCK"

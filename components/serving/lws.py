@@ -23,15 +23,15 @@ expands them; the upstream sglang example does the same).
 """
 from __future__ import annotations
 
-from ..cache import CacheFacts
+from ..cache.component import CacheFacts
 from ..cluster.facts import GpuPool
 from ..planner import Topology
-from ..versions import VLLM_IMAGE
+from ..upstream.versions import VLLM_IMAGE
 from .deployment import (PRESTOP_S, drain_s, first_start_s, grace_s, template_metadata, template_mounts,
                          template_volumes, vllm_args)
-from .k8s import MODEL_LABEL, http_port, probes
+from ..kube.k8s import MODEL_LABEL, http_port, probes
 from .node_pod import node_pod
-from .pods import pod_metadata
+from ..kube.pods import pod_metadata
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"

@@ -6,7 +6,7 @@ from ..gateway.objects import NAMESPACE as GATEWAY_NAMESPACE
 from ..gateway.objects import PROXY_POD_LABELS as GATEWAY_POD
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
-from .pods import MODEL_LABEL, ROLE_LABEL, selector
+from ..kube.pods import MODEL_LABEL, ROLE_LABEL, selector
 from .rayservice import METRICS_PORT, worker_min_available
 
 # prometheus-operator labels every Prometheus pod it runs with this (kube-prometheus-stack included).

@@ -6,13 +6,13 @@ name, command, ports and probes. Pure (no Pulumi).
 """
 from __future__ import annotations
 
-from ..cache import CacheFacts, cache_env
+from ..cache.component import CacheFacts, cache_env
 from ..cluster.facts import GpuPool
 from ..planner import Topology
 from .fabric import capabilities, fabric_env, fabric_resources, host_volumes
-from .k8s import container_security, pod_security, scratch_env, scratch_mounts, scratch_volumes
-from .pods import SHM_MOUNT, gpu_placement, gpu_resources, shm_volume
-from .probes import engine_ready_env
+from ..kube.k8s import container_security, pod_security, scratch_env, scratch_mounts, scratch_volumes
+from ..kube.pods import SHM_MOUNT, gpu_placement, gpu_resources, shm_volume
+from ..kube.probes import engine_ready_env
 
 
 def node_env(t: Topology, cache: CacheFacts) -> list[dict]:

@@ -12,7 +12,7 @@ from .. import metrics
 from . import rayservice
 from .autoscaling import series_selector
 from .network import RAY_ROLES
-from .pods import MODEL_LABEL, ROLE_LABEL, selector
+from ..kube.pods import MODEL_LABEL, ROLE_LABEL, selector
 
 SCRAPE_INTERVAL = "15s"
 KV_NEAR_FULL = 0.95

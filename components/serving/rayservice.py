@@ -41,18 +41,18 @@ import math
 
 import yaml
 
-from ..cache import CacheFacts, cache_env
+from ..cache.component import CacheFacts, cache_env
 from ..cluster.facts import GpuPool
 from ..config.schema import Serving
 from ..gateway.objects import ray_request_router
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
-from ..versions import RAY_VERSION
+from ..upstream.versions import RAY_VERSION
 from .autoscaling import kv_threshold, waiting_threshold
 from .deployment import first_start_s
-from .k8s import container_security, pod_security, scratch_env, scratch_mounts, scratch_volumes
+from ..kube.k8s import container_security, pod_security, scratch_env, scratch_mounts, scratch_volumes
 from .node_pod import node_pod
-from .pods import CONTAINER_SECURITY, SHM_MOUNT, hf_token_env, model_labels, pod_metadata, shm_volume
+from ..kube.pods import CONTAINER_SECURITY, SHM_MOUNT, hf_token_env, model_labels, pod_metadata, shm_volume
 from .redis import NO_CONSOLIDATION, GcsStore
 
 # LLMConfig.accelerator_type for the catalog's GPUs. Serve LLM adds `accelerator_type:<name>` to every

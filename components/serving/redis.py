@@ -46,18 +46,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..passwords import GeneratedPassword
-from ..versions import REDIS_IMAGE
-from .pods import MODEL_LABEL, ROLE_LABEL, model_labels, selector
+from ..upstream.versions import REDIS_IMAGE
+from ..kube.pods import MODEL_LABEL, ROLE_LABEL, model_labels, selector
+from ..kube.redis import (CONFIG_DIR, CONFIG_KEY, DATA_DIR, PORT, REDIS_GID, REDIS_UID, RESOURCES,  # noqa: F401
+                          pod_spec)
 
 ROLE = "ray-gcs-store"
-PORT = 6379
 PASSWORD_KEY = "password"  # what gcsFaultToleranceOptions.redisPassword reads
-CONFIG_KEY = "redis.conf"  # requirepass lives in the config file, never on a command line
-CONFIG_DIR = "/etc/redis"
-DATA_DIR = "/data"
-REDIS_UID, REDIS_GID = 999, 1000  # the image's `redis` user and group
 STORAGE_GIB = 10  # GCS tables of one cluster are megabytes; room for AOF rewrites
-RESOURCES = {"cpu": "500m", "memory": "1Gi"}
 # Pods the node autoscalers must not move to consolidate nodes (a drain still may): cluster-autoscaler's
 # and Karpenter's documented opt-outs.
 NO_CONSOLIDATION = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false", "karpenter.sh/do-not-disrupt": "true"}
@@ -122,35 +118,6 @@ def redis_conf(password: str) -> str:
         # the GCS must never lose a key to eviction: refuse writes instead, and say so in the logs
         "maxmemory 768mb", "maxmemory-policy noeviction",
     ]) + "\n"
-
-
-def pod_spec(system_node_selector: dict[str, str]) -> dict:
-    container = {
-        "name": "redis", "image": REDIS_IMAGE,
-        # straight to the server: the image's entrypoint would load every bundled module, which the GCS needs none of
-        "command": ["redis-server", f"{CONFIG_DIR}/{CONFIG_KEY}"],
-        "ports": [{"name": "redis", "containerPort": PORT, "protocol": "TCP"}],
-        "resources": {"requests": dict(RESOURCES), "limits": dict(RESOURCES)},
-        "volumeMounts": [{"name": "data", "mountPath": DATA_DIR},
-                         {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}],
-        "readinessProbe": {"tcpSocket": {"port": "redis"}, "periodSeconds": 5, "failureThreshold": 3},
-        "livenessProbe": {"tcpSocket": {"port": "redis"}, "initialDelaySeconds": 30, "periodSeconds": 10,
-                          "failureThreshold": 6},
-        "securityContext": {"privileged": False, "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                            "runAsNonRoot": True, "runAsUser": REDIS_UID, "runAsGroup": REDIS_GID,
-                            "capabilities": {"drop": ["ALL"]}},
-    }
-    spec = {
-        "enableServiceLinks": False, "automountServiceAccountToken": False,
-        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": True,
-                            "fsGroup": REDIS_GID, "fsGroupChangePolicy": "OnRootMismatch"},
-        "terminationGracePeriodSeconds": 30,
-        "containers": [container],
-        "volumes": [{"name": "config", "secret": {"secretName": "", "defaultMode": 0o440}}],
-    }
-    if system_node_selector:
-        spec["nodeSelector"] = dict(system_node_selector)
-    return spec
 
 
 def statefulset_spec(model: str, labels: dict[str, str], system_node_selector: dict[str, str],

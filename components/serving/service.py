@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..cache import CacheFacts, as_run_error
+from ..cache.component import CacheFacts, as_run_error
 from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.schema import Serving
 from ..gateway.component import KEYS_SECRET
@@ -23,7 +23,7 @@ from ..gateway.objects import with_api_key
 from ..planner import Topology
 from ..planner.disagg import tcp_warning
 from ..planner.vllm_args import VLLM_PORT
-from ..versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_IMAGE, VLLM_VERSION
+from ..upstream.versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_IMAGE, VLLM_VERSION
 from .autoscaling import scaled_object_spec, waiting_threshold
 from .cold_start import cold_start, cold_start_seconds, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
@@ -32,8 +32,8 @@ from .fabric import ray_image
 from . import lws
 from .network import lws_network_policy_spec, network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
-from .k8s import sizing_annotations
-from .pods import model_labels
+from ..kube.k8s import sizing_annotations
+from ..kube.pods import model_labels
 from .rayservice import HEAD_RESOURCES, IN_PLACE, NEEDS_WINDOW, first_deploy_s, image_pin_note, rayservice_spec
 from .shape import LWS, on_ray, shape
 from .upgrades import upgrade_note

@@ -38,13 +38,13 @@ CAPACITY_ANNOTATION = 'vllm-platform/capacity'
 RESERVED_CAPACITY = 'reserved'
 MIN_FABRIC_GBPS = 200
 # Bounds the stack schema enforces too (components/config/bounds.py), and the startup-probe floor
-# the serving pods are built with (components/serving/probes.py MIN_BUDGET_S).
+# the serving pods are built with (components/kube/probes.py MIN_BUDGET_S).
 GPU_MEMORY_UTILIZATION_RANGE = (0.8, 0.95)
 OPEN_CIDRS = frozenset(['0.0.0.0/0', '::/0'])
 MIN_STARTUP_BUDGET_S = 300
 PRICES_AS_OF = '2025-10'
 # on a serving workload's metadata: its knee's source and margin; the calibration's margin, the least an
-# estimated knee keeps in production (components/serving/k8s.py, components/planner/capacity.py)
+# estimated knee keeps in production (components/kube/k8s.py, components/planner/capacity.py)
 KNEE_ANNOTATION = 'vllm-platform/knee'
 MARGIN_ANNOTATION = 'vllm-platform/latency-margin'
 LATENCY_MARGIN_FLOOR = 0.35

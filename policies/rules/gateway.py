@@ -140,7 +140,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 BACKEND_TRAFFIC_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:BackendTrafficPolicy"
 GATEWAY_CHART = "gateway-helm"
 # the release's chart by its name (a repository's), an OCI reference or an archive on disk (a chart mirror's
-# directory, components/charts.py: <name>-<version>.tgz)
+# directory, components/cluster/charts.py: <name>-<version>.tgz)
 GATEWAY_CHART_REF = re.compile(rf"(.*/)?{GATEWAY_CHART}(-v?\d[^/]*\.tgz)?")
 
 

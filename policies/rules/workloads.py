@@ -146,7 +146,7 @@ def image_tag(image: str) -> str | None:
 
 @rule("image-tag-pinned", MANDATORY, POD_TYPES,
       "Every image names a fixed tag or digest, never `latest` or no tag.",
-      "pin the image to a release tag or a digest (components/versions.py holds them)")
+      "pin the image to a release tag or a digest (components/upstream/versions.py holds them)")
 def image_tag_pinned(resource_type, props):
     for tpl, c in _each_container(resource_type, props):
         image = c.get("image")
@@ -159,7 +159,7 @@ def image_tag_pinned(resource_type, props):
             yield f"{tpl.where} container {container_name(c)}: image {image} uses the latest tag"
 
 
-# MIN_STARTUP_BUDGET_S (facts.py, the floor components/serving/probes.py builds every probe with): a startup
+# MIN_STARTUP_BUDGET_S (facts.py, the floor components/kube/probes.py builds every probe with): a startup
 # probe that gives up sooner kills vLLM before CUDA graph capture and compilation finish, even with the
 # weights already on local disk.
 _PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThreshold": 3}

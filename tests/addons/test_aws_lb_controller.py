@@ -10,7 +10,7 @@ import pytest
 
 from components.cluster.aws.iam import load_balancer_controller_policy
 from components.cluster.aws.lb_controller_policy import POLICY_JSON
-from components.versions import CHARTS
+from components.upstream.versions import CHARTS
 from tests.support.plans import ROOT, by_type, one, plan_config, planned
 from tests.support.aws import G6
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from pulumi.runtime import rpc
 
-from components.charts import ChartMirror, chart_source
+from components.cluster.charts import ChartMirror, chart_source
 from components.config import ConfigError, parse
 from components.offline.review import KEY_INPUTS
 from components.offline.runner import OFFLINE_SECRET, pulumi_config
-from components.versions import CHARTS
+from components.upstream.versions import CHARTS
 from tests.support.aws import G6
 from tests.support.plans import by_type, plan_config, sanitize
 

@@ -13,7 +13,7 @@ from pulumi.runtime.sync_await import _sync_await
 from components.addons import ClusterAddons
 from components.config.schema import Addons
 from components.offline import runner
-from components.versions import CHARTS
+from components.upstream.versions import CHARTS
 from tests.support.addons import KINDS, RELEASE, DependencyMonitor, facts
 from tests.support.plans import by_type, one, plan_config
 

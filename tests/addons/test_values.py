@@ -13,7 +13,7 @@ from components.addons.placement import gpu_tolerations
 from components.cluster.facts import (COREDNS, EKS_GPU_STACK, GKE_GPU_STACK, SELF_MANAGED_GPU_STACK, ClusterFacts,
                                       Taint)
 from components.config.schema import Addons, GpuOperatorAddon, PrometheusAddon
-from components import versions
+from components.upstream import versions
 from tests.support.addons import GPU_TAINT, IB_TAINT, KINDS, SYSTEM, aws_pools, existing_pools, facts, gcp_pools, pool
 
 CRDS = Path(__file__).resolve().parents[2] / "schemas" / "crds"

@@ -8,7 +8,7 @@ import pytest
 
 from components.cli import main
 from components.config import ConfigError, parse
-from components.config.vllm_registry import GENERATION_ARCHITECTURES
+from components.upstream.vllm_registry import GENERATION_ARCHITECTURES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hf"
 LLAMA = json.loads((FIXTURES / "meta-llama--Meta-Llama-3.1-8B" / "config.json").read_text())

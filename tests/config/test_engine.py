@@ -6,7 +6,7 @@ import pytest
 
 from components.catalog import MODELS, instance_types
 from components.config import ConfigError, parse
-from components.config.vllm_registry import VLLM_SERVE_FLAGS
+from components.upstream.vllm_registry import VLLM_SERVE_FLAGS
 from components.planner import PlanRequest, plan_topology
 from components.planner.engine_args import EngineOptions, LoraSlots, Speculation
 from components.planner.extras import draft_weight_bytes, kv_share, lora_bytes_per_gpu

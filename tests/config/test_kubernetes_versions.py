@@ -5,7 +5,7 @@ from datetime import date
 
 import pytest
 
-from components import kubernetes_support
+from components.upstream import kubernetes_support
 from components.config import ConfigError
 from components.config.load import parse
 from components.config.schema import ClusterSettings
@@ -75,7 +75,7 @@ def test_warning_within_60_days_and_not_before():
     assert kubernetes_support.support_warning("aws", "1.35", date(2027, 1, 25)) is None
     assert kubernetes_support.support_warning("gcp", "1.36", date(2027, 5, 1)) == (
         "cluster.kubernetesVersion: 1.36: GKE standard support ends on 2027-05-26 (an estimate, "
-        "components/kubernetes_support.py), in 25 day(s); upgrade to 1.37 before then (UPGRADING.md): the release "
+        "components/upstream/kubernetes_support.py), in 25 day(s); upgrade to 1.37 before then (UPGRADING.md): the release "
         "channel then upgrades the cluster in its maintenance window")
 
 

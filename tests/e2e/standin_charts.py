@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # python tests/e2e/standin_charts.py OUT_DIR
     sys.path.insert(0, str(ROOT))
 
-from components.versions import CHARTS  # noqa: E402
+from components.upstream.versions import CHARTS  # noqa: E402
 
 CRD_DIR = ROOT / "schemas" / "crds"
 # chart name -> the vendored CRD folders (schemas/crds/<folder>/) of the CRDs the real chart installs

@@ -7,7 +7,7 @@ import tarfile
 
 import yaml
 
-from components.versions import CHARTS
+from components.upstream.versions import CHARTS
 from tests.e2e.standin_charts import CRD_DIR, CRD_ONLY, CRDS, CRDS_AS_TEMPLATES, write_mirror
 
 

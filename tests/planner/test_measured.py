@@ -26,7 +26,7 @@ from components.catalog.measured import read
 from components.config import ConfigError, parse
 from components.planner import NoFeasibleTopology, evaluate
 from components.planning import plan_deployment, plan_request
-from components.summary import summary
+from components.cli.summary import summary
 from components.wiring import validated_plan
 from policies.rules import evaluate_resources
 from policies.rules.core import StackResource

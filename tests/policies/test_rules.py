@@ -132,7 +132,7 @@ def test_the_one_privileged_node_agent_is_the_gib_installer_daemonset_pinned_by_
 
 def test_the_exception_names_the_image_components_pin():
     """Bumping the pinned gIB installer means re-reviewing the exception (policies/rules/workloads.py)."""
-    from components.versions import GKE_NCCL_RDMA_INSTALLER_IMAGE
+    from components.upstream.versions import GKE_NCCL_RDMA_INSTALLER_IMAGE
     from policies.rules.workloads import PRIVILEGED_NODE_AGENT
     assert PRIVILEGED_NODE_AGENT.image == GKE_NCCL_RDMA_INSTALLER_IMAGE == GIB_INSTALLER
 

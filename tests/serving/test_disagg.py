@@ -10,7 +10,7 @@ import yaml
 
 from components.gateway.disagg import pd_config
 from components.serving.disagg import SIDECAR_ARGS, kv_transfer_config
-from components.versions import PD_SIDECAR_IMAGE
+from components.upstream.versions import PD_SIDECAR_IMAGE
 from tests.support.plans import manifests, planned
 from tests.test_helm_values import _key, releases, unknown_keys
 from tests.test_manifest_schemas import _plain, problems
@@ -111,7 +111,7 @@ def test_epp_runs_the_pd_profile():
 
 def test_the_plan_prints_the_choice_and_its_cost():
     from components.planner import Topology
-    from components.summary import summary
+    from components.cli.summary import summary
     t = Topology.from_dict(planned(STACK).exports["topology"]["llama-70b"])
     line = next(x for x in summary(t).splitlines() if "P/D:" in x)
     assert line.startswith("  P/D: ") and ": chosen because it is " in line and "vs aggregated $" in line

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from components.cache import prefetch_job_spec
+from components.cache.component import prefetch_job_spec
 from components.cli import main
 from components.planner import Topology
 from components.serving.network import pdb_spec
@@ -148,7 +148,7 @@ def test_the_prefetch_deadline_grows_with_the_weights():
 # --- first deploy and what None leaves to a window ---------------------------------------------------------
 
 def test_the_rayservice_first_deploy_counts_new_gpu_nodes():
-    from components.cache import CacheFacts
+    from components.cache.component import CacheFacts
     from components.serving.rayservice import first_deploy_s
     t = _topology()
     nvme = CacheFacts("nvme", 4.0, nvme_paths={t.instance_type: "/mnt/nvme/model-cache"})

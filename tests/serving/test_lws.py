@@ -85,7 +85,7 @@ def test_worker_args_are_headless_and_ranked_by_the_group(objs):
 
 
 def test_every_flag_exists_in_vllm_031():
-    from components.config.vllm_registry import VLLM_SERVE_FLAGS
+    from components.upstream.vllm_registry import VLLM_SERVE_FLAGS
     for flag in ("--distributed-executor-backend", "--nnodes", "--node-rank", "--master-addr", "--master-port",
                  "--headless"):
         assert flag in VLLM_SERVE_FLAGS
@@ -141,7 +141,7 @@ def test_the_plan_names_the_shape_and_its_cost(plan):
     assert s["serve"].endswith("--nnodes 2 --node-rank 0 --master-addr $(LWS_LEADER_ADDRESS) --master-port 29501  "
                                "(workers: --node-rank $(LWS_WORKER_INDEX) ... --headless)")
     from components.planner import Topology
-    from components.summary import summary
+    from components.cli.summary import summary
     t = Topology.from_dict(plan.exports["topology"]["llama-405b"])
     assert f"\n  {s['serve']}\n" in summary(t, s["serve"]) and "backend ray" not in summary(t, s["serve"])
 

@@ -1,6 +1,6 @@
 """A multi-node replica runs Ray Serve LLM's own vLLM (0.26.0 in ray-llm 2.58.0): engine options validated against
 0.31 only are named in the plan's warnings."""
-from components.cache import CacheFacts
+from components.cache.component import CacheFacts
 from components.config.schema import Serving
 from components.catalog import INSTANCE_TYPES, MODELS
 from components.planner import PlanRequest, Sla, plan_topology

@@ -7,14 +7,14 @@ import dataclasses
 import pytest
 import yaml
 
-from components.cache import CacheFacts
+from components.cache.component import CacheFacts
 from components.catalog import INSTANCE_TYPES, MODELS
 from components.cluster.pools import gpu_pool_specs
 from components.planner import PlanRequest, Sla, plan_topology
 from components.serving import fabric
 from components.serving.fabric import FabricError, fabric_for
 from components.serving.rayservice import engine_kwargs, rayservice_spec
-from components.versions import RAY_LLM_EFA_IMAGE, RAY_LLM_IMAGE, RAY_VERSION
+from components.upstream.versions import RAY_LLM_EFA_IMAGE, RAY_LLM_IMAGE, RAY_VERSION
 from tests.support.plans import manifests, plan_config, planned
 from tests.support.consistency import fabric_stacks, stack_path
 from tests.support.serving import obj, objs, topology

@@ -7,13 +7,14 @@ import re
 
 import pytest
 
-from components.cache import CacheFacts, prefetch_container
+from components.cache.component import CacheFacts, prefetch_container
 from components.catalog import INSTANCE_TYPES, MODELS
 from components.cluster.pools import gpu_pool_specs
 from components.config import ConfigError, parse
 from components.offline.runner import stack_names
 from components.planner import PlanRequest, Sla, plan_topology
-from components.serving import fabric, probes
+from components.kube import probes
+from components.serving import fabric
 from components.serving.deployment import deployment_spec, rollout_strategy
 from components.serving.rayservice import rayservice_spec
 from tests.support.plans import manifests, plan_config, planned, prod_gateway

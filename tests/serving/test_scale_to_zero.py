@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from components.cache import CacheFacts
+from components.cache.component import CacheFacts
 from components.cli import serving_lines
 from components.config import ConfigError, parse
 from components.offline.runner import load_stack_yaml, stack_file

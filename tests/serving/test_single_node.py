@@ -5,12 +5,13 @@ import json
 
 import pytest
 
-from components.cache import CacheFacts
+from components.cache.component import CacheFacts
 from components.config import ConfigError, parse
 from components.offline.render import sanitize
 from components.offline.runner import stack_names
 from components.planner import Topology
-from components.serving import autoscaling, probes
+from components.kube import probes
+from components.serving import autoscaling
 from components.serving.deployment import deployment_spec, rollout_timeouts
 from components.serving.network import pdb_spec
 from tests.support.plans import manifests, one, plan_config, planned

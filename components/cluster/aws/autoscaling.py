@@ -15,8 +15,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from ...charts import ChartMirror, chart_source
-from ...versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE, CLUSTER_AUTOSCALER_TAGS
+from ..charts import ChartMirror, chart_source
+from ...upstream.versions import CHARTS, CLUSTER_AUTOSCALER_IMAGE, CLUSTER_AUTOSCALER_TAGS
 from .iam import cluster_autoscaler_policy, pod_identity_role
 from .node_pools import SYSTEM_LABELS
 

@@ -6,23 +6,16 @@ reach, an instance type a zone does not offer, a reservation of another type or 
 the plan's max) is asked of EC2 and Service Quotas and checked before the first resource is registered."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from ...charts import ChartMirror
 from ...config import ConfigError
-from ...config.schema import AwsSettings, ClusterSettings
-from ...config.schema import ModelCache as ModelCacheSettings
-from ...planner import Topology
-from ...versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
-from ...source_access import BucketReader
+from ...upstream.versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
 from ..facts import (COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, NEW_GPU_NODE_READY_S, ClusterFacts,
                      LoadBalancerController)
-from ..pools import PoolSpec, pool_name
+from ..pools import PoolSpec
+from .args import AwsClusterArgs, pool_models  # noqa: F401  (re-exported: wiring and tests import them here)
 from .autoscaling import ClusterAutoscaler
 from . import capacity
 from .capacity import PoolPlacement, plan_placement
@@ -31,7 +24,7 @@ from .iam import (LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, load_b
 from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, NODE_ADDONS, NODE_MONITORING_ADDON, WORKLOAD_ADDONS,
                             EksAddons, EksControlPlane, endpoint_reachability, preview_secret_reader, token_identity)
 from .versions_check import eks_version_checks, existing_cluster
-from ... import kubernetes_support
+from ...upstream import kubernetes_support
 from .source_access import s3_readers
 from .network import AwsNetwork, network_zones
 from .quotas import check_quotas
@@ -43,33 +36,13 @@ from .storage import BLOCK_STORAGE_CLASS, EFS_CLIENT_READ_GBPS, STORAGE_CLASS, E
 NVME_READ_GBPS = 2.0
 
 
-@dataclass(frozen=True)
-class AwsClusterArgs:
-    """What AwsGpuCluster reads: the stack's `cluster` and `aws` blocks, its `modelCache` settings (EFS or
-    node NVMe), the environment, the GPU pools of the plan and the stack's `aws:*` provider settings (for
-    the kubeconfig's token identity). Built by components/wiring.py from a StackConfig and the plan."""
-    aws: AwsSettings
-    pools: tuple[PoolSpec, ...]
-    pool_models: dict[str, str] = field(default_factory=dict)  # pool name -> catalog models, for cost tags
-    cluster: ClusterSettings = field(default_factory=ClusterSettings)
-    model_cache: ModelCacheSettings = field(default_factory=ModelCacheSettings)
-    environment: str = "dev"
-    provider_config: dict[str, Any] = field(default_factory=dict)  # LoadedConfig.provider_config["aws"]
-    bucket_readers: tuple[BucketReader, ...] = ()  # models[].source kind s3: who reads which bucket prefix
-    charts: ChartMirror | None = None  # the stack's `charts` block: where the Cluster Autoscaler's chart comes from
-
-    @property
-    def production(self) -> bool:
-        return self.environment == "prod"
-
-
 def check(args: AwsClusterArgs, specs: list[PoolSpec]) -> list[str]:
     """What the plan and the AWS settings disagree on, as `field: problem` lines (pure: no AWS call)."""
     problems = endpoint_reachability(args.aws)
     minor = args.cluster.kubernetes_version
     if minor not in EKS_ADDON_VERSIONS or minor not in CLUSTER_AUTOSCALER_TAGS:
         problems.append(f"cluster.kubernetesVersion: {minor} has no pinned EKS add-on versions; "
-                        f"allowed: {', '.join(sorted(EKS_ADDON_VERSIONS))} (components/versions.py)")
+                        f"allowed: {', '.join(sorted(EKS_ADDON_VERSIONS))} (components/upstream/versions.py)")
     if args.aws.capacity_type in ("reservation", "capacityBlock"):
         for spec in specs:
             if spec.instance.name not in args.aws.capacity_reservations:
@@ -96,14 +69,6 @@ def cache_facts(args: AwsClusterArgs) -> tuple[str | None, float]:
     if mc.kind == "nvme":
         return None, mc.read_gbps or NVME_READ_GBPS
     return STORAGE_CLASS if uses_efs(args) else mc.storage_class, mc.read_gbps or EFS_CLIENT_READ_GBPS
-
-
-def pool_models(topologies: dict[str, Topology]) -> dict[str, str]:
-    """Pool name -> the catalog models it serves, for cost-allocation tags."""
-    models: dict[str, set[str]] = {}
-    for t in topologies.values():
-        models.setdefault(pool_name(t.instance_type), set()).add(t.model)
-    return {pool: "+".join(sorted(ms)) for pool, ms in models.items()}
 
 
 def _fail(problems: list[str]):

@@ -1,6 +1,6 @@
 """The EKS control plane (KMS envelope encryption, control-plane logs, access entries, an endpoint the
 deployer can reach, upgrade policy, deletion protection) and the EKS add-ons, pinned per Kubernetes
-minor in components/versions.py."""
+minor in components/upstream/versions.py."""
 from __future__ import annotations
 
 import json
@@ -18,7 +18,7 @@ from .iam import (CLUSTER_POLICIES, EBS_CSI_POLICY, EFS_CSI_POLICY, POD_IDENTITY
 from .network import NetworkFacts
 
 if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
-    from .component import AwsClusterArgs
+    from .args import AwsClusterArgs
 
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 LOG_RETENTION_DAYS = 90

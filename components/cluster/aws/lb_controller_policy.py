@@ -6,7 +6,7 @@ byte for byte, is vendored beside the chart's values at
 schemas/charts/aws-load-balancer-controller/3.5.0/iam_policy.json (sha256
 16f232c9d9f79366fe949c4550ad517a202380058a9e48d45a4e215044a20a6a; tests/addons/test_aws_lb_controller.py keeps the
 two equal). It is kept here as a string because the package ships no data files. Bump it together with
-CHARTS["aws-load-balancer-controller"] (components/versions.py): the controller of a newer chart may call
+CHARTS["aws-load-balancer-controller"] (components/upstream/versions.py): the controller of a newer chart may call
 APIs this policy does not allow.
 """
 from __future__ import annotations

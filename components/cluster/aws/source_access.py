@@ -1,5 +1,5 @@
 """EKS: read access to the S3 buckets of models[].source for the prefetch Jobs' service accounts
-(components/source_access.py): one IAM role per service account with the bucket policy, handed to
+(components/cluster/source_access.py): one IAM role per service account with the bucket policy, handed to
 NAMESPACE/SA by an EKS Pod Identity association (pod_identity_role)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import hashlib
 import pulumi
 import pulumi_aws as aws
 
-from ...source_access import BucketReader, s3_read_policy
+from ..source_access import BucketReader, s3_read_policy
 from .iam import pod_identity_role
 
 

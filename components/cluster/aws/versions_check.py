@@ -20,7 +20,7 @@ from datetime import date
 import pulumi
 import pulumi_aws as aws
 
-from ...kubernetes_support import FIELD, minor_tuple, next_minor, support_warning
+from ...upstream.kubernetes_support import FIELD, minor_tuple, next_minor, support_warning
 
 _BUILD = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-eksbuild\.(\d+))?$")
 
@@ -71,7 +71,7 @@ def live_version_problems(minor: str, live: str, cluster_name: str) -> list[str]
 
 def addon_problems(addon: str, pinned: str, minor: str, default: str, latest: str) -> tuple[list[str], list[str]]:
     pin, dflt, new = build_key(pinned), build_key(default), build_key(latest)
-    where = f"components/versions.py EKS_ADDON_VERSIONS[\"{minor}\"][\"{addon}\"]"
+    where = f"components/upstream/versions.py EKS_ADDON_VERSIONS[\"{minor}\"][\"{addon}\"]"
     if pin and new and pin > new:
         return [f"{FIELD}: {minor}: {where} pins {pinned}, newer than EKS's newest {addon} build for {minor} "
                 f"({latest}): EKS would refuse the add-on; pin a build "

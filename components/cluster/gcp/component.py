@@ -9,19 +9,16 @@ this component, so the URNs are those of the single-file layout they came from.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from ...config.load import ConfigError
-from ...config.schema import ClusterSettings, GcpSettings
-from ...config.schema import ModelCache as ModelCacheSettings
-from ...source_access import BucketReader
 from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, NEW_GPU_NODE_READY_S, ClusterFacts, GpuPool
 from ..pools import PoolSpec
 from . import storage
+from .args import GcpClusterArgs  # noqa: F401  (re-exported: wiring and tests import it here)
 from .control_plane import QUOTAS_API, GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
 from .source_access import gcs_readers
@@ -29,24 +26,6 @@ from .versions_check import checked_version
 from .network import control_plane_firewall, fabric_networks, primary_network
 from .node_pools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, capacity_errors, checked_zone,
                          gpu_node_pool_args, local_ssd_read_gbps, pool_options, system_node_pool_args)
-
-
-@dataclass(frozen=True)
-class GcpClusterArgs:
-    """What GcpGpuCluster reads: the stack's `cluster` and `gcp` blocks, its `modelCache` settings
-    (Filestore or local SSD), the environment, the GPU pools of the plan and the size the model cache
-    needs (pools.model_cache_gib). Built by components/wiring.py from a StackConfig and the plan."""
-    gcp: GcpSettings
-    pools: tuple[PoolSpec, ...]
-    cache_gib: int = 0
-    cluster: ClusterSettings = field(default_factory=ClusterSettings)
-    model_cache: ModelCacheSettings = field(default_factory=ModelCacheSettings)
-    environment: str = "dev"
-    bucket_readers: tuple[BucketReader, ...] = ()  # models[].source kind gcs: who reads which bucket prefix
-
-    @property
-    def production(self) -> bool:
-        return self.environment == "prod"
 
 
 def check(args: GcpClusterArgs) -> list[str]:

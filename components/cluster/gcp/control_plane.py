@@ -21,11 +21,11 @@ import pulumi
 import pulumi_gcp as gcp
 import yaml
 
-from ...versions import GKE_RELEASE_CHANNEL
+from ...upstream.versions import GKE_RELEASE_CHANNEL
 from .network import PrimaryNetwork
 
 if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
-    from .component import GcpClusterArgs
+    from .args import GcpClusterArgs
 
 # APIs a fresh project needs before the cluster and the Filestore instance can be created, and the one the
 # GPU quota check reads (node_pools.checked_zone).

@@ -20,7 +20,7 @@ import pulumi_gcp as gcp
 
 from ...catalog import offered
 from ...config.load import ConfigError
-from ...versions import GKE_GPU_DRIVER_VERSION
+from ...upstream.versions import GKE_GPU_DRIVER_VERSION
 from ..pools import (CLOUD_TAINT_EFFECTS, GPU_ROOT_DISK_GIB, SYSTEM_POOL, SYSTEM_ROOT_DISK_GIB,
                      SYSTEM_SELECTOR, PoolSpec, api_error, nvme_cache_path)
 from .control_plane import CLOUD_PLATFORM_SCOPE
@@ -28,7 +28,7 @@ from .gpudirect import MachineFamily, machine_family
 from .quotas import check_quotas
 
 if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
-    from .component import GcpClusterArgs
+    from .args import GcpClusterArgs
 
 LOCAL_SSD_GB = 375  # one local SSD (cloud.google.com/compute/docs/disks/local-ssd)
 # Where GKE mounts the local SSD RAID-0 that backs ephemeral storage (node label

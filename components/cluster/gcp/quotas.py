@@ -16,7 +16,7 @@ import pulumi_gcp as gcp
 from ..pools import PoolSpec, Quota, QuotaNeed, api_error, quota_needs, quota_problem, quota_shortfall
 
 if TYPE_CHECKING:
-    from .component import GcpClusterArgs
+    from .args import GcpClusterArgs
 
 SERVICE = "compute.googleapis.com"
 # Quota ids per GKE accelerator (cloud.google.com/compute/resource-usage#gpu_quota and the Cloud Quotas

@@ -1,12 +1,12 @@
 """GKE: read access to the GCS buckets of models[].source for the prefetch Jobs' service accounts
-(components/source_access.py): the Kubernetes ServiceAccount as a Workload Identity Federation principal,
+(components/cluster/source_access.py): the Kubernetes ServiceAccount as a Workload Identity Federation principal,
 bound on each bucket to GCS_READER_ROLES (no Google service account, no key)."""
 from __future__ import annotations
 
 import pulumi
 import pulumi_gcp as gcp
 
-from ...source_access import GCS_READER_ROLES, BucketReader, gke_principal
+from ..source_access import GCS_READER_ROLES, BucketReader, gke_principal
 
 
 def gcs_readers(name: str, project: str, readers: tuple[BucketReader, ...], parent: pulumi.Resource,

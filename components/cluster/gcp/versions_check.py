@@ -20,8 +20,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_gcp as gcp
 
-from ...kubernetes_support import FIELD, minor_tuple, support_warning, today
-from ...versions import GKE_RELEASE_CHANNEL
+from ...upstream.kubernetes_support import FIELD, minor_tuple, support_warning, today
+from ...upstream.versions import GKE_RELEASE_CHANNEL
 from .node_pools import CapacityError
 
 

@@ -164,7 +164,7 @@ def test_secrets_are_envelope_encrypted_with_a_rotating_kms_key():
 def test_addons_are_pinned_and_admins_get_access_entries():
     res = planned(P5).resources
     versions = {r.inputs["addonName"]: r.inputs["addonVersion"] for r in by_type(res, "aws:eks/addon:Addon")}
-    from components.versions import EKS_ADDON_VERSIONS
+    from components.upstream.versions import EKS_ADDON_VERSIONS
     assert versions == EKS_ADDON_VERSIONS["1.35"]
     efs = next(r for r in by_type(res, "aws:eks/addon:Addon") if r.inputs["addonName"] == "aws-efs-csi-driver")
     assert efs.inputs["podIdentityAssociations"][0]["serviceAccount"] == "efs-csi-controller-sa"

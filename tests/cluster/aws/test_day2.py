@@ -2,7 +2,7 @@
 deletion protection, SSM, a read-only CI identity, cost tags on every GPU instance and volume."""
 import functools
 
-from components.versions import CHARTS, EKS_ADDON_VERSIONS
+from components.upstream.versions import CHARTS, EKS_ADDON_VERSIONS
 from tests.support.plans import by_type, one, plan_config, planned
 from tests.support.aws import ADDON, CLUSTER, G6, LT, NG, P5
 
@@ -110,5 +110,5 @@ def test_efa_device_plugin_chart_is_current_and_every_value_key_exists_in_it():
 
 
 def test_no_pinned_version_that_nothing_uses():
-    import components.versions as versions
+    import components.upstream.versions as versions
     assert not hasattr(versions, "KARPENTER_VERSION") and not hasattr(versions, "LWS_VERSION")

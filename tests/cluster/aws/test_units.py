@@ -14,7 +14,7 @@ from components.cluster.aws.node_pools import (EFA_RESOURCE, NVME_CACHE_PATH, NV
                                                placement_group)
 from components.cluster.pools import PoolSpec
 from components.config import parse
-from components.versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
+from components.upstream.versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
 
 MODELS = [{"name": "chat", "model": "llama-3.1-8b", "maxModelLen": 8192}]
 

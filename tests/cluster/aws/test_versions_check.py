@@ -54,7 +54,7 @@ def test_an_existing_cluster_one_minor_behind_upgrades(monkeypatch):
 
 def test_a_pinned_build_newer_than_eks_newest_is_refused(monkeypatch):
     monkeypatch.setitem(stubs.ADDON_ANSWERS, ("coredns", "1.35"), ("v1.12.4-eksbuild.1", "v1.13.0-eksbuild.3"))
-    assert 'cluster.kubernetesVersion: 1.35: components/versions.py EKS_ADDON_VERSIONS["1.35"]["coredns"] pins ' \
+    assert 'cluster.kubernetesVersion: 1.35: components/upstream/versions.py EKS_ADDON_VERSIONS["1.35"]["coredns"] pins ' \
            'v1.13.1-eksbuild.1, newer than EKS\'s newest coredns build for 1.35 (v1.13.0-eksbuild.3): EKS would ' \
            'refuse the add-on' in refused()
 
@@ -63,7 +63,7 @@ def test_a_pinned_build_older_than_eks_default_warns(monkeypatch, caplog):
     monkeypatch.setitem(stubs.ADDON_ANSWERS, ("vpc-cni", "1.35"), ("v1.21.3-eksbuild.1", "v1.21.4-eksbuild.2"))
     with caplog.at_level(logging.WARNING):
         plan_config(G6)
-    assert 'components/versions.py EKS_ADDON_VERSIONS["1.35"]["vpc-cni"] pins v1.21.2-eksbuild.2, older than ' \
+    assert 'components/upstream/versions.py EKS_ADDON_VERSIONS["1.35"]["vpc-cni"] pins v1.21.2-eksbuild.2, older than ' \
            'EKS\'s default vpc-cni build for 1.35 (v1.21.3-eksbuild.1); bump it after checking ' \
            '`aws eks describe-addon-versions`' in caplog.text
 
@@ -99,7 +99,8 @@ def test_unsupported_minor_is_refused():
 def test_plan_prints_the_end_of_support_warning_within_60_days(monkeypatch, capsys, tmp_path):
     from datetime import date
 
-    from components import cli, kubernetes_support
+    from components import cli
+    from components.upstream import kubernetes_support
     monkeypatch.setattr(kubernetes_support, "today", lambda: date(2027, 2, 10))
     assert cli.main(["plan", "prod-llama70b-aws", "--out", str(tmp_path / "plan")]) == 0
     assert "WARNING: cluster.kubernetesVersion: 1.35: EKS standard support ends on 2027-03-27, in 45 day(s); " \

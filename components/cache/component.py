@@ -21,21 +21,21 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .cluster.facts import ClusterFacts, GpuPool
-from .cache_sources import EXCLUDE, WeightsSource, apply_source, extras_by_repo, sources_problem
-from .cluster.pools import model_cache_gib
-from .source_access import service_accounts
-from .config import ConfigError
-from .config.schema import ModelCache as ModelCacheSettings
-from .planner import Topology
-from .serving.k8s import (CACHE_MOUNT, CACHE_VOLUME, COMPILE_CACHE, HF_HOME, READY_DIR, cache_mount,
+from ..cluster.facts import ClusterFacts, GpuPool
+from .sources import EXCLUDE, WeightsSource, apply_source, extras_by_repo, sources_problem
+from ..cluster.pools import model_cache_gib
+from ..cluster.source_access import service_accounts
+from ..config import ConfigError
+from ..config.schema import ModelCache as ModelCacheSettings
+from ..planner import Topology
+from ..kube.k8s import (CACHE_MOUNT, CACHE_VOLUME, COMPILE_CACHE, HF_HOME, READY_DIR, cache_mount,
                           container_security, home_env, offline_cache_env, pod_security, ready_marker,
                           root_container_security, scratch_mounts, scratch_volumes, slug)
-from .serving.pods import gpu_placement, hf_token_env
-from .serving.probes import IMAGE_PULL_S, LOADERS
-from .versions import PAUSE_IMAGE, PREFETCH_IMAGE
+from ..kube.pods import gpu_placement, hf_token_env
+from ..kube.probes import IMAGE_PULL_S, LOADERS
+from ..upstream.versions import PAUSE_IMAGE, PREFETCH_IMAGE
 
-# The layout is defined once in the k8s layer (serving/k8s.py); these names stay for their importers.
+# The layout is defined once in the k8s layer ((kube/k8s.py)); these names stay for their importers.
 MOUNT = CACHE_MOUNT
 VOLUME = CACHE_VOLUME
 CLAIM = "model-cache"
@@ -224,7 +224,7 @@ class CacheFacts:
 
     def budget(self, t: Topology):
         """The start-up budget of one of t's pods on this cache (probes.StartupBudget)."""
-        from .serving.probes import budget
+        from ..kube.probes import budget
         return budget(t, self.read_gbps, self.kind, self.loader_for(t.multi_node))
 
     @property

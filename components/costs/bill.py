@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .catalog.instances import PRICES_AS_OF
-from .catalog.prices import (BASE_REGIONS, CPU_INSTANCES, CPU_PRICES, GKE_FREE_TIER, HOURS_PER_MONTH,
+from ..catalog.instances import PRICES_AS_OF
+from ..catalog.prices import (BASE_REGIONS, CPU_INSTANCES, CPU_PRICES, GKE_FREE_TIER, HOURS_PER_MONTH,
                              PLATFORM_PRICES, W, Price, negotiated, platform_price)
-from .cluster.aws.network import DEFAULT_ZONES
-from .cluster.gcp.node_pools import system_nodes as gcp_system_nodes
-from .cluster.gcp.storage import capacity_gib
-from .cluster.pools import model_cache_gib
-from .config.schema import StackConfig
-from . import kubernetes_support
-from .kubernetes_support import END_OF_STANDARD_SUPPORT
-from .planner import Topology
+from ..cluster.aws.network import DEFAULT_ZONES
+from ..cluster.gcp.node_pools import system_nodes as gcp_system_nodes
+from ..cluster.gcp.storage import capacity_gib
+from ..cluster.pools import model_cache_gib
+from ..config.schema import StackConfig
+from ..upstream import kubernetes_support
+from ..upstream.kubernetes_support import END_OF_STANDARD_SUPPORT
+from ..planner import Topology
 
 NOT_INCLUDED = ("data transfer, root disks (EBS / persistent disk), logs and metrics storage, and the per-GB "
                 "charges named on each line")

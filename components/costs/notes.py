@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .catalog import InstanceType
-from .planner import PlanRequest, Topology, evaluate
-from .planner.topology import idle_gpus
+from ..catalog import InstanceType
+from ..planner import PlanRequest, Topology, evaluate
+from ..planner.topology import idle_gpus
 
 MIN_SAVING = 0.01  # $/hour: below this a "cheaper" shape is a rounding difference
 UNPRICED = "unpriced (set existing.gpuNodes.pricePerNodeHour)"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import yaml
 
-from .config.schema import PROJECT
+from .base import PROJECT
 
 ENV = "VLLM_PLATFORM_PROJECT"
-SOURCE_ROOT = Path(__file__).resolve().parents[1]  # the checkout, when the package runs from one
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the checkout, when the package runs from one
 
 
 def is_project(path: Path) -> bool:

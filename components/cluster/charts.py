@@ -14,7 +14,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .versions import Chart
+from ..upstream.versions import Chart
 
 
 @dataclass(frozen=True)

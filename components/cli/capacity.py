@@ -14,9 +14,10 @@ import json
 import sys
 from dataclasses import replace
 
-from .catalog import ACCELERATORS, instance_types, offered
-from .planner import NoFeasibleTopology, PlanRequest, Sla, evaluate
-from .planner.capacity import PERCENTILES, Workload, sweep
+from ..catalog import ACCELERATORS, instance_types, offered
+from ..planner import NoFeasibleTopology, PlanRequest, Sla, evaluate
+from ..planner.capacity import PERCENTILES, Workload, sweep
+from .summary import knee_lines, margin_text  # noqa: F401  (the plan's text; `capacity` prints them too)
 
 EXIT_BAD_INPUT, EXIT_NO_FIT = 2, 3
 DEFAULT_MAX_MODEL_LEN = 32_768
@@ -60,58 +61,6 @@ def _best_fit(req: PlanRequest):
     raise NoFeasibleTopology("", refusals)
 
 
-def margin_text(percentile: str, margin: float) -> str:
-    """What the knee's margin means, for `capacity`, `plan` and `topology`."""
-    from .planner.capacity import HELD_OUT_COVERED, HELD_OUT_WORST_UNDER, LATENCY_MARGIN
-    pct = f"{margin * 100:g} %"
-    tail = "; p99 figures are a queueing model, not calibrated" if percentile == "p99" else ""
-    if abs(margin - LATENCY_MARGIN) > 1e-9:  # the stack's planning.latencyMargin, not the calibration's
-        below = (f"; below it the capacity model's own error lands on the SLA" if margin < LATENCY_MARGIN else "")
-        return (f"the knee keeps the {percentile} TPOT and TTFT a {pct} margin under the SLA (estimate x {1 + margin:g} <= "
-                f"SLA): planning.latencyMargin, where the calibration's default is {LATENCY_MARGIN * 100:g} %{below} "
-                f"(docs/measurements.md){tail}")
-    covered, rows = HELD_OUT_COVERED
-    return (f"the knee keeps the {percentile} TPOT and TTFT a {pct} margin under the SLA (estimate x {1 + margin:g} <= SLA): "
-            f"the measured mean TPOT of {covered} of the capacity model's {rows} held-out measurements was within that, "
-            f"the rest up to {HELD_OUT_WORST_UNDER:g}x the estimate (MoE models on old vLLM the worst); TTFT, the p99 "
-            f"figures and the pinned vLLM are not measured: a measured knee (planning.measurements) settles it "
-            f"(docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
-
-
-def knee_lines(t) -> list[str]:
-    """The replica's knee and the load the fleet carries at min and max replicas (capacity model)."""
-    if not t.knee_requests_per_second:
-        return []
-    load = t.fleet_load
-    target = (f"{t.target_requests_per_second:g} requests/s" if t.target_requests_per_second is not None
-              else f"{t.target_concurrency} concurrent users")
-
-    def fleet(k: str) -> str:
-        f = load[k]
-        return (f"{k} {f['replicas']} replica(s): {f['concurrency']} users, {f['requests_per_second']:g} requests/s, "
-                f"{f['output_tokens_per_s']:,.0f} output tok/s")
-    return [f"  knee: {t.concurrency_per_replica} concurrent/replica at {t.prompt_tokens}+{t.output_tokens} tokens "
-            f"= {t.knee_requests_per_second:.2f} requests/s, {t.knee_output_tokens_per_s:,.0f} output tok/s "
-            f"(p99 TPOT {t.knee_tpot_tail_ms:.1f} ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}"
-            + (f"; {t.knee_source}" if t.knee_source else ""),
-            *_source_lines(t),
-            f"  fleet carries {fleet('min')}; {fleet('max')}"]
-
-
-def _source_lines(t) -> list[str]:
-    """Where the knee came from (planning.measurements or the capacity model) and the margin it was judged with."""
-    if t.knee_measured:
-        from .planner.measured import NOISE_MARGIN
-        lines = [f"  margin: the knee is the highest measured concurrency whose {t.latency_percentile} TPOT and TTFT "
-                 f"x {1 + NOISE_MARGIN:g} meet the SLA ({NOISE_MARGIN * 100:g} % for measurement noise; "
-                 f"planning.latencyMargin is for estimates, docs/measurements.md)"]
-    elif t.knee_source or t.latency_margin:
-        lines = [f"  margin: {margin_text(t.latency_percentile, t.latency_margin)}"]
-    else:
-        lines = []
-    return lines + [f"  WARNING: {n}" for n in t.knee_notes]
-
-
 def capacity_arguments(cp) -> None:
     """The `capacity` command's options (the parser entry is in cli.py)."""
     cp.add_argument("--model", help="catalog id (see `table`) or any Hub repo id (its config.json, cached), "
@@ -133,7 +82,7 @@ def capacity_arguments(cp) -> None:
 
 
 def capacity_report(a) -> int:
-    from .cli_topology import model_spec  # the same model lookup as `topology` (catalog, Hub, config.json)
+    from .topology import model_spec  # the same model lookup as `topology` (catalog, Hub, config.json)
     model, problem = model_spec(a)
     if model is None:
         return _fail(EXIT_BAD_INPUT, problem)

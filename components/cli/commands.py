@@ -12,43 +12,25 @@ import sys
 import time
 from pathlib import Path
 
-from .catalog.tables import FIX, DataError  # reads no table: the catalog's names load on first use
+from ..catalog.tables import DataError  # reads no table: the catalog's names load on first use
+from .errors import EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY, _fail, data_error  # noqa: F401  (re-exported)
 
 # Everything that reads the catalog's tables is imported where it is used, after main() has started, so that a
 # malformed data file is reported by main() (exit 2) and not as a traceback from importing this module (which the
 # `vllm-platform` console script does before it calls main).
 
-EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY = 2, 3, 4
 TABLE_MAX_MODEL_LEN = 32_768
 NOT_ON_DEMAND_ROW = "not offered on demand (reservation or Spot only)"
 
 
-def _fail(code: int, message: str) -> int:
-    print(message, file=sys.stderr)
-    return code
-
-
-def __getattr__(name: str):
-    """The plan's text, importable from here as before (tests and cli_topology use them)."""
-    if name in ("summary", "serving_lines"):
-        from . import summary as text
-        return getattr(text, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def data_error(e: DataError) -> int:
-    """A catalog data file that does not match its schema: its file, line and column, and the fix (exit 2)."""
-    return _fail(EXIT_BAD_INPUT, f"{e}\n{FIX}")
-
-
 def cmd_capacity(a) -> int:
-    from .capacity_table import capacity_report
+    from .capacity import capacity_report
     return capacity_report(a)
 
 
 def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[list[str]]:
-    from .catalog import ACCELERATORS, MODELS, instance_types, offered
-    from .planner import NoFeasibleTopology, PlanRequest, plan_topology
+    from ..catalog import ACCELERATORS, MODELS, instance_types, offered
+    from ..planner import NoFeasibleTopology, PlanRequest, plan_topology
 
     rows = []
     for m in MODELS.values():
@@ -93,7 +75,7 @@ def render_table(cloud: str, markdown: bool) -> str:
 
 
 def cmd_table(a) -> int:
-    from .planner import Sla
+    from ..planner import Sla
 
     print(f"# {a.cloud}: native precision, max_model_len min({TABLE_MAX_MODEL_LEN}, model limit), "
           f"default SLA {Sla()}" if not a.markdown else "", end="\n" if not a.markdown else "")
@@ -107,9 +89,9 @@ STACKS_HEADER = ["stack", "cloud", "env", "model", "instance", "parallelism", "n
 
 def stacks_rows() -> list[list[str]]:
     """Every shipped stack's plan, read from its file without Pulumi (what `plan` would size)."""
-    from .config import parse
-    from .offline.runner import load_stack_yaml, project_values, stack_file, stack_names
-    from .planning import plan_stack
+    from ..config import parse
+    from ..offline.runner import load_stack_yaml, project_values, stack_file, stack_names
+    from ..planning import plan_stack
 
     rows = []
     for stack in stack_names():
@@ -131,8 +113,8 @@ def render_stacks() -> str:
 
 
 def cmd_stacks(a) -> int:
-    from .config import ConfigError
-    from .planner import NoFeasibleTopology
+    from ..config import ConfigError
+    from ..planner import NoFeasibleTopology
     try:
         text = render_stacks()
     except ConfigError as e:
@@ -144,12 +126,12 @@ def cmd_stacks(a) -> int:
 
 
 def cmd_plan(a) -> int:
-    from .config import ConfigError
-    from .offline import diagram, review
-    from .offline.render import resource_rows, write_plan
-    from .offline.runner import DEFAULT_STACK, ROOT, plan_stack_offline
-    from .cost import total_line
-    from .planner import NoFeasibleTopology, Topology
+    from ..config import ConfigError
+    from ..offline import diagram, review
+    from ..offline.render import resource_rows, write_plan
+    from ..offline.runner import DEFAULT_STACK, ROOT, plan_stack_offline
+    from ..costs.notes import total_line
+    from ..planner import NoFeasibleTopology, Topology
     from .summary import serving_lines, summary
 
     import pulumi
@@ -202,10 +184,10 @@ def cmd_plan(a) -> int:
         print(serving_lines(serving.get(name, {})))
     if len(topology) > 1:
         print(total_line({name: Topology.from_dict(t) for name, t in topology.items()}))
-    from .bill import bill_lines  # the whole bill of a cloud stack (components/bill.py)
+    from ..costs.bill import bill_lines  # the whole bill of a cloud stack (components/costs/bill.py)
     for line in bill_lines(result.exports.get("bill")):
         print(line)
-    from .outputs import gateway_lines  # imports Pulumi: not at module level (the pure commands stay light)
+    from ..outputs import gateway_lines  # imports Pulumi: not at module level (the pure commands stay light)
     for line in gateway_lines(result.exports.get("gateway")):
         print(line)
     components = sum(1 for r in result.resources if not r.custom)
@@ -275,7 +257,7 @@ def version() -> str:
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as dist_version
 
-    from . import __version__
+    from .. import __version__
     try:
         return dist_version("vllm-platform")
     except PackageNotFoundError:
@@ -283,8 +265,8 @@ def version() -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    from .capacity_table import capacity_arguments
-    from .planner.capacity import LATENCY_MARGIN
+    from .capacity import capacity_arguments
+    from ..planner.capacity import LATENCY_MARGIN
 
     f = _HelpFormatter
     # `vllm-platform` when run as the installed console script, else the module form the README uses.
@@ -292,7 +274,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=f)
     p.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
-    from .cli_topology import add_topology_parser
+    from .topology import add_topology_parser
     add_topology_parser(sub, f)
     tb = sub.add_parser("table", help="the model-to-topology table over the catalog", formatter_class=f,
                         description="Every catalog model on every GPU type of one cloud.")

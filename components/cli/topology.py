@@ -7,10 +7,11 @@ import re
 import sys
 from pathlib import Path
 
-from .catalog import MODELS, PRECISIONS, closest_models, find_model, instance_types, offered
-from .cli import EXIT_BAD_INPUT, EXIT_NO_FIT, _fail, summary
-from .planner import NoFeasibleTopology, Sla, plan_topology
-from .planner.capacity import PERCENTILES
+from ..catalog import MODELS, PRECISIONS, closest_models, find_model, instance_types, offered
+from .errors import EXIT_BAD_INPUT, EXIT_NO_FIT, _fail
+from .summary import summary
+from ..planner import NoFeasibleTopology, Sla, plan_topology
+from ..planner.capacity import PERCENTILES
 
 
 # The stack schema's fields (a `models` entry) the topology options set, so that an error names the option.
@@ -27,7 +28,7 @@ CLI_DEPLOYMENT = "cli"  # the deployment's name; the CLI serves the model under 
 
 def model_spec(a):
     """--model-config's config.json, else the catalog, else the Hub (cached): (spec, None) or (None, error)."""
-    from .catalog.hub import HubUnavailable, spec_from_file, spec_from_hub
+    from ..catalog.hub import HubUnavailable, spec_from_file, spec_from_hub
     if a.model_config:
         try:
             return spec_from_file(Path(a.model_config), repo=a.model if a.model and "/" in a.model else None), None
@@ -49,8 +50,8 @@ def topology_deployment(a, spec):
     """The options as a stack file's `models` entry, validated by the same schema (ModelDeployment):
     the deployment, or one `--option: problem` line per problem, in the stack file's words. `spec` is
     model_spec's answer: without --model, a config.json's model is named by the repo it describes."""
-    from .config.load import validate_part
-    from .config.schema import ModelDeployment
+    from ..config.load import validate_part
+    from ..config.schema import ModelDeployment
 
     data = {"name": CLI_DEPLOYMENT, "model": a.model or spec.hf_repo, "accelerator": a.gpu.lower() if a.gpu else None,
             "precision": a.precision, "maxModelLen": a.max_model_len, "kvCacheDtype": a.kv_cache_dtype,
@@ -107,7 +108,7 @@ def in_flags(message: str) -> str:
 def cmd_topology(a) -> int:
     import dataclasses
 
-    from .planning import deployment_request
+    from ..planning import deployment_request
 
     spec, problem = model_spec(a)
     if spec is None:

@@ -78,7 +78,7 @@ def support_warning(cloud: str, minor: str, on: date, extended: bool = False) ->
     end = END_OF_STANDARD_SUPPORT.get(cloud, {}).get(minor)
     if end is None:
         return None
-    name, inferred = CLOUD_NAMES[cloud], " (an estimate, components/kubernetes_support.py)" if (cloud, minor) in INFERRED else ""
+    name, inferred = CLOUD_NAMES[cloud], " (an estimate, components/upstream/kubernetes_support.py)" if (cloud, minor) in INFERRED else ""
     if on >= end:
         return (f"{FIELD}: {minor}: {name} standard support ended on {end.isoformat()}; the cluster runs on "
                 f"extended support (billed per cluster hour) until you upgrade") if extended else None

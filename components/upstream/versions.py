@@ -81,7 +81,7 @@ PD_SIDECAR_IMAGE = f"ghcr.io/llm-d/llm-d-router-disagg-sidecar:{EPP_IMAGE_TAG}"
 # minimum (min_master_version: "1.35" = the channel's newest 1.35 patch at creation); the release channel
 # then moves the cluster to newer patches and minors inside the maintenance window, node pools after
 # it (auto-upgrade). REGULAR's default is 1.35 (1.35.8-gke.1036000, GKE Regular channel release notes,
-# 2026-09-17); 1.34 left standard support on 2026-10-01 (components/kubernetes_support.py). Before the
+# 2026-09-17); 1.34 left standard support on 2026-10-01 (components/upstream/kubernetes_support.py). Before the
 # cluster is created, GKE's own answer is checked (components/cluster/gcp/versions_check.py).
 GKE_RELEASE_CHANNEL = "REGULAR"
 # GKE-managed NVIDIA driver on COS (gpu_driver_installation_config): LATEST, not DEFAULT, because
@@ -100,7 +100,7 @@ GKE_GPU_DRIVER_VERSION = "LATEST"
 # Before anything is created, each pinned build is compared with EKS's default and newest build for the
 # cluster's minor (aws.eks.get_addon_version; components/cluster/aws/versions_check.py). 1.33 and 1.34 stay
 # for stacks on extended support (aws.supportType EXTENDED): their standard support has ended
-# (components/kubernetes_support.py) and config validation refuses them otherwise. No 1.36 row: no
+# (components/upstream/kubernetes_support.py) and config validation refuses them otherwise. No 1.36 row: no
 # describe-addon-versions output or cluster-autoscaler 1.36 release for it was at hand.
 _MINOR_FREE = {"vpc-cni": "v1.21.2-eksbuild.2", "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
                "aws-efs-csi-driver": "v2.3.0-eksbuild.1", "aws-ebs-csi-driver": "v1.63.1-eksbuild.1",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from .serving.k8s import CACHE_MOUNT, HF_HOME, READY_DIR, ready_marker, slug
+from ..kube.k8s import CACHE_MOUNT, HF_HOME, READY_DIR, ready_marker, slug
 
 SOURCES_DIR = f"{CACHE_MOUNT}/sources"
 # Llama repositories also ship the original consolidated checkpoint (`original/`, as large as the safetensors);

@@ -1,7 +1,7 @@
 """Who may read a weights source's bucket (models[].source kind s3 / gcs): pure, cloud-neutral facts.
 
 The prefetch Job runs as `source.serviceAccount`; the platform creates that Kubernetes ServiceAccount in the
-stack's namespace (components/cache.py) and the cluster component grants it read access to the bucket:
+stack's namespace (components/cache/component.py) and the cluster component grants it read access to the bucket:
 - EKS (components/cluster/aws/source_access.py): an IAM role with `s3_read_policy` and an EKS Pod Identity
   association for NAMESPACE/SA (no annotation on the ServiceAccount, none of IRSA's OIDC trust).
 - GKE (components/cluster/gcp/source_access.py): the Kubernetes ServiceAccount itself as an IAM principal of

@@ -1,0 +1,100 @@
+"""The text summaries `python -m components topology` and `plan` print: one model's plan (shape, KV cache,
+latency, capacity, cost, engine options) and its serving terms (start-up budget, first deploy, cold start,
+rollout, warnings). Pure (no Pulumi)."""
+from __future__ import annotations
+
+from ..costs.notes import cost_lines, hourly
+from ..planner import Topology
+from ..planner.disagg import disagg_lines
+
+
+def summary(t: Topology, serve: str | None = None) -> str:
+    """`serve`: the command line the stack's serving shape really runs, where it differs from the planner's
+    arguments (a LeaderWorkerSet's leader: serving.service.serving_summary)."""
+    par = f"TP {t.tensor_parallel_size}" + (f" x PP {t.pipeline_parallel_size}" if t.pipeline_parallel_size > 1 else "")
+    return "\n".join([
+        f"{t.served_model_name}: {t.model_name} {t.precision} on {t.instance_type} ({t.gpus_per_node} x {t.accelerator})",
+        f"  {par} = {t.gpus_per_replica} GPU(s)/replica, {t.nodes_per_replica} node(s)/replica, "
+        f"{t.replicas_per_node} replica(s)/node; {t.replicas} replica(s) on {t.nodes} node(s), {hourly(t, t.cost_per_hour)}",
+        f"  KV cache {t.kv_cache_tokens:,} tokens/replica ({t.kv_cache_dtype}), "
+        f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
+        f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
+        f"  {'measured' if t.knee_measured else 'est.'} TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})"
+        + ("; the SLA bounds the p99 figures" if t.latency_percentile == "p99" else ""),
+        *knee_lines(t),
+        *cost_lines(t),
+        *disagg_lines(t),  # serving.disaggregation auto | on (planner/disagg.py)
+        *([f"  engine: {'; '.join(t.engine_notes)}"] if t.engine_notes else []),
+        f"  {serve}" if serve else f"  vllm serve {' '.join(t.vllm_args)}",
+        f"  why: {t.reason}",
+    ])
+
+
+def serving_lines(s: dict) -> str:
+    """The serving summary of one model (serving.service.serving_summary): start-up terms, the cold start a
+    first request waits after scaling to zero, rollout, warnings."""
+    lines = []
+    if s.get("startup"):
+        lines.append(f"  {s['startup']['text']}")
+    if s.get("firstDeployS"):
+        lines.append(f"  first deploy within {s['firstDeployS']} s (GPU nodes, cache fill, image pull, start-up budget)")
+    if s.get("coldStart"):
+        lines.append(f"  {s['coldStart']['text']}")
+    if s.get("rollout"):
+        r = s["rollout"]
+        lines.append(f"  rollout: maxSurge {r['maxSurge']} / maxUnavailable {r['maxUnavailable']}; "
+                     f"drain {s['drainS']} s after a 15 s preStop")
+    lines += [f"  WARNING: {w}" for w in s.get("warnings", [])]
+    return "\n".join(lines)
+
+
+def margin_text(percentile: str, margin: float) -> str:
+    """What the knee's margin means, for `capacity`, `plan` and `topology`."""
+    from ..planner.capacity import HELD_OUT_COVERED, HELD_OUT_WORST_UNDER, LATENCY_MARGIN
+    pct = f"{margin * 100:g} %"
+    tail = "; p99 figures are a queueing model, not calibrated" if percentile == "p99" else ""
+    if abs(margin - LATENCY_MARGIN) > 1e-9:  # the stack's planning.latencyMargin, not the calibration's
+        below = (f"; below it the capacity model's own error lands on the SLA" if margin < LATENCY_MARGIN else "")
+        return (f"the knee keeps the {percentile} TPOT and TTFT a {pct} margin under the SLA (estimate x {1 + margin:g} <= "
+                f"SLA): planning.latencyMargin, where the calibration's default is {LATENCY_MARGIN * 100:g} %{below} "
+                f"(docs/measurements.md){tail}")
+    covered, rows = HELD_OUT_COVERED
+    return (f"the knee keeps the {percentile} TPOT and TTFT a {pct} margin under the SLA (estimate x {1 + margin:g} <= SLA): "
+            f"the measured mean TPOT of {covered} of the capacity model's {rows} held-out measurements was within that, "
+            f"the rest up to {HELD_OUT_WORST_UNDER:g}x the estimate (MoE models on old vLLM the worst); TTFT, the p99 "
+            f"figures and the pinned vLLM are not measured: a measured knee (planning.measurements) settles it "
+            f"(docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
+
+
+def knee_lines(t) -> list[str]:
+    """The replica's knee and the load the fleet carries at min and max replicas (capacity model)."""
+    if not t.knee_requests_per_second:
+        return []
+    load = t.fleet_load
+    target = (f"{t.target_requests_per_second:g} requests/s" if t.target_requests_per_second is not None
+              else f"{t.target_concurrency} concurrent users")
+
+    def fleet(k: str) -> str:
+        f = load[k]
+        return (f"{k} {f['replicas']} replica(s): {f['concurrency']} users, {f['requests_per_second']:g} requests/s, "
+                f"{f['output_tokens_per_s']:,.0f} output tok/s")
+    return [f"  knee: {t.concurrency_per_replica} concurrent/replica at {t.prompt_tokens}+{t.output_tokens} tokens "
+            f"= {t.knee_requests_per_second:.2f} requests/s, {t.knee_output_tokens_per_s:,.0f} output tok/s "
+            f"(p99 TPOT {t.knee_tpot_tail_ms:.1f} ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}"
+            + (f"; {t.knee_source}" if t.knee_source else ""),
+            *_source_lines(t),
+            f"  fleet carries {fleet('min')}; {fleet('max')}"]
+
+
+def _source_lines(t) -> list[str]:
+    """Where the knee came from (planning.measurements or the capacity model) and the margin it was judged with."""
+    if t.knee_measured:
+        from ..planner.measured import NOISE_MARGIN
+        lines = [f"  margin: the knee is the highest measured concurrency whose {t.latency_percentile} TPOT and TTFT "
+                 f"x {1 + NOISE_MARGIN:g} meet the SLA ({NOISE_MARGIN * 100:g} % for measurement noise; "
+                 f"planning.latencyMargin is for estimates, docs/measurements.md)"]
+    elif t.knee_source or t.latency_margin:
+        lines = [f"  margin: {margin_text(t.latency_percentile, t.latency_margin)}"]
+    else:
+        lines = []
+    return lines + [f"  WARNING: {n}" for n in t.knee_notes]
