@@ -28,7 +28,7 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     ci = (ROOT / ".ci" / "run").read_text()
     # CI runs the README's test command with its arguments, and the real-engine run (docs/e2e.md), both must pass
     assert '\nscripts/test "$@" || suite=$?' in ci
-    assert "\nscripts/e2e tools\n" in ci and "\nscripts/e2e run " in ci
+    assert "\nscripts/e2e tools || tools=$?" in ci and "scripts/e2e run > " in ci
     assert ci.rstrip().endswith('[ "$suite" -eq 0 ] && [ "$e2e_rc" -eq 0 ]')
 
 

@@ -118,6 +118,10 @@ class ChartSettings(_Base):
             raise field_error(given[0][1], "given without charts.mirror; set the mirror it belongs to, or remove it")
         if self.kind == "dir" and given:
             raise field_error(given[0][1], "a directory mirror is read from disk, with no login or TLS; remove it")
+        if self.kind == "repo" and self.username is not None and self.mirror.lower().startswith("http://"):
+            raise field_error("username", f"{self.mirror!r} is plain http: the login (charts.username and the secret "
+                                          f"{PASSWORD_KEY}) would cross the network in clear text; use the "
+                                          "mirror's https:// URL")
         if self.kind == "oci" and self.ca_file is not None and self.username is None:
             # pulumi-kubernetes (helm_release.go getChart, since v4.27) builds a registry client with the CA file
             # only together with the login; otherwise its default client, which trusts the system's CAs

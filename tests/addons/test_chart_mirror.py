@@ -136,6 +136,16 @@ def test_settings_that_do_not_fit_the_mirror_are_refused(charts, says):
     assert e.startswith(says)
 
 
+def test_a_login_over_plain_http_is_refused():
+    (e, *_) = errors({"mirror": "http://charts.example.com/vllm", "username": "ci"},
+                     secrets={"hfToken", "chartMirrorPassword"})
+    assert e.startswith("charts.username: 'http://charts.example.com/vllm' is plain http: the login (charts.username "
+                        "and the secret chartMirrorPassword) would cross the network in clear text; use the mirror's "
+                        "https:// URL")
+    parse({**BASE, "charts": {"mirror": "https://charts.example.com/vllm", "username": "ci"}},
+          {"hfToken", "chartMirrorPassword"}, set())  # https: fine
+
+
 def test_a_directory_mirror_takes_no_login():
     (e, *_) = errors({"mirror": "/srv/charts", "username": "ci"}, secrets={"hfToken", "chartMirrorPassword"})
     assert e == "charts.username: a directory mirror is read from disk, with no login or TLS; remove it"

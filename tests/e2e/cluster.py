@@ -75,8 +75,9 @@ def kubeconfig(pki: Path, server: str) -> str:
 
 
 class ControlPlane:
-    def __init__(self, bin_dir: Path, work: Path, kwok_stages: Path):
+    def __init__(self, bin_dir: Path, work: Path, kwok_stages: Path, pid_dir: Path | None = None):
         self.bin, self.work, self.upstream_stages = bin_dir, work, kwok_stages
+        self.pid_dir = pid_dir or work.parent / "pids"
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.pki = work / "pki"
         self.kubeconfig_path = work / "admin.kubeconfig"
@@ -85,8 +86,25 @@ class ControlPlane:
     def _start(self, name: str, *args: str) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = open(self.logs / f"{name}.log", "wb")
-        self.procs.append((name, subprocess.Popen([str(self.bin / name.split("#")[0]), *args], stdout=log,
-                                                  stderr=subprocess.STDOUT, start_new_session=True)))
+        proc = subprocess.Popen([str(self.bin / name.split("#")[0]), *args], stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        self.procs.append((name, proc))
+        self.pid_dir.mkdir(parents=True, exist_ok=True)  # reap() finds them after a kill
+        (self.pid_dir / f"{name}.pid").write_text(f"{proc.pid} {self.bin / name}\n")
+
+    @staticmethod
+    def reap(pid_dir: Path) -> None:
+        """Kill what a killed earlier run left running (its pid files name the pid and the binary, checked against
+        /proc so an unrelated process that reused the pid is left alone)."""
+        import signal as _signal
+        for f in sorted(pid_dir.glob("*.pid")) if pid_dir.exists() else []:
+            pid, binary = f.read_text().split(maxsplit=1)
+            try:
+                if os.readlink(f"/proc/{pid}/exe") == binary.strip():
+                    os.kill(int(pid), _signal.SIGKILL)
+            except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
+                pass
+            f.unlink()
 
     def start(self) -> None:
         make_pki(self.pki)
@@ -168,11 +186,13 @@ class ControlPlane:
         for _name, proc in reversed(self.procs):
             if proc.poll() is None:
                 proc.terminate()
-        for _name, proc in reversed(self.procs):
+        for name, proc in reversed(self.procs):
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait(timeout=20)
+            (self.pid_dir / f"{name}.pid").unlink(missing_ok=True)
         self.procs.clear()
 
 

@@ -106,8 +106,16 @@ def changed_names(before: Path, after: Path) -> set[str]:
     return {n for n in a.keys() | b.keys() if a.get(n) != b.get(n)}
 
 
+REPLACING = ("replace", "create-replacement", "delete-replaced", "discard-replaced")
+
+
 def previewed_changes(preview: dict) -> set[str]:
     """Resource names a real `pulumi preview --json` would create, update, replace or delete."""
+    return {name for name, _ in previewed_ops(preview)}
+
+
+def previewed_ops(preview: dict) -> set[tuple[str, str]]:
+    """(resource name, operation) of every step of a real `pulumi preview --json` that changes something."""
     out = set()
     for step in preview.get("steps", []):
         if step.get("op") in ("same", "read", "refresh"):
@@ -115,32 +123,48 @@ def previewed_changes(preview: dict) -> set[str]:
         urn = step.get("urn", "")
         if "pulumi:pulumi:Stack" in urn:
             continue
-        out.add(urn.rsplit("::", 1)[-1])
+        out.add((urn.rsplit("::", 1)[-1], step.get("op")))
     return out
 
 
-def leftovers(cluster) -> dict:
-    """What is left of a stack after `pulumi destroy`: namespaces beyond Kubernetes' own, objects with the project's
-    label, volumes; CRDs that charts installed from their crds/ folder are retained (Helm never deletes them, by
-    design: deleting a CRD deletes every custom resource of it) and listed apart."""
-    unexpected, retained = [], []
+def replacements(preview: dict) -> set[str]:
+    """Resources a preview would replace (a new object, the old one deleted: a claim's data, a release's history).
+    No weekly change may replace anything."""
+    return {name for name, op in previewed_ops(preview) if op in REPLACING}
+
+
+# What the program itself keeps on `pulumi destroy` (retain_on_delete), as docs/gateway.md says: the InferencePool CRD,
+# which other gateways on the cluster may share (deleting a CRD deletes every custom resource of it).
+RETAINED_BY_PROGRAM = {"customresourcedefinition/inferencepools.inference.networking.k8s.io"}
+
+
+def leftovers(cluster, chart_crds: set[str] = frozenset()) -> dict:
+    """What is left of a stack after `pulumi destroy`: namespaces beyond Kubernetes' own; objects of any kind, in
+    any namespace or cluster-scoped, with the project's label; volumes. Retained by design and listed apart: the CRDs
+    the charts installed from their crds/ folder (`chart_crds`: Helm never deletes them) and RETAINED_BY_PROGRAM."""
+    unexpected = []
     for ns in cluster.get_json("namespaces")["items"]:
         name = ns["metadata"]["name"]
         if name not in SYSTEM_NAMESPACES:
             unexpected.append(f"namespace/{name} ({ns.get('status', {}).get('phase')}, finalizers "
                               f"{ns.get('spec', {}).get('finalizers')})")
-    labelled = cluster.kubectl("get", "clusterroles,clusterrolebindings,customresourcedefinitions,"
-                               "priorityclasses,storageclasses,validatingwebhookconfigurations,"
-                               "mutatingwebhookconfigurations", "-l", "app.kubernetes.io/part-of=vllm-platform",
-                               "-o", "name", check=False).stdout.split()
-    unexpected += labelled
+    kinds = cluster.kubectl("api-resources", "--verbs=list", "-o", "name", check=False).stdout.split()
+    labelled = cluster.kubectl("get", ",".join(k for k in kinds if k not in ("events", "events.events.k8s.io")),
+                               "-A", "-l", "app.kubernetes.io/part-of=vllm-platform", "-o", "name",
+                               check=False).stdout.split() if kinds else []
+    unexpected += [o for o in labelled if o not in RETAINED_BY_PROGRAM]
     for pv in cluster.get_json("persistentvolumes")["items"]:
         unexpected.append(f"persistentvolume/{pv['metadata']['name']} ({pv.get('status', {}).get('phase')})")
+    retained, program = [], []
     for crd in cluster.get_json("customresourcedefinitions")["items"]:
         name = f"customresourcedefinition/{crd['metadata']['name']}"
-        if name not in labelled:
+        if name in RETAINED_BY_PROGRAM:
+            program.append(name)
+        elif crd["metadata"]["name"] in chart_crds:
             retained.append(name)
-    return {"unexpected": unexpected, "retained_crds": sorted(retained)}
+        elif name not in unexpected:
+            unexpected.append(f"{name} (neither a chart's nor one the program retains)")
+    return {"unexpected": unexpected, "retained_crds": sorted(retained), "retained_by_program": sorted(program)}
 
 
 def state_objects(export: dict) -> list[tuple[str, str, str | None]]:

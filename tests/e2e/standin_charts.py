@@ -1,6 +1,6 @@
 """Stand-in Helm charts for the real-engine test: a classic chart repository (an index.yaml and one archive per chart)
 that the harness serves on 127.0.0.1 and points the stack at with `charts.mirror` (components/config/charts.py), so
-`pulumi up` installs every release of components/versions.py CHARTS, by its pinned name and version, with no internet.
+`pulumi up` installs every release of components/upstream/versions.py CHARTS, by its pinned name and version, with no internet.
 
 Each stand-in `<name>-<version>.tgz` holds `<name>/`:
 - Chart.yaml: apiVersion v2, the pinned name and version exactly (Helm checks the version the release asks for
@@ -26,7 +26,7 @@ What the stand-ins do NOT prove:
   CRDs and Gateway API v1.6.1's 13 experimental-channel CRDs from its `crds` subchart, the stand-in the 5 + 5 vendored
   standard ones; kube-prometheus-stack's operator CRDs are 3 of 10; the Network Operator's are v26.4.1's), and their
   versions are the vendored ones, not necessarily the pinned chart's;
-- pulling from a real mirror: OCI registries, credentials and TLS (components/charts.py) are not exercised.
+- pulling from a real mirror: OCI registries, credentials and TLS (components/cluster/charts.py) are not exercised.
 
 Stdlib and PyYAML only (no helm binary). The archives and the index are byte-identical between runs (fixed times,
 sorted members), so an archive's digest is a fact of this file and the vendored CRDs.

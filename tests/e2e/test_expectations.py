@@ -67,6 +67,7 @@ def test_a_previews_changes_skip_unchanged_steps_and_the_stack():
 
 
 class _Cluster:
+    """Answers get_json by kind and kubectl's api-resources / labelled-get as the API server would."""
     def __init__(self, answers, labelled=""):
         self.answers, self.labelled = answers, labelled
 
@@ -74,23 +75,38 @@ class _Cluster:
         return {"items": self.answers.get(kind, [])}
 
     def kubectl(self, *args, check=True):
-        return type("P", (), {"stdout": self.labelled})()
+        out = "configmaps\ngatewayclasses.gateway.networking.k8s.io\nevents\n" if args[0] == "api-resources" \
+            else self.labelled
+        return type("P", (), {"stdout": out})()
 
 
-def test_after_destroy_only_chart_crds_may_remain():
+def test_after_destroy_only_chart_crds_and_the_programs_retained_crd_may_remain():
     clean = _Cluster({"namespaces": [{"metadata": {"name": n}} for n in sorted(ex.SYSTEM_NAMESPACES)],
-                      "customresourcedefinitions": [{"metadata": {"name": "scaledobjects.keda.sh"}}]})
-    assert ex.leftovers(clean) == {"unexpected": [], "retained_crds": ["customresourcedefinition/scaledobjects.keda.sh"]}
+                      "customresourcedefinitions": [{"metadata": {"name": "scaledobjects.keda.sh"}},
+                                                    {"metadata": {"name": "inferencepools.inference.networking.k8s.io"}}]})
+    assert ex.leftovers(clean, {"scaledobjects.keda.sh"}) == {
+        "unexpected": [], "retained_crds": ["customresourcedefinition/scaledobjects.keda.sh"],
+        "retained_by_program": ["customresourcedefinition/inferencepools.inference.networking.k8s.io"]}
     stuck = _Cluster({"namespaces": [{"metadata": {"name": "vllm"}, "status": {"phase": "Terminating"},
                                       "spec": {"finalizers": ["kubernetes"]}}],
                       "persistentvolumes": [{"metadata": {"name": "pvc-1"}, "status": {"phase": "Released"}}],
-                      "customresourcedefinitions": [{"metadata": {"name": "inferencepools.inference.networking.k8s.io"}}]},
-                     labelled="customresourcedefinition/inferencepools.inference.networking.k8s.io\n")
-    left = ex.leftovers(stuck)
+                      "customresourcedefinitions": [{"metadata": {"name": "things.example.com"}}]},
+                     labelled="gatewayclass.gateway.networking.k8s.io/vllm-platform\n")
+    left = ex.leftovers(stuck, set())
     assert left["unexpected"] == ["namespace/vllm (Terminating, finalizers ['kubernetes'])",
-                                  "customresourcedefinition/inferencepools.inference.networking.k8s.io",
-                                  "persistentvolume/pvc-1 (Released)"]
-    assert left["retained_crds"] == []
+                                  "gatewayclass.gateway.networking.k8s.io/vllm-platform",
+                                  "persistentvolume/pvc-1 (Released)",
+                                  "customresourcedefinition/things.example.com (neither a chart's nor one the "
+                                  "program retains)"]
+    assert left["retained_crds"] == [] and left["retained_by_program"] == []
+
+
+def test_a_weekly_change_that_replaces_anything_is_caught():
+    urn = "urn:pulumi:dev::vllm-platform::vllm-platform:cache:ModelCache$kubernetes:core/v1:PersistentVolumeClaim::"
+    for op in ("replace", "create-replacement", "delete-replaced"):
+        preview = {"steps": [{"op": op, "urn": urn + "vllm-cache-pvc"}, {"op": "update", "urn": urn + "x"}]}
+        assert ex.replacements(preview) == {"vllm-cache-pvc"}
+    assert ex.replacements({"steps": [{"op": "update", "urn": urn + "vllm-cache-pvc"}]}) == set()
 
 
 def _export(*objs):
