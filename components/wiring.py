@@ -8,35 +8,43 @@ the only readers of StackConfig besides the planner's input (components/planning
 
 validated_plan() is the single validation pass: the schema has already run (config/load.py: every field,
 the cross-field rules and the bounds the policy pack enforces, config/bounds.py); here every model is
-planned (every refusal reported, not only the first) and the rules that need the plan run (the cloud's
-pure checks, the model cache's weights sources, loader and pinned revisions, where a model may scale to zero),
-all before the first resource, all at once.
+planned (every refusal reported, not only the first) and the rules that need the plan run: the checks each
+concern registers in config/problems.py (the cloud's pure checks, the model cache's weights sources, loader and
+pinned revisions, where a model may scale to zero, ...), collected once in a fixed order (problems.ORDER), all
+before the first resource, all at once, in one ConfigError.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
-from .cache.component import CacheError, ModelCacheArgs, check_loader, nvme_missing
-from .cache.sources import WeightsSource, check_sources
-from .catalog import INSTANCE_TYPES
-from .catalog.revisions import resolved_revision
+from .cache.checks import pinned_revisions
+from .cache.component import ModelCacheArgs
+from .cache.sources import WeightsSource
 from .cluster.charts import ChartMirror
 from .cluster.existing import ExistingClusterArgs
 from .cluster.pools import gpu_pool_specs, model_cache_gib
 from .config import ConfigError, StackConfig
-from .config.gateway import production_tls_problems
-from .config.token_quotas import lora_problems as quota_lora_problems
-from .config.schema import ModelDeployment
+from .config.problems import PlanContext, collect
 from .planner import NoFeasibleTopology, Topology
-from .planner.disagg import production_problems as disagg_production_problems
-from .planner.measured import production_problems as margin_production_problems
 from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
 from .providers import CloudProviderArgs, provider_args  # noqa: F401  (provider_args: re-exported)
-from .cluster.source_access import bucket_readers, cross_cloud_problems
+from .cluster.source_access import bucket_readers
 from .serving.service import ServingArgs
-from .serving.shape import on_ray, ray_topologies, workload
-from .serving.upgrades import no_room, pool_surge, upgrade_problems
+from .serving.shape import on_ray, ray_topologies
+from .serving.upgrades import no_room, pool_surge
+
+# The modules whose plan checks register into config/problems.py, imported once here (the assembly layer, the only
+# one above every concern that checks a plan): config.problems.ORDER fixes the order they report in.
+from .cache import checks as _cache_checks  # noqa: F401  (registers cache.*)
+from .cluster import checks as _cluster_checks  # noqa: F401  (registers cluster)
+from .config import gateway as _gateway_checks  # noqa: F401  (registers gateway.production_tls)
+from .config import token_quotas as _quota_checks  # noqa: F401  (registers gateway.quota_lora)
+from .planner import checks as _planner_checks  # noqa: F401  (registers planner.*)
+from .serving import checks as _serving_checks  # noqa: F401  (registers serving.*)
+
+PLAN_CHECK_MODULES = (_cluster_checks, _cache_checks, _serving_checks, _gateway_checks, _quota_checks,
+                      _planner_checks)
 
 
 def chart_mirror(cfg: StackConfig, password: Any = None) -> ChartMirror | None:
@@ -69,23 +77,6 @@ def cluster_args(cfg: StackConfig, topologies: dict[str, Topology], kubeconfig: 
     return GcpClusterArgs(gcp=cfg.gcp, pools=pools, cache_gib=model_cache_gib(cfg.model_cache.size_gib, topologies),
                           cluster=cfg.cluster, model_cache=cfg.model_cache, environment=cfg.environment,
                           bucket_readers=readers)
-
-
-def pinned_revisions(models: list[ModelDeployment], topologies: dict[str, Topology]) -> dict[str, str]:
-    """models[].revision by the repository the plan loads, else the commit the catalog knows for it
-    (catalog/revisions.py); two deployments of one repository must agree."""
-    out: dict[str, str] = {}
-    for i, dep in enumerate(models):
-        t = topologies.get(dep.name)
-        if t is None or not dep.revision:
-            continue
-        if out.setdefault(t.model_repo, dep.revision) != dep.revision:
-            raise CacheError(f"models[{i}].revision: {dep.revision} differs from another deployment of "
-                             f"{t.model_repo} ({out[t.model_repo]}); the cache holds one snapshot per repository")
-    for t in topologies.values():  # a stack's own pin wins over the catalog's
-        if t.model_repo not in out and (known := resolved_revision(t.model_repo)):
-            out[t.model_repo] = known
-    return out
 
 
 def model_sources(cfg: StackConfig) -> dict[str, WeightsSource]:
@@ -189,74 +180,20 @@ def model_routes(cfg: StackConfig, topologies: dict[str, Topology], cache: Any =
             for t in topologies.values()]
 
 
-def cluster_problems(args) -> list[str]:
-    """The cloud's pure checks of its arguments (what its component would refuse), as `field: problem` lines."""
-    if isinstance(args, ExistingClusterArgs):
-        return []
-    from .cluster.gcp.component import GcpClusterArgs
-    if isinstance(args, GcpClusterArgs):
-        from .cluster.gcp.component import check
-        return check(args)
-    from .cluster.aws.component import check
-    from .cluster.aws.control_plane import token_identity
-    return check(args, list(args.pools)) + token_identity(args.provider_config)[2]
-
-
-def scale_to_zero_problems(cfg: StackConfig, topologies: dict[str, Topology]) -> list[str]:
-    """Where replicas.min 0 cannot hold, one `field: problem` line per model (all at once): production keeps a
-    replica warm; the model must be a single-node Deployment KEDA scales; and the gateway must run, because
-    the request that wakes the model waits in its endpoint picker's flow-control queue, the metric KEDA reads
-    (docs/scale-to-zero.md)."""
-    problems = []
-    for i, dep in enumerate(cfg.models):
-        if dep.replicas.min != 0:
-            continue
-        field = f"models[{i}].replicas.min"
-        if cfg.production:
-            problems.append(f"{field}: 0 (scale to zero) is for dev and staging; production keeps at least one "
-                            f"replica of {dep.name} warm (its first request would wait a whole cold start); set "
-                            f"min >= 1")
-            continue
-        t = topologies.get(dep.name)
-        if t is not None and t.multi_node:
-            why = ("which KEDA cannot scale and whose Ray head stays up" if on_ray(t, cfg.serving) else
-                   "whose cold start is a whole group of GPU nodes started together")
-            problems.append(f"{field}: 0 (scale to zero) needs a single-node replica scaled by KEDA; {dep.name} is "
-                            f"planned as a multi-node {workload(t, cfg.serving)} ({t.nodes_per_replica} x "
-                            f"{t.instance_type} per replica), {why}; set min >= 1")
-        elif not cfg.gateway.enabled:
-            problems.append(f"{field}: 0 (scale to zero) needs the gateway (gateway.enabled is false): the first "
-                            f"request waits in the endpoint picker's flow-control queue, whose size wakes "
-                            f"{dep.name}; set gateway.enabled: true, or min >= 1")
-    return problems
+def plan_context(cfg: StackConfig, topologies: dict[str, Topology],
+                 provider_config: dict[str, dict[str, Any]] | None = None) -> PlanContext:
+    """What the plan checks read (config/problems.py): the stack's blocks, the plan, the cloud's cluster arguments."""
+    return PlanContext(cloud=cfg.cloud, environment=cfg.environment, production=cfg.production,
+                       models=tuple(cfg.models), model_cache=cfg.model_cache, serving=cfg.serving,
+                       gateway=cfg.gateway, aws=cfg.aws, gcp=cfg.gcp, topologies=topologies,
+                       cluster=cluster_args(cfg, topologies, provider_config=(provider_config or {}).get("aws")))
 
 
 def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
                   provider_config: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """Every rule that needs the plan, as `field: problem` lines: the cloud's checks, the cache's weights sources,
-    loader and pinned revisions, scale to zero; and the cross-block rules reported beside them (production TLS,
-    token quotas beside LoRA adapters)."""
-    problems = cluster_problems(cluster_args(cfg, topologies, provider_config=(provider_config or {}).get("aws")))
-    if cfg.model_cache.kind == "nvme" and cfg.cloud != "gcp":  # GCP's check names machine types without local SSDs
-        # an existing cluster's nodes are no catalog type: the stack describes no local NVMe on them
-        problems += [nvme_missing(t) for t in topologies.values()
-                     if t.instance_type not in INSTANCE_TYPES or not INSTANCE_TYPES[t.instance_type].nvme_gb]
-    if (problem := check_sources(cfg.models, cfg.model_cache.kind)):
-        problems.append(problem)
-    problems += cross_cloud_problems(cfg.models, cfg.cloud)
-    for check in (lambda: check_loader(cfg.model_cache.loader, topologies),
-                  lambda: pinned_revisions(cfg.models, topologies)):
-        try:
-            check()
-        except CacheError as e:
-            problems += e.errors
-    return (problems + scale_to_zero_problems(cfg, topologies)
-            + upgrade_problems(cfg.serving.ray_upgrade_strategy, ray_topologies(cfg.serving, topologies),
-                               upgrade_room(cfg))
-            + production_tls_problems(cfg.gateway, cfg.cloud, cfg.environment)
-            + quota_lora_problems(cfg.gateway, cfg.models)
-            + disagg_production_problems(cfg.production, topologies)
-            + margin_production_problems(cfg.production, topologies))
+    """Every rule that needs the plan, as `field: problem` lines: every check registered in config/problems.py
+    (the cloud's checks, the cache's, serving's, the gateway's, the planner's), in its ORDER."""
+    return collect(plan_context(cfg, topologies, provider_config))
 
 
 class ValidatedPlan(dict):

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import DNS_LABEL, _Base, cidr_blocks, field_error
+from .problems import PlanContext, plan_check
 from .token_quotas import GatewayTokenQuotas, check_token_quotas
 
 # ACM certificate ARNs: arn:<partition>:acm:<region>:<account>:certificate/<id> (docs.aws.amazon.com, ACM ARNs).
@@ -112,11 +113,16 @@ def check_gateway(gw: GatewaySettings, cloud: str, environment: str) -> None:
 
 
 def production_tls_problems(gw: GatewaySettings, cloud: str, environment: str) -> list[str]:
-    """Plain HTTP is for dev: a production Gateway this stack installs terminates TLS (components/wiring.py runs it
-    with every other plan-time rule, so it is reported beside them)."""
+    """Plain HTTP is for dev: a production Gateway this stack installs terminates TLS (registered below as the plan
+    check gateway.production_tls, config/problems.py: reported beside every other plan-time rule)."""
     if not (gw.enabled and gw.install and gw.tls.mode == "none" and environment == "prod"):
         return []
     fix = ("tls: {mode: acm, certificateArn: arn:aws:acm:REGION:ACCOUNT:certificate/ID}" if cloud == "aws" else
            "tls: {mode: secret, secretName: NAME} (a kubernetes.io/tls Secret in envoy-gateway-system)")
     return [f"gateway.tls.mode: none in prod: the API keys and prompts would cross the network in clear text (plain "
             f"HTTP is for dev); set gateway.{fix}"]
+
+
+@plan_check("gateway.production_tls")
+def _production_tls(ctx: PlanContext) -> list[str]:
+    return production_tls_problems(ctx.gateway, ctx.cloud, ctx.environment)

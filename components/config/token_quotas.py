@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from .base import _Base, field_error
+from .problems import PlanContext, plan_check
 
 # Envoy Gateway v1.9.0 BackendTrafficPolicy rateLimit.*.rules[].limit.requests: int64, maximum 4294967295
 # (schemas/crds/envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.yaml).
@@ -76,9 +77,15 @@ def lora_refusal(model: str) -> str:
 
 
 def lora_problems(gw, models) -> list[str]:
-    """One line per model with engine.lora where the gateway runs token quotas (lora_refusal). components/wiring.py
-    plan_problems reports them with the stack's other configuration errors, before any resource is built; the
-    gateway component keeps the same check for GatewayArgs built by hand (components/gateway/quotas.py)."""
+    """One line per model with engine.lora where the gateway runs token quotas (lora_refusal). The plan check
+    gateway.quota_lora (config/problems.py) reports them with the stack's other configuration errors, before any
+    resource is built; the gateway component keeps the same check for GatewayArgs built by hand
+    (components/gateway/quotas.py)."""
     if not (gw.enabled and gw.token_quotas is not None):
         return []
     return [lora_refusal(m.name) for m in models if m.engine.lora is not None]
+
+
+@plan_check("gateway.quota_lora")
+def _quota_lora(ctx: PlanContext) -> list[str]:
+    return lora_problems(ctx.gateway, ctx.models)

@@ -148,8 +148,8 @@ def redis_network_policy_spec(selector: dict[str, str]) -> dict:
 
 def lora_problems(routes) -> list[str]:
     """Token quotas beside LoRA adapters (engine.lora), refused (components/config/token_quotas.py lora_refusal).
-    A stack's plan reports them before any resource is built (components/wiring.py plan_problems); this is the same
-    check on the routes, for GatewayArgs built without that validation."""
+    A stack's plan reports them before any resource is built (the plan check gateway.quota_lora,
+    config/token_quotas.py); this is the same check on the routes, for GatewayArgs built without that validation."""
     from ..config.token_quotas import lora_refusal
     return [lora_refusal(r.model) for r in routes if r.lora or r.runtime_lora]
 

@@ -1,0 +1,45 @@
+"""Serving's plan checks (config/problems.py): where a model may scale to zero, and room for a RayService's
+second cluster (serving.rayUpgradeStrategy NewCluster); each as `field: problem` lines."""
+from __future__ import annotations
+
+from ..config.problems import PlanContext, plan_check
+from .shape import on_ray, ray_topologies, workload
+from .upgrades import no_room, upgrade_problems
+
+
+@plan_check("serving.scale_to_zero")
+def scale_to_zero_problems(ctx: PlanContext) -> list[str]:
+    """Where replicas.min 0 cannot hold, one `field: problem` line per model (all at once): production keeps a
+    replica warm; the model must be a single-node Deployment KEDA scales; and the gateway must run, because
+    the request that wakes the model waits in its endpoint picker's flow-control queue, the metric KEDA reads
+    (docs/scale-to-zero.md)."""
+    problems = []
+    for i, dep in enumerate(ctx.models):
+        if dep.replicas.min != 0:
+            continue
+        field = f"models[{i}].replicas.min"
+        if ctx.production:
+            problems.append(f"{field}: 0 (scale to zero) is for dev and staging; production keeps at least one "
+                            f"replica of {dep.name} warm (its first request would wait a whole cold start); set "
+                            f"min >= 1")
+            continue
+        t = ctx.topologies.get(dep.name)
+        if t is not None and t.multi_node:
+            why = ("which KEDA cannot scale and whose Ray head stays up" if on_ray(t, ctx.serving) else
+                   "whose cold start is a whole group of GPU nodes started together")
+            problems.append(f"{field}: 0 (scale to zero) needs a single-node replica scaled by KEDA; {dep.name} is "
+                            f"planned as a multi-node {workload(t, ctx.serving)} ({t.nodes_per_replica} x "
+                            f"{t.instance_type} per replica), {why}; set min >= 1")
+        elif not ctx.gateway.enabled:
+            problems.append(f"{field}: 0 (scale to zero) needs the gateway (gateway.enabled is false): the first "
+                            f"request waits in the endpoint picker's flow-control queue, whose size wakes "
+                            f"{dep.name}; set gateway.enabled: true, or min >= 1")
+    return problems
+
+
+@plan_check("serving.ray_upgrades")
+def _ray_upgrades(ctx: PlanContext) -> list[str]:
+    blocked = no_room(ctx.cloud, ctx.aws.capacity_type if ctx.aws else None,
+                      ctx.gcp.reservation if ctx.gcp else None)
+    return upgrade_problems(ctx.serving.ray_upgrade_strategy, ray_topologies(ctx.serving, dict(ctx.topologies)),
+                            blocked)
