@@ -178,7 +178,8 @@ class StackRun:
     def env(self) -> dict[str, str]:
         env = self.cluster.env()
         env.update({
-            "PATH": f"{self.bin}:{ROOT / '.venv' / 'bin'}:{env.get('PATH', '')}",
+            # not the virtualenv: the engine finds it from Pulumi.yaml (runtime virtualenv), as on a user's machine
+            "PATH": f"{self.bin}:{env.get('PATH', '')}",
             "PULUMI_HOME": str(self.state.parent / "pulumi-home"),
             "PULUMI_BACKEND_URL": f"file://{self.state}",
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
