@@ -86,7 +86,7 @@ class ControlPlane:
     def _start(self, name: str, *args: str) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
         log = open(self.logs / f"{name}.log", "wb")
-        proc = subprocess.Popen([str(self.bin / name.split("#")[0]), *args], stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([str(self.bin / name), *args], stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         self.procs.append((name, proc))
         self.pid_dir.mkdir(parents=True, exist_ok=True)  # reap() finds them after a kill

@@ -18,7 +18,6 @@ import copy
 import functools
 import http.server
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -192,6 +191,11 @@ class StackRun:
         })
         return env
 
+    def fail(self, step: str, message: str) -> Failure:
+        """Record a failure of this stack (no URN) in the report; the caller raises what this returns."""
+        self.report.fail(self.spec.name, step, message)
+        return Failure(f"{self.spec.name}: {message}")
+
     def pulumi(self, *args: str, step: str, expect_fail: bool = False, stdin: str | None = None,
                timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess:
         self.step_no += 1
@@ -347,25 +351,21 @@ class StackRun:
             actual = expectations.previewed_changes(previewed)
             replaced = expectations.replacements(previewed)
             if replaced:
-                msg = f"change {change.title!r}: the real preview replaces {sorted(replaced)} (a weekly change may not)"
-                self.report.fail(self.spec.name, f"preview change {i}", msg)
-                raise Failure(f"{self.spec.name}: {msg}")
+                raise self.fail(f"preview change {i}", f"change {change.title!r}: the real preview replaces "
+                                                        f"{sorted(replaced)} (a weekly change may not)")
             self.rec.setdefault("changes", []).append({"change": change.title, "expected": sorted(expected),
                                                        "actual": sorted(actual)})
             if set(actual) != expected:
                 msg = (f"change {change.title!r}: the real preview changes {sorted(set(actual) - expected)} "
                        f"beyond the offline plan's diff and misses {sorted(expected - set(actual))}")
-                self.report.fail(self.spec.name, f"preview change {i}", msg)
-                raise Failure(f"{self.spec.name}: {msg}")
+                raise self.fail(f"preview change {i}", msg)
             self.pulumi("up", "--yes", "--skip-preview", *policy, step=f"up change {i}")
             self.pulumi("preview", "--expect-no-changes", step=f"preview --expect-no-changes after change {i}")
         self.pulumi("destroy", "--yes", "--skip-preview", step="destroy")
         left = expectations.leftovers(self.cluster, chart_crd_names())
         self.rec["left_after_destroy"] = left
         if left["unexpected"]:
-            msg = f"left in the cluster after destroy: {left['unexpected']}"
-            self.report.fail(self.spec.name, "destroy", msg)
-            raise Failure(f"{self.spec.name}: {msg}")
+            raise self.fail("destroy", f"left in the cluster after destroy: {left['unexpected']}")
         self.pulumi("stack", "rm", "--yes", step="stack rm")
         self.fresh_cluster()
         self.rec["seconds"] = round(time.monotonic() - t0, 1)
