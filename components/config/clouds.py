@@ -203,6 +203,10 @@ class GcpSettings(_Base):
         None, pattern=r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
         description="consume this specific reservation for the GPU nodes (NAME or "
                     "projects/PROJECT/reservations/NAME for a shared one)")
+    deletion_protection: bool | None = Field(
+        None, description="protect the GKE cluster and the Filestore cache from deletion (GKE / Filestore deletion "
+                          "protection and Pulumi's `protect`); default: on in prod. Set false and `pulumi up` "
+                          "before `pulumi destroy`")
 
     @field_validator("master_authorized_networks")
     @classmethod

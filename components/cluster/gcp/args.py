@@ -26,3 +26,15 @@ class GcpClusterArgs:
     @property
     def production(self) -> bool:
         return self.environment == "prod"
+
+    @property
+    def deletion_protection(self) -> bool:
+        return deletion_protection(self)
+
+
+def deletion_protection(cfg) -> bool:
+    """gcp.deletionProtection, else on in production: GKE's and Filestore's own flags and Pulumi's `protect` on
+    the cluster and the cache all follow it (component.py says why not the node pools). `cfg`: anything with
+    `gcp` and `production` (the component's arguments, or a StackConfig)."""
+    flag = cfg.gcp.deletion_protection
+    return cfg.production if flag is None else flag

@@ -89,6 +89,9 @@ class GcpGpuCluster(pulumi.ComponentResource):
                                                              child)
 
         # Fixed pool names: replaced by delete-then-create, the autoscaler owns the node count (pool_options).
+        # Not `protect`ed, unlike the cluster and the cache (gcp.deletionProtection): GKE has no deletion flag
+        # for a pool, a removed model or a new instance type deletes or replaces its pool in an ordinary `up`,
+        # and a `pulumi destroy` of a protected stack is refused for the cluster before anything is deleted.
         self.system_pool = gcp.container.NodePool(
             f"{name}-system", **system_node_pool_args(args, self.cluster.id, account.email, control.labels),
             opts=pool_options(pulumi.ResourceOptions(parent=self, depends_on=grants)))
@@ -120,7 +123,7 @@ class GcpGpuCluster(pulumi.ComponentResource):
             tier = g.filestore_tier
             gib = storage.capacity_gib(tier, args.cache_gib)
             self.cache = storage.FilestoreCache(
-                name, prefix, tier, gib, g.region, g.zone, net.network, args.production,
+                name, prefix, tier, gib, g.region, g.zone, net.network, args.deletion_protection,
                 pulumi.ResourceOptions(parent=self, depends_on=[*apis.values(), *net.resources]), k8s_opts,
                 labels=control.labels)
             cache_resources = [self.cache.storage_class, self.cache.volume]

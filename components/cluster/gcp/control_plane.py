@@ -22,6 +22,7 @@ import pulumi_gcp as gcp
 import yaml
 
 from ...upstream.versions import GKE_RELEASE_CHANNEL
+from .args import deletion_protection
 from .network import PrimaryNetwork
 
 if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
@@ -136,8 +137,9 @@ def cluster_args(cfg: GcpClusterArgs, net: PrimaryNetwork, labels: dict[str, str
         resource_labels=labels,
         # GKE cost allocation: billing export broken down by namespace and Kubernetes label.
         cost_management_config={"enabled": True},
-        # `pulumi destroy` must not take a production cluster down by accident.
-        deletion_protection=cfg.production,
+        # `pulumi destroy` must not take a production cluster down by accident; Pulumi's `protect` follows the
+        # same flag (protected_options), so the engine refuses before it deletes anything, not GKE at the end.
+        deletion_protection=deletion_protection(cfg),
     )
 
 
@@ -214,7 +216,8 @@ class GkeControlPlane:
         version = {"min_master_version": min_master_version} if min_master_version is not None else {}
         self.cluster = gcp.container.Cluster(
             f"{name}-gke", **{**self.args, **version},
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=IGNORED_CLUSTER_CHANGES)))
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=IGNORED_CLUSTER_CHANGES,
+                                                                           protect=deletion_protection(cfg))))
         context = context_name(g.project, g.region, cfg.cluster.name)
         if kubeconfig_via_dns(cfg):
             server = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)

@@ -107,7 +107,7 @@ class FilestoreCache:
     """The instance (GCP provider) and its StorageClass + PersistentVolume (Kubernetes provider)."""
 
     def __init__(self, name: str, cluster_name: str, tier: str, gib: int, region: str, zone: str, network,
-                 production: bool, gcp_opts: pulumi.ResourceOptions, k8s_opts: pulumi.ResourceOptions,
+                 protected: bool, gcp_opts: pulumi.ResourceOptions, k8s_opts: pulumi.ResourceOptions,
                  labels: dict[str, str] | None = None):
         self.location = location(tier, region, zone)
         self.instance_name = f"{cluster_name}-models"
@@ -116,8 +116,14 @@ class FilestoreCache:
             f"{name}-filestore", name=self.instance_name, location=self.location, tier=tier,
             file_shares={"name": SHARE, "capacity_gb": gib},
             networks=[{"network": network, "modes": ["MODE_IPV4"], "connect_mode": "DIRECT_PEERING"}],
-            deletion_protection_enabled=production, description="vllm-platform model cache",
-            labels=dict(labels or {}), opts=gcp_opts)
+            deletion_protection_enabled=protected, description="vllm-platform model cache",
+            labels=dict(labels or {}),
+            # Pulumi's `protect` follows Filestore's flag: with the flag alone the engine would delete every
+            # Kubernetes object and node pool first and fail at the instance. No retain_on_delete: the cache
+            # holds weights the prefetch Job downloads again, and a retained instance would keep billing
+            # (2.5 TiB of BASIC_SSD and up) outside any stack, silently; turning deletionProtection off is
+            # the one deliberate way to let it go.
+            opts=pulumi.ResourceOptions.merge(gcp_opts, pulumi.ResourceOptions(protect=protected)))
         ip = self.instance.networks.apply(lambda nets: nets[0].ip_addresses[0])
         self.storage_class = k8s.storage.v1.StorageClass(f"{name}-filestore-sc", **storage_class(), opts=k8s_opts)
         self.volume = k8s.core.v1.PersistentVolume(
