@@ -151,13 +151,24 @@ class _DataSourceError(grpc.RpcError):
         return self._details
 
 
+def _guest_cpus(machine_type: str) -> int:
+    """vCPUs as GCE lists them: the size suffix of a predefined general-purpose type (e2-standard-8: 8), the
+    catalog's figure for a GPU machine type (a3-highgpu-8g: 208, from GCE's machine-type pages)."""
+    from ..catalog import INSTANCE_TYPES
+    if machine_type in INSTANCE_TYPES:
+        return INSTANCE_TYPES[machine_type].vcpu
+    size = machine_type.rsplit("-", 1)[-1]
+    return int(size) if size.isdigit() else 2
+
+
 @invoke("gcp:compute/getMachineTypes:getMachineTypes")
 def _machine_types(args):
     """machineTypes.list in a zone with a `name = "..."` filter: the type if the zone offers it."""
     p, zone = _project(args), args["zone"]
     name = args.get("filter", "").split("=", 1)[-1].strip().strip('"')
     offered = [] if (zone, name) in NOT_OFFERED else [{
-        "name": name, "id": str(_n(name, 10**10)), "description": name, "guestCpus": 0, "memoryMb": 0,
+        "name": name, "id": str(_n(name, 10**10)), "description": name, "guestCpus": _guest_cpus(name),
+        "memoryMb": 0,
         "isSharedCpus": False, "maximumPersistentDisks": 128, "maximumPersistentDisksSizeGb": "263168",
         "accelerators": [], "bundledLocalSsds": [], "deprecateds": [],
         "selfLink": f"{_API}/projects/{p}/zones/{zone}/machineTypes/{name}"}]
@@ -254,3 +265,79 @@ def _engine_versions(args):
             "releaseChannelDefaultVersion": {c: v["default"] for c, v in GKE_CHANNELS.items()},
             "releaseChannelLatestVersion": {c: v["latest"] for c, v in GKE_CHANNELS.items()},
             "releaseChannelUpgradeTargetVersion": {c: v["target"] for c, v in GKE_CHANNELS.items()}}
+
+
+# --- Compute Engine quotas with their usage (regions.get / projects.get `quotas[]`) --------------------------
+# What the offline project's regions and project list: (project, region or "global", metric) -> (limit, usage).
+# The defaults are those of a project granted GPU quota that already runs a little of everything (usage below
+# every limit, never 0 everywhere, so a check that ignored usage would be caught); tests set a row to show a
+# refusal. A metric a region does not list is a quota the project does not have (limit 0).
+REGION_ROWS: dict[str, tuple[float, float]] = {
+    "CPUS": (2400, 24), "E2_CPUS": (2400, 0), "N2_CPUS": (2400, 16), "N2D_CPUS": (2400, 0), "N4_CPUS": (1200, 0),
+    "C2_CPUS": (1200, 0), "C2D_CPUS": (1200, 0), "C3_CPUS": (1200, 0), "C3D_CPUS": (1200, 0), "C4_CPUS": (1200, 0),
+    "T2D_CPUS": (1200, 0), "SSD_TOTAL_GB": (81920, 1200), "DISKS_TOTAL_GB": (102400, 500),
+    "IN_USE_ADDRESSES": (575, 3), "INSTANCES": (6000, 7),
+    **{f"{p}NVIDIA_{m}_GPUS": (1024, 8 if m == "L4" and not p else 0)
+       for p in ("", "PREEMPTIBLE_", "COMMITTED_")
+       for m in ("L4", "A100", "A100_80GB", "H100", "H100_MEGA", "H200", "B200")},
+}
+PROJECT_ROWS: dict[str, tuple[float, float]] = {"CPUS_ALL_REGIONS": (20000, 40), "GPUS_ALL_REGIONS": (4096, 8)}
+# (project, region or "global", metric) -> (limit, usage), over the defaults; None removes the row.
+QUOTA_ROWS: dict[tuple[str, str, str], tuple[float, float] | None] = {}
+# Projects whose Compute Engine API is off (regions.get answers 403 SERVICE_DISABLED).
+COMPUTE_API_OFF: set[str] = set()
+# Clusters GKE has (project, location, name): a later `pulumi up`; none: the first.
+CLUSTERS: set[tuple[str, str, str]] = set()
+
+
+def _rows(project: str, where: str, defaults: dict) -> list[dict]:
+    rows = dict(defaults)
+    for (p, w, metric), row in QUOTA_ROWS.items():
+        if (p, w) == (project, where):
+            if row is None:
+                rows.pop(metric, None)
+            else:
+                rows[metric] = row
+    return [{"metric": m, "limit": float(lim), "usage": float(use)} for m, (lim, use) in sorted(rows.items())]
+
+
+def _compute_get(url: str, token: str) -> dict:
+    """regions.get and projects.get as Compute Engine answers them (only the fields the check reads, and names)."""
+    assert token == _TOKEN, "the quota reads must use the provider's token"
+    path = url.split("/compute/v1/", 1)[1].split("/")  # projects/P[/regions/R]
+    project = path[1]
+    if project in COMPUTE_API_OFF:
+        raise RuntimeError(f"403: Compute Engine API has not been used in project {project} before or it is "
+                           f"disabled. Enable it by visiting https://console.developers.google.com/apis/api/"
+                           f"compute.googleapis.com/overview?project={project} then retry. (SERVICE_DISABLED)")
+    if len(path) == 4:
+        return {"kind": "compute#region", "name": path[3], "status": "UP",
+                "quotas": _rows(project, path[3], REGION_ROWS)}
+    return {"kind": "compute#project", "name": project, "quotas": _rows(project, "global", PROJECT_ROWS)}
+
+
+_TOKEN = "ya29.offline-access-token"
+
+
+@invoke("gcp:organizations/getClientConfig:getClientConfig")
+def _client_config(args):
+    p = _provider["project"]
+    return {"id": f"projects/{p}/regions//zones/", "project": p, "region": "", "zone": "", "accessToken": _TOKEN,
+            "defaultLabels": {}}
+
+
+@invoke("gcp:container/getCluster:getCluster")
+def _get_cluster(args):
+    p, loc, name = _project(args), args.get("location"), args.get("name")
+    if (p, loc, name) not in CLUSTERS:
+        raise _DataSourceError("gcp:container/getCluster:getCluster",
+                               f"cluster \"{name}\" not found in location {loc} of project {p}")
+    return {"id": f"projects/{p}/locations/{loc}/clusters/{name}", "name": name, "location": loc, "project": p}
+
+
+def _install_compute_transport():
+    from ..cluster.gcp import quotas
+    quotas.COMPUTE_GET = _compute_get
+
+
+_install_compute_transport()

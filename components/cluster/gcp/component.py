@@ -19,12 +19,12 @@ from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, NEW_GPU_NODE_R
 from ..pools import PoolSpec
 from . import storage
 from .args import GcpClusterArgs  # noqa: F401  (re-exported: wiring and tests import it here)
-from .control_plane import QUOTAS_API, GkeControlPlane, cost_labels, enable_services, node_identity
+from .control_plane import GkeControlPlane, cost_labels, enable_services, node_identity
 from .gpudirect import additional_node_networks, fabric_vpcs, machine_family, network_objects, pod_annotations
 from .source_access import gcs_readers
 from .versions_check import checked_version
 from .network import control_plane_firewall, fabric_networks, primary_network
-from .node_pools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, capacity_errors, checked_zone,
+from .node_pools import (NVME_CACHE_PATH, SYSTEM_SELECTOR, bundled_local_ssds, capacity_errors, check_capacity,
                          gpu_node_pool_args, local_ssd_read_gbps, pool_options, system_node_pool_args)
 
 
@@ -68,6 +68,9 @@ class GcpGpuCluster(pulumi.ComponentResource):
         specs = list(args.pools)
         stack = pulumi.get_stack()
         child = pulumi.ResourceOptions(parent=self)
+        # Zone, reservation and quotas, asked of GCE and Cloud Quotas before the first resource (the APIs the
+        # stack turns on below included): a refusal leaves nothing created (node_pools.check_capacity).
+        check_capacity(args, specs, self)
 
         apis = enable_services(name, child)
         after_apis = pulumi.ResourceOptions(parent=self, depends_on=list(apis.values()))
@@ -95,8 +98,9 @@ class GcpGpuCluster(pulumi.ComponentResource):
         self.system_pool = gcp.container.NodePool(
             f"{name}-system", **system_node_pool_args(args, self.cluster.id, account.email, control.labels),
             opts=pool_options(pulumi.ResourceOptions(parent=self, depends_on=grants)))
-        # GPU pools are created in the zone GCE confirmed offers their machine type (and holds the reservation).
-        zone = checked_zone(args, specs, [apis["compute.googleapis.com"], apis[QUOTAS_API]], self)
+        # GPU pools go into gcp.zone, which check_capacity confirmed offers their machine type (and holds the
+        # reservation); a live answer never moves them.
+        zone = g.zone
         gpu_opts = pool_options(pulumi.ResourceOptions(parent=self, depends_on=[*grants, *fabric]))
         self.node_pools: dict[str, gcp.container.NodePool] = {}
         for spec in specs:

@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds 
     from .args import GcpClusterArgs
 
 # APIs a fresh project needs before the cluster and the Filestore instance can be created, and the one the
-# GPU quota check reads (node_pools.checked_zone).
+# GPU quota check reads (quotas.py; the check itself runs before these resources: a fresh project turns
+# them on by hand first, node_pools.check_capacity).
 # cloudresourcemanager: gcp.projects.IAMMember reads and writes the project's IAM policy through it
 # (projects.getIamPolicy / setIamPolicy), which a project created without it refuses (403 SERVICE_DISABLED).
 QUOTAS_API = "cloudquotas.googleapis.com"

@@ -25,7 +25,7 @@ from ..pools import (CLOUD_TAINT_EFFECTS, GPU_ROOT_DISK_GIB, SYSTEM_POOL, SYSTEM
                      SYSTEM_SELECTOR, PoolSpec, api_error, nvme_cache_path)
 from .control_plane import CLOUD_PLATFORM_SCOPE
 from .gpudirect import MachineFamily, machine_family
-from .quotas import check_quotas
+from .quotas import PoolNodes, check_quotas
 
 if TYPE_CHECKING:  # the component's own arguments (components/wiring.py builds them)
     from .args import GcpClusterArgs
@@ -248,11 +248,23 @@ def _reservation(cfg: GcpClusterArgs, opts: pulumi.InvokeOptions) -> tuple[Reser
                        specific.count if specific else None), None
 
 
+def pool_nodes(cfg: GcpClusterArgs, specs: list[PoolSpec], vcpus: dict[str, int]) -> list[PoolNodes]:
+    """What each pool draws at its max node count, with the vCPUs GCE gives each machine type."""
+    system = system_node_pool_args(cfg, None, None)
+    nodes = [PoolNodes(SYSTEM_POOL, cfg.gcp.system_machine_type, system["autoscaling"]["max_node_count"],
+                       vcpus.get(cfg.gcp.system_machine_type, 0), system["node_config"]["disk_type"],
+                       system["node_config"]["disk_size_gb"], system=True)]
+    for spec in specs:
+        nodes.append(PoolNodes(spec.name, spec.instance.name, spec.max_nodes, vcpus.get(spec.instance.name, 0),
+                               machine_family(spec.instance).boot_disk_type, GPU_BOOT_DISK_GB))
+    return nodes
+
+
 def capacity_checks(cfg: GcpClusterArgs, specs: list[PoolSpec], opts: pulumi.InvokeOptions) -> list[str]:
     """Ask GCE (compute.getMachineTypes per machine type, compute.getReservation) what the zone offers, and
-    Cloud Quotas what the project may run (quotas.py)."""
+    the project's quotas what it may still run (quotas.py)."""
     g = cfg.gcp
-    offered: set[str] = set()
+    vcpus: dict[str, int] = {}
     for machine in sorted({g.system_machine_type, *(s.instance.name for s in specs)}):
         try:
             found = gcp.compute.get_machine_types(filter=f'name = "{machine}"', project=g.project, zone=g.zone,
@@ -260,12 +272,14 @@ def capacity_checks(cfg: GcpClusterArgs, specs: list[PoolSpec], opts: pulumi.Inv
         except Exception as e:
             return [f"gcp.zone: cannot list the machine types of {g.zone} in project {g.project}: "
                     f"{api_error(e)}"]
-        offered |= {m.name for m in found or []}
-    errors = zone_errors(cfg, specs, offered)
+        vcpus |= {m.name: m.guest_cpus for m in found or []}
+    errors = zone_errors(cfg, specs, set(vcpus))
     if g.reservation:
         errors += reservation_errors(cfg, specs, *_reservation(cfg, opts))
-    # A new project has no GPU quota: refused here, not as Pending pods after a finished run.
-    return errors + check_quotas(cfg, specs, opts)
+    if errors:
+        return errors
+    # A new project has no GPU quota and few vCPUs: refused here, not as Pending pods after a finished run.
+    return check_quotas(cfg, specs, pool_nodes(cfg, specs, vcpus), opts)
 
 
 class CapacityError(ConfigError, pulumi.RunError):
@@ -273,15 +287,12 @@ class CapacityError(ConfigError, pulumi.RunError):
     `pulumi up` prints without a traceback and the ConfigError the offline plan reports as bad input."""
 
 
-def checked_zone(cfg: GcpClusterArgs, specs: list[PoolSpec], apis: list[pulumi.Resource],
-                 parent: pulumi.Resource) -> pulumi.Output[str]:
-    """gcp.zone once GCE has confirmed the machine types, the reservation and the GPU quotas; node pools take
-    their location from it, so none is created before the check. It waits for the Compute Engine and Cloud
-    Quotas APIs (a fresh project has them off): on the very first preview the answer is unknown and the
-    check runs during `pulumi up`."""
-    def check(_):
-        errors = capacity_checks(cfg, specs, pulumi.InvokeOptions(parent=parent))
-        if errors:
-            raise CapacityError(errors)
-        return cfg.gcp.zone
-    return pulumi.Output.all(*[api.id for api in apis]).apply(check)
+def check_capacity(cfg: GcpClusterArgs, specs: list[PoolSpec], parent: pulumi.Resource) -> None:
+    """What GCE and the project's quotas say about the plan, asked before the first resource is registered
+    (component.py): the zone offers the machine types, the reservation holds them, the quotas have room. A
+    RunError caused by a ConfigError (`pulumi up` prints it without a traceback; the offline plan reports bad
+    input) stops the program with nothing created. The node pools take gcp.zone itself, never a live answer."""
+    errors = capacity_checks(cfg, specs, pulumi.InvokeOptions(parent=parent))
+    if errors:
+        err = ConfigError(errors)
+        raise pulumi.RunError(str(err)) from err

@@ -1,5 +1,7 @@
-"""A new GCP project has no GPU quota: the plan's GPUs at every pool's max node count are checked against
-Cloud Quotas before any node pool exists, and a shortfall is refused with the quota preference to file."""
+"""A new GCP project has no GPU quota and few vCPUs: what every pool draws at its max node count (GPUs, the system
+series' vCPUs, all vCPUs, SSD disk) is compared with what the project has free (limit minus usage, from Cloud Quotas
+and Compute Engine's regions.get / projects.get) before the first resource, and a shortfall is refused with the
+figures and the quota preference to file."""
 from __future__ import annotations
 
 from types import SimpleNamespace as NS
@@ -32,36 +34,58 @@ def grant(monkeypatch, quota: str, value: str, region: str = "us-central1", fami
     monkeypatch.setitem(gcp_stubs.QUOTAS, (PROJECT, quota, region, family), value)
 
 
+def row(monkeypatch, metric: str, limit, usage, where: str = "us-central1"):
+    """What Compute Engine's regions.get (or projects.get, where="global") lists for the metric."""
+    monkeypatch.setitem(gcp_stubs.QUOTA_ROWS, (PROJECT, where, metric), None if limit is None else (limit, usage))
+
+
 def test_h100_pools_are_refused_on_a_new_projects_gpu_family_quota_with_the_request(monkeypatch):
     # Llama-3.1-405B on a3-highgpu-8g: up to 2 replicas of 2 nodes of 8 H100s = 32 GPUs
     grant(monkeypatch, FAMILY, "0", family="NVIDIA_H100")
+    row(monkeypatch, "NVIDIA_H100_GPUS", None, None)  # a new project: regions.get lists no H100 row
     assert ("gcp.region: quota GPUS-PER-GPU-FAMILY-per-project-region (GPUs per GPU family, gpu_family=NVIDIA_H100) "
-            "in us-central1 (project my-proj-123) is 0 GPUs; the GPU pools (gpu-a3-highgpu-8g) need 32 GPUs at "
-            "their max node counts. Request 32: `gcloud beta quotas preferences create "
+            "in us-central1 (project my-proj-123): limit 0, in use 0, free 0 GPUs; the node pools (gpu-a3-highgpu-8g) "
+            "need 32 GPUs at their max node counts. Raise the limit to 32: `gcloud beta quotas preferences create "
             "--service=compute.googleapis.com --quota-id=GPUS-PER-GPU-FAMILY-per-project-region --preferred-value=32 "
             "--dimensions=region=us-central1,gpu_family=NVIDIA_H100 --project=my-proj-123 --email=YOUR_EMAIL` "
             "(console: IAM & Admin > Quotas & System Limits, filter GPUS-PER-GPU-FAMILY-per-project-region); or "
             "lower the models' replicas.max") in refused(values("a3-high"))
 
 
-def test_a_quota_of_exactly_the_need_passes_and_one_less_is_refused(monkeypatch):
-    # Llama-3.1-8B on g2-standard-8 (1 L4 each): up to 3 nodes
-    grant(monkeypatch, "NVIDIA-L4-GPUS-per-project-region", "3")
+def test_the_need_is_compared_with_the_limit_minus_what_the_project_already_uses(monkeypatch):
+    # Llama-3.1-8B on g2-standard-8 (1 L4 each): up to 3 nodes; the project runs 8 L4s elsewhere already
+    grant(monkeypatch, "NVIDIA-L4-GPUS-per-project-region", "11")
+    row(monkeypatch, "NVIDIA_L4_GPUS", 11, 8)
     pools = [p for p in by_type(cluster_plan(values("g2"))[0], "gcp:container/nodePool:NodePool")
              if p.inputs["name"] == "gpu-g2-standard-8"]
-    assert len(pools) == 1
+    assert len(pools) == 1  # 11 - 8 = 3: exactly the need
+    grant(monkeypatch, "NVIDIA-L4-GPUS-per-project-region", "10")
+    message = refused(values("g2"))
+    assert ("gcp.region: quota NVIDIA-L4-GPUS-per-project-region (NVIDIA L4 GPUs) in us-central1 (project "
+            "my-proj-123): limit 10, in use 8, free 2 GPUs; the node pools (gpu-g2-standard-8) need 3 GPUs at their "
+            "max node counts. Raise the limit to 11:") in message
+
+
+def test_a_later_run_compares_the_limit_alone_since_the_usage_holds_the_stacks_own_nodes(monkeypatch):
+    """Once the cluster exists its nodes are in the usage: limit 10 with 8 in use (this stack's among them) has
+    room for the plan's 3, and a running stack is not refused for the nodes it has."""
+    grant(monkeypatch, "NVIDIA-L4-GPUS-per-project-region", "10")
+    row(monkeypatch, "NVIDIA_L4_GPUS", 10, 8)
+    monkeypatch.setattr(gcp_stubs, "CLUSTERS", {(PROJECT, "us-central1", "vllm")})
+    cluster_plan(values("g2"))
     grant(monkeypatch, "NVIDIA-L4-GPUS-per-project-region", "2")
-    assert "quota NVIDIA-L4-GPUS-per-project-region (NVIDIA L4 GPUs) in us-central1 (project my-proj-123) is 2 GPUs; " \
-           "the GPU pools (gpu-g2-standard-8) need 3 GPUs" in refused(values("g2"))
+    assert ("quota NVIDIA-L4-GPUS-per-project-region (NVIDIA L4 GPUs) in us-central1 (project my-proj-123): limit "
+            "2 GPUs (in use 8, this stack's running nodes among them); the node pools (gpu-g2-standard-8) need 3 "
+            "GPUs") in refused(values("g2"))
 
 
 def test_the_all_regions_gpu_cap_of_a_new_project_is_checked_too(monkeypatch):
     grant(monkeypatch, "GPUS-ALL-REGIONS-per-project", "0", region="global")
     message = refused(values("g2"))
-    assert ("gcp.region: quota GPUS-ALL-REGIONS-per-project (GPUs (all regions)) in project my-proj-123 is 0 GPUs; "
-            "the GPU pools (gpu-g2-standard-8) need 3 GPUs") in message
+    assert ("gcp.project: quota GPUS-ALL-REGIONS-per-project (GPUs (all regions)) in project my-proj-123: limit 0, "
+            "in use 8, free 0 GPUs; the node pools (gpu-g2-standard-8) need 3 GPUs") in message
     assert ("`gcloud beta quotas preferences create --service=compute.googleapis.com "
-            "--quota-id=GPUS-ALL-REGIONS-per-project --preferred-value=3 --project=my-proj-123 --email=YOUR_EMAIL`"
+            "--quota-id=GPUS-ALL-REGIONS-per-project --preferred-value=11 --project=my-proj-123 --email=YOUR_EMAIL`"
             ) in message
 
 
@@ -70,7 +94,70 @@ def test_spot_pools_draw_on_the_preemptible_quota_or_else_the_standard_one(monke
     cluster_plan(values("g2", spot=True))  # no preemptible quota: Spot VMs use the standard L4 quota
     grant(monkeypatch, "NVIDIA-L4-GPUS-per-project-region", "0")
     assert ("gcp.region: quota PREEMPTIBLE-NVIDIA-L4-GPUS-per-project-region (Preemptible NVIDIA L4 GPUs) in "
-            "us-central1 (project my-proj-123) is 0 GPUs") in refused(values("g2", spot=True))
+            "us-central1 (project my-proj-123): limit 0, in use 0, free 0 GPUs") in refused(values("g2", spot=True))
+
+
+def test_the_system_pools_cpu_family_quota_is_checked_with_its_usage(monkeypatch):
+    # g2 (dev): one e2-standard-8 system node, up to 3 (min + 2): 24 vCPUs on CPUS
+    row(monkeypatch, "CPUS", 40, 16)
+    cluster_plan(values("g2"))  # 24 free: exactly the need
+    row(monkeypatch, "CPUS", 39, 16)
+    assert ("gcp.systemMachineType: quota CPUS-per-project-region (CPUS vCPUs) in us-central1 (project my-proj-123): "
+            "limit 39, in use 16, free 23 vCPUs; the node pools (system) need 24 vCPUs at their max node counts. "
+            "Raise the limit to 40:") in refused(values("g2"))
+    row(monkeypatch, "N2_CPUS", 8, 0)
+    assert ("gcp.systemMachineType: quota N2-CPUS-per-project-region (N2_CPUS vCPUs) in us-central1 (project "
+            "my-proj-123): limit 8, in use 0, free 8 vCPUs; the node pools (system) need 48 vCPUs"
+            ) in refused(values("g2", systemMachineType="n2-standard-16"))
+
+
+def test_a_system_series_without_a_known_cpu_quota_is_refused_not_left_unchecked():
+    assert ("gcp.systemMachineType: m3-megamem-64: no regional vCPU quota is known for its series"
+            ) in refused(values("g2", systemMachineType="m3-megamem-64"))
+
+
+def test_every_vcpu_counts_on_the_all_regions_cpu_quota_of_a_new_project(monkeypatch):
+    # 3 system nodes x 8 vCPUs + 3 g2-standard-8 x 8 vCPUs = 48; a new project's CPUS_ALL_REGIONS is 32 or less
+    row(monkeypatch, "CPUS_ALL_REGIONS", 32, 0, where="global")
+    assert ("gcp.project: quota CPUS-ALL-REGIONS-per-project (vCPUs (all regions)) in project my-proj-123: limit 32, "
+            "in use 0, free 32 vCPUs; the node pools (system, gpu-g2-standard-8) need 48 vCPUs at their max node "
+            "counts. Raise the limit to 48: `gcloud beta quotas preferences create --service=compute.googleapis.com "
+            "--quota-id=CPUS-ALL-REGIONS-per-project --preferred-value=48 --project=my-proj-123") in refused(values("g2"))
+
+
+def test_pd_balanced_boot_disks_count_on_the_regions_ssd_quota(monkeypatch):
+    # 3 system nodes x 100 GB + 3 GPU nodes x 200 GB of pd-balanced = 900 GB
+    row(monkeypatch, "SSD_TOTAL_GB", 1000, 101)
+    assert ("gcp.region: quota SSD-TOTAL-GB-per-project-region (Persistent Disk SSD (GB)) in us-central1 (project "
+            "my-proj-123): limit 1000, in use 101, free 899 GB; the node pools (system, gpu-g2-standard-8) need 900 GB"
+            ) in refused(values("g2"))
+
+
+def test_a_refusal_comes_before_the_first_resource_is_registered(monkeypatch):
+    """The check gates everything: no API, VPC, NAT, service account, cluster or Filestore instance exists when
+    the quota says no."""
+    from components.offline import runner
+    registered: list[str] = []
+
+    class Monitor(runner.RecordingMonitor):
+        def RegisterResource(self, request):
+            registered.append(request.type)
+            return super().RegisterResource(request)
+
+    monkeypatch.setattr(runner, "RecordingMonitor", Monitor)
+    row(monkeypatch, "CPUS", 8, 0)
+    refused(values("g2"))
+    created = [t for t in registered if t.startswith("gcp:") or t.startswith("kubernetes:")]
+    assert created == [] and "vllm-platform:cluster:GcpGpuCluster" in registered
+
+
+def test_a_project_with_the_compute_api_off_is_told_to_turn_the_apis_on_first(monkeypatch):
+    monkeypatch.setattr(gcp_stubs, "COMPUTE_API_OFF", {PROJECT})
+    message = refused(values("g2"))
+    assert ("gcp.project: cannot read the Compute Engine quotas of us-central1 in project my-proj-123 (regions.get, "
+            "projects.get): 403: Compute Engine API has not been used in project my-proj-123") in message
+    assert ("turn the APIs on first: `gcloud services enable compute.googleapis.com cloudquotas.googleapis.com "
+            "container.googleapis.com --project=my-proj-123`, then run again") in message
 
 
 def test_a_pool_consuming_a_reservation_is_not_checked(monkeypatch):
@@ -86,7 +173,7 @@ def test_an_unreadable_quota_names_the_permission_and_the_api(monkeypatch):
     assert ("gcp.region: cannot read quota NVIDIA-L4-GPUS-per-project-region of project my-proj-123: googleapi: "
             "Error 404: QuotaInfo projects/my-proj-123/locations/global/services/compute.googleapis.com/quotaInfos/"
             "NVIDIA-L4-GPUS-per-project-region not found, notFound; the deployer needs cloudquotas.quotas.get "
-            "(roles/cloudquotas.viewer), and the stack turns the Cloud Quotas API (cloudquotas.googleapis.com) on"
+            "(roles/cloudquotas.viewer), and the Cloud Quotas API (cloudquotas.googleapis.com) on"
             ) in refused(values("g2"))
 
 
