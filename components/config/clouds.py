@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..catalog import ACCELERATORS, INSTANCE_TYPES
-from . import bounds
+from . import bounds, gcp_regions
 from .base import DNS_LABEL, _Base, cidr_blocks, field_error
 
 # A Kubernetes object name (RFC 1123 subdomain): StorageClass names.
@@ -167,8 +167,9 @@ class GcpSettings(_Base):
     """GKE Standard in one project: a regional control plane, GPU nodes in one zone (GPUDirect / RDMA
     networks and compact placement are zonal)."""
     project: str = Field(pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
-    region: str = Field(pattern=r"^[a-z]+-[a-z]+\d$")
-    zone: str = Field(pattern=r"^[a-z]+-[a-z]+\d-[a-z]$")
+    region: str = Field(pattern=r"^[a-z]+-[a-z]+\d+$", description="a Google Cloud region "
+                                                                    "(components/config/gcp_regions.py)")
+    zone: str = Field(pattern=r"^[a-z]+-[a-z]+\d+-[a-z]$", description="a zone of `region`")
     network: str | None = Field(None, description="existing VPC name; default: create one (with Cloud NAT)")
     subnetwork: str | None = Field(None, description="existing subnet in `region` of `network`")
     pods_range: str | None = Field(None, description="secondary range name of `subnetwork` for pods")
@@ -217,10 +218,21 @@ class GcpSettings(_Base):
             raise ValueError(problem)
         return cidr_blocks(v)
 
+    @field_validator("region")
+    @classmethod
+    def _known_region(cls, v):
+        problem = gcp_regions.region_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @model_validator(mode="after")
     def _zone_in_region(self):
         if not self.zone.startswith(self.region + "-"):
-            raise field_error("zone", f"{self.zone} is not in region {self.region}")
+            raise field_error("zone", f"{self.zone} is not in region {self.region}; its zones: "
+                                      f"{', '.join(gcp_regions.zones(self.region))}")
+        if problem := gcp_regions.zone_problem(self.region, self.zone):
+            raise field_error("zone", problem)
         if self.subnetwork and not self.network:
             raise field_error("network", "missing: `subnetwork` is set, so name its VPC in `network`")
         if self.network and not (self.subnetwork and self.pods_range and self.services_range):
