@@ -176,6 +176,20 @@ def _machine_types(args):
             "machineTypes": offered}
 
 
+# Zones GCE reports as DOWN (compute.zones.list status); every other zone of the region is UP.
+ZONES_DOWN: set[str] = set()
+
+
+@invoke("gcp:compute/getZones:getZones")
+def _zones(args):
+    """zones.list of a region, filtered by status, from Google Cloud's published list of the region's zones."""
+    from ..config.gcp_regions import zones
+    p, region, status = _project(args), args.get("region"), args.get("status")
+    names = [z for z in zones(region) if (z in ZONES_DOWN) == (status == "DOWN") or not status]
+    return {"id": f"projects/{p}/regions/{region}", "project": p, "region": region, "status": status,
+            "names": names}
+
+
 @invoke("gcp:compute/getReservation:getReservation")
 def _reservation(args):
     p, zone, name = _project(args), args["zone"], args["name"]

@@ -261,9 +261,18 @@ def pool_nodes(cfg: GcpClusterArgs, specs: list[PoolSpec], vcpus: dict[str, int]
 
 
 def capacity_checks(cfg: GcpClusterArgs, specs: list[PoolSpec], opts: pulumi.InvokeOptions) -> list[str]:
-    """Ask GCE (compute.getMachineTypes per machine type, compute.getReservation) what the zone offers, and
-    the project's quotas what it may still run (quotas.py)."""
+    """Ask GCE (compute.getZones of the region, compute.getMachineTypes per machine type, compute.getReservation)
+    whether gcp.zone is up and what it offers, and the project's quotas what it may still run (quotas.py)."""
     g = cfg.gcp
+    try:
+        up = list(gcp.compute.get_zones(project=g.project, region=g.region, status="UP", opts=opts).names or [])
+    except Exception as e:  # a region the project cannot use (one Google opens on request), or no access
+        return [f"gcp.region: cannot list the zones of {g.region} in project {g.project}: {api_error(e)}"]
+    if g.zone not in up:
+        return [f"gcp.zone: GCE lists {g.zone} as not up in project {g.project} (zones of {g.region} that are up: "
+                f"{', '.join(sorted(up)) or 'none'}); the node pools stay in gcp.zone and never follow a live "
+                f"answer, so wait for the zone or set gcp.zone to one of those (a new zone replaces the node pools "
+                f"and a zonal Filestore cache)"]
     vcpus: dict[str, int] = {}
     for machine in sorted({g.system_machine_type, *(s.instance.name for s in specs)}):
         try:
