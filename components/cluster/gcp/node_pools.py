@@ -210,6 +210,11 @@ def pool_options(opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
 
 
 def system_node_pool_args(cfg: GcpClusterArgs, cluster_id, service_account, labels: dict[str, str] | None = None) -> dict:
+    """One zone, gcp.zone, like the cluster's node locations: Prometheus' volume (standard-rwo, a zonal
+    pd-balanced disk, bound WaitForFirstConsumer in the zone of its first node) can follow its pod to any system
+    node a drain or a repair moves it to, and the autoscaler (one node group per pool and zone on GKE) only ever
+    adds system nodes there. Spreading this pool over zones would need a regional or zone-following volume first
+    (tests/cluster/gcp/test_zones.py pins the pair)."""
     g = cfg.gcp
     n = system_nodes(cfg)
     return dict(

@@ -51,3 +51,15 @@ def test_another_configured_zone_is_validated_live_as_well(monkeypatch):
     assert "gcp.zone: us-central1-b does not offer g2-standard-8" in refused(values(zone="us-central1-b"))
     res, _ = cluster_plan(values(zone="us-central1-c"))
     assert {tuple(p.inputs["nodeLocations"]) for p in by_type(res, POOL)} == {("us-central1-c",)}
+
+
+def test_prometheus_volume_and_every_system_node_share_one_zone_so_a_drain_never_strands_it():
+    """Issue 36, 'the first drain can take Prometheus down' on EKS: on GKE the system pool (and the cluster's node
+    locations) are gcp.zone alone, and Prometheus' claim names standard-rwo, a zonal pd-balanced disk created in the
+    zone of its first node; every node it can move to is in that zone. Spreading the system pool over zones without
+    a regional (or zone-following) volume would bring the EKS fault here."""
+    res, exports = cluster_plan(values())
+    system = next(p for p in by_type(res, POOL) if p.inputs["name"] == "system")
+    cluster = next(r for r in res if r.type == "gcp:container/cluster:Cluster")
+    assert system.inputs["nodeLocations"] == cluster.inputs["nodeLocations"] == ["us-central1-a"]
+    assert exports["facts"]["block_storage_class"] == "standard-rwo"
