@@ -197,3 +197,24 @@ def test_the_most_specific_dimensions_entry_gives_the_value():
     assert quota_value(infos, "europe-west4", (("gpu_family", "NVIDIA_H100"),)) is None  # not applicable there
     assert quota_value([_info({}, None)], "us-central1", ()) is None  # never granted: Cloud Quotas says null
     assert quota_value([_info({}, "-1")], "us-central1", ()) == -1  # unlimited
+
+
+def test_the_rest_transport_sends_the_token_and_reports_googles_own_message(monkeypatch):
+    """What `pulumi up` runs (the offline plan swaps the transport): a Bearer GET, Google's error message kept."""
+    import io
+    import json
+    import urllib.error
+    from components.cluster.gcp import quotas
+    seen = {}
+
+    def refuse(request, timeout):
+        seen["auth"], seen["url"] = request.get_header("Authorization"), request.full_url
+        body = json.dumps({"error": {"code": 403, "message": "Required 'compute.regions.get' permission for "
+                                                             "'projects/p/regions/us-central1'"}}).encode()
+        raise urllib.error.HTTPError(request.full_url, 403, "Forbidden", {}, io.BytesIO(body))
+
+    monkeypatch.setattr(quotas.urllib.request, "urlopen", refuse)
+    with pytest.raises(RuntimeError) as e:
+        quotas._http_get(f"{quotas.COMPUTE_API}/projects/p/regions/us-central1", "tok")
+    assert str(e.value) == "403: Required 'compute.regions.get' permission for 'projects/p/regions/us-central1'"
+    assert seen == {"auth": "Bearer tok", "url": "https://compute.googleapis.com/compute/v1/projects/p/regions/us-central1"}
