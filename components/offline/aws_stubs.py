@@ -91,9 +91,10 @@ def _get_cluster(args):
             "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}]}
 
 
-# Node groups of the EXISTING_CLUSTERS ({cluster: {node group name: desired size}}): what Cluster Autoscaler
-# (or a Capacity Block's scheduled action) has scaled each to since `pulumi up` created it.
-EXISTING_NODE_GROUPS: dict[str, dict[str, int]] = {}
+# Node groups of the EXISTING_CLUSTERS ({cluster: {node group name: desired size, or its scaling config
+# {"minSize", "desiredSize", "maxSize"}}}): what Cluster Autoscaler (or a Capacity Block's scheduled action) has
+# scaled each to since `pulumi up` created it.
+EXISTING_NODE_GROUPS: dict[str, dict[str, int | dict[str, int]]] = {}
 
 
 @invoke("aws:eks/getNodeGroups:getNodeGroups")
@@ -109,9 +110,11 @@ def _node_groups(args):
 @invoke("aws:eks/getNodeGroup:getNodeGroup")
 def _get_node_group(args):
     cluster, group = args["clusterName"], args["nodeGroupName"]
-    desired = EXISTING_NODE_GROUPS.get(cluster, {})[group]
+    live = EXISTING_NODE_GROUPS.get(cluster, {})[group]
+    if isinstance(live, int):
+        live = {"desiredSize": live, "minSize": 0, "maxSize": max(live, 1)}
     return {"id": f"{cluster}:{group}", "clusterName": cluster, "nodeGroupName": group, "status": "ACTIVE",
-            "scalingConfigs": [{"desiredSize": desired, "minSize": 0, "maxSize": max(desired, 1)}],
+            "scalingConfigs": [dict(live)],
             "region": _region(args)}
 
 

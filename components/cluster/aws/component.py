@@ -28,7 +28,7 @@ from ...upstream import kubernetes_support
 from .source_access import s3_readers
 from .network import AwsNetwork, network_zones
 from .quotas import check_quotas
-from .node_pools import SYSTEM_LABELS, AwsNodeGroups, live_desired_sizes
+from .node_pools import SYSTEM_LABELS, AwsNodeGroups, live_scaling
 from .storage import BLOCK_STORAGE_CLASS, EFS_CLIENT_READ_GBPS, STORAGE_CLASS, EfsModelCache, block_storage_class
 
 # Model cache on the nodes' NVMe RAID0: the first start downloads from the Hub, later ones read the
@@ -121,7 +121,7 @@ class AwsGpuCluster(pulumi.ComponentResource):
         tags = {"vllm-platform/stack": pulumi.get_stack(), "vllm-platform/environment": args.environment}
         nodes = AwsNodeGroups(f"{name}-nodes", settings, cluster_name, specs, placements, self.cluster, network,
                               partition.partition, tags, args.pool_models, opts=child,
-                              live_sizes=live_desired_sizes(cluster_name, live is not None, invoke))
+                              live_sizes=live_scaling(cluster_name, live is not None, invoke))
         addons = EksAddons(f"{name}-addons", self.cluster, EKS_ADDON_VERSIONS[minor], partition.partition,
                            nodes.system, efs_csi=uses_efs(args), node_monitoring=settings.node_auto_repair,
                            opts=child).addons

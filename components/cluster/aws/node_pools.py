@@ -156,28 +156,38 @@ def _root(gib: int) -> list[dict]:
 _AUTO_NAME = re.compile(r"(.+)-[0-9a-f]{7}")
 
 
-def live_desired_sizes(cluster_name: str, exists: bool, invoke: pulumi.InvokeOptions) -> dict[str, int]:
-    """{logical name: desired size} of the node groups the cluster has now; {} before the cluster exists.
+# The one property of a node group's scaling config that Cluster Autoscaler owns once the group exists (GKE: the
+# node pools' initialNodeCount, components/cluster/gcp/node_pools.py pool_options).
+DESIRED_SIZE = "scalingConfig.desiredSize"
 
-    Why: `ignore_changes` on desiredSize keeps the size the group was created with (0) as the program's input,
-    not the live one, and a refresh does not change that (the engine skips ignored properties). When min or max
-    change the provider sends the whole scaling config with that stale size: EKS would set a running group back
-    to it, scaling a Capacity Block fleet to zero mid-block. So an existing group is sent its live size."""
+
+def live_scaling(cluster_name: str, exists: bool, invoke: pulumi.InvokeOptions) -> dict[str, dict[str, int]]:
+    """{logical name: live scaling config (min_size, desired_size, max_size)} of the node groups the cluster has
+    now; {} before the cluster exists."""
     if not exists:
         return {}
     sizes = {}
     for group in aws.eks.get_node_groups(cluster_name=cluster_name, opts=invoke).names or []:
         if m := _AUTO_NAME.fullmatch(group):
-            group_now = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=group, opts=invoke)
-            sizes[m.group(1)] = group_now.scaling_configs[0].desired_size
+            now = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=group, opts=invoke).scaling_configs[0]
+            sizes[m.group(1)] = {"min_size": now.min_size, "desired_size": now.desired_size, "max_size": now.max_size}
     return sizes
 
 
-def keep_size(scaling: dict[str, int], live: int | None) -> dict[str, int]:
-    """The scaling config to send: a new group's own; an existing group's live desired size, within min..max."""
+def keep_size(scaling: dict[str, int], live: dict[str, int] | None) -> tuple[dict[str, int], list[str]]:
+    """(scaling config to send, ignore_changes) of one node group.
+
+    The desired size is Cluster Autoscaler's once the group exists, so it is ignored (ignore_changes, as GKE's
+    node count): a `pulumi up` neither diffs on it nor sends a size read seconds earlier over one the autoscaler
+    has since set. Except on the run that changes the group's min or max: the provider then sends the whole
+    scaling config, and with the size ignored that would be the stored one (0 for a GPU group: a running Capacity
+    Block fleet scaled to zero). That run sends the live size instead, clamped into the new bounds (EKS refuses
+    desired outside min..max). A new group is created at its own size."""
     if live is None:
-        return dict(scaling)
-    return {**scaling, "desired_size": min(max(live, scaling["min_size"]), scaling["max_size"])}
+        return dict(scaling), [DESIRED_SIZE]
+    if (live["min_size"], live["max_size"]) == (scaling["min_size"], scaling["max_size"]):
+        return {**scaling, "desired_size": live["desired_size"]}, [DESIRED_SIZE]
+    return {**scaling, "desired_size": min(max(live["desired_size"], scaling["min_size"]), scaling["max_size"])}, []
 
 
 class AwsNodeGroups(pulumi.ComponentResource):
@@ -186,7 +196,7 @@ class AwsNodeGroups(pulumi.ComponentResource):
     def __init__(self, name: str, settings: AwsSettings, cluster_name: str, specs: list[PoolSpec],
                  placements: dict[str, PoolPlacement], cluster: aws.eks.Cluster, network: NetworkFacts,
                  partition: str, tags: dict[str, str], pool_models: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None, live_sizes: dict[str, int] | None = None):
+                 opts: pulumi.ResourceOptions | None = None, live_sizes: dict[str, dict[str, int]] | None = None):
         super().__init__("vllm-platform:aws:NodeGroups", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self._settings, self._cluster, self._network, self._cluster_name = settings, cluster, network, cluster_name
@@ -194,8 +204,8 @@ class AwsNodeGroups(pulumi.ComponentResource):
         self.role, attachments = service_role(f"{name}-role", "ec2.amazonaws.com", partition, NODE_POLICIES, self,
                                               f"EKS nodes of {cluster_name}", tag_session=False)
         # Cluster Autoscaler owns the desired size once the group exists: a new group is created empty and
-        # an existing one is sent its live size (live_desired_sizes), so neither a program value nor a stale
-        # stored one ever resizes it. Every group names the cluster's version: without it the provider never
+        # an existing one ignores it, or is sent its live size when its bounds change (keep_size), so neither a
+        # program value nor a stale stored one ever resizes it. Every group names the cluster's version: without it the provider never
         # moves a group's nodes when kubernetesVersion is raised.
         self._live = live_sizes or {}
         self._group_opts = pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress])
@@ -225,15 +235,20 @@ class AwsNodeGroups(pulumi.ComponentResource):
                                 for kind in ("instance", "volume")],
             opts=pulumi.ResourceOptions(parent=self))
         n = settings.system_nodes
-        return aws.eks.NodeGroup(
-            f"{name}-system", cluster_name=self._cluster.name, node_role_arn=self.role.arn,
-            version=self._cluster.version, subnet_ids=self._network.private_subnet_ids, ami_type=SYSTEM_AMI_TYPE,
-            capacity_type="ON_DEMAND",
+        return self._node_group(
+            f"{name}-system", {"min_size": n, "desired_size": n, "max_size": n + 2},
+            subnet_ids=self._network.private_subnet_ids, ami_type=SYSTEM_AMI_TYPE, capacity_type="ON_DEMAND",
             instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            scaling_config=keep_size({"min_size": n, "desired_size": n, "max_size": n + 2},
-                                     self._live.get(f"{name}-system")),
-            update_config={"max_unavailable": 1}, tags=tags, opts=self._group_opts)
+            update_config={"max_unavailable": 1}, tags=tags)
+
+    def _node_group(self, name: str, scaling: dict[str, int], **args) -> aws.eks.NodeGroup:
+        """A managed node group of the cluster at its version, its desired size left to Cluster Autoscaler."""
+        scaling_config, ignored = keep_size(scaling, self._live.get(name))
+        return aws.eks.NodeGroup(
+            name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
+            scaling_config=scaling_config, **args,
+            opts=pulumi.ResourceOptions.merge(self._group_opts, pulumi.ResourceOptions(ignore_changes=ignored)))
 
     def _gpu(self, name, spec: PoolSpec, placement: PoolPlacement, tags: dict[str, str]) -> aws.eks.NodeGroup:
         settings, network, cluster_name = self._settings, self._network, self._cluster_name
@@ -274,15 +289,13 @@ class AwsNodeGroups(pulumi.ComponentResource):
                                 for kind in ("instance", "volume")],
             opts=child, **lt_args)
         subnets = [network.private_subnet_ids[i] for i in placement.subnet_indexes]
-        group = aws.eks.NodeGroup(
-            name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
-            subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
+        group = self._node_group(
+            name, placement.scaling, subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
             capacity_type=capacity_type, launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            labels=gpu_labels(spec), taints=gpu_taints(spec), scaling_config=keep_size(placement.scaling, self._live.get(name)),
-            update_config=dict(GPU_UPDATE_CONFIG),
+            labels=gpu_labels(spec), taints=gpu_taints(spec), update_config=dict(GPU_UPDATE_CONFIG),
             node_repair_config=({"enabled": True, "max_parallel_nodes_repaired_count": GPU_REPAIR_PARALLELISM}
                                 if settings.node_auto_repair else {"enabled": False}),
-            tags=tags, opts=self._group_opts)
+            tags=tags)
         asg = group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
         # EKS does not copy node group tags to the Auto Scaling group; this tag reaches every instance the
         # group launches from now on (running nodes keep the old value until replaced) and rolls nothing.
