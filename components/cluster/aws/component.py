@@ -130,20 +130,20 @@ class AwsGpuCluster(pulumi.ComponentResource):
         # groups: pods that ask for GPUs wait as Pending while a GPU group (or its capacity) is still coming.
         # The access entries too: created before, deleted after every Kubernetes object, so that a listed role
         # running `pulumi destroy` does not lose the API half-way (and leave the gateway's NLB behind).
-        ready = [nodes.system, *addons.values(), *control.deployer_rules, *control.access, block_class]
+        ready = [*nodes.system, *addons.values(), *control.deployer_rules, *control.access, block_class]
         if uses_efs(args):
             cache = EfsModelCache(f"{name}-cache", cluster_name, network, nodes.node_security_group, self.provider,
                                   addons[EFS_CSI_ADDON], opts=child)
             ready.append(cache.storage_class)
         ClusterAutoscaler(f"{name}-autoscaler", self.cluster, cluster_name, settings.region, minor,
                           partition.partition, account, self.provider,
-                          [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules, *control.access],
+                          [*nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules, *control.access],
                           opts=child, charts=args.charts)
         _, lbc_identity = pod_identity_role(
             f"{name}-lb-controller", self.cluster, LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT,
             load_balancer_controller_policy(partition.partition), self,
             f"AWS Load Balancer Controller of {cluster_name} (Pod Identity)",
-            [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules])
+            [*nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules])
         lb_controller = LoadBalancerController(
             cluster_name=cluster_name, region=settings.region, vpc_id=network.vpc_id,
             namespace=LB_CONTROLLER_NAMESPACE, service_account=LB_CONTROLLER_SERVICE_ACCOUNT,

@@ -253,7 +253,7 @@ class EksAddons(pulumi.ComponentResource):
     roles (AmazonEBSCSIDriverPolicy, AmazonEFSCSIDriverPolicy) instead of the node role."""
 
     def __init__(self, name: str, cluster: aws.eks.Cluster, versions: dict[str, str], partition: str,
-                 system_nodes: pulumi.Resource, efs_csi: bool, node_monitoring: bool,
+                 system_nodes: list[pulumi.Resource], efs_csi: bool, node_monitoring: bool,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("vllm-platform:aws:EksAddons", name, None, opts)
         self.addons: dict[str, aws.eks.Addon] = {}
@@ -261,7 +261,7 @@ class EksAddons(pulumi.ComponentResource):
             extra = {"configuration_values": json.dumps(VPC_CNI_CONFIGURATION)} if addon == "vpc-cni" else {}
             self.addons[addon] = self._addon(name, cluster, addon, versions[addon], [], **extra)
         for addon in WORKLOAD_ADDONS:
-            self.addons[addon] = self._addon(name, cluster, addon, versions[addon], [system_nodes])
+            self.addons[addon] = self._addon(name, cluster, addon, versions[addon], list(system_nodes))
         # Every claim without a class of its own (Prometheus) binds through the default gp3 class on it.
         self._csi(name, cluster, versions, partition, system_nodes, EBS_CSI_ADDON, "ebs-csi", EBS_CSI_POLICY,
                   EBS_CSI_CONTROLLER_SA, "EBS")
@@ -272,14 +272,14 @@ class EksAddons(pulumi.ComponentResource):
             # Node auto repair acts on node conditions; without this agent a GPU XID error or a failed DCGM
             # check never becomes one, and a broken GPU node stays Ready.
             self.addons[NODE_MONITORING_ADDON] = self._addon(name, cluster, NODE_MONITORING_ADDON,
-                                                             versions[NODE_MONITORING_ADDON], [system_nodes])
+                                                             versions[NODE_MONITORING_ADDON], list(system_nodes))
         self.register_outputs({a: addon.addon_version for a, addon in self.addons.items()})
 
     def _csi(self, name, cluster, versions, partition, system_nodes, addon, short, policy, service_account, kind):
         role, attachments = service_role(f"{name}-{short}", POD_IDENTITY_PRINCIPAL, partition, (policy,), self,
                                          f"{kind} CSI driver controller (Pod Identity)")
         self.addons[addon] = self._addon(
-            name, cluster, addon, versions[addon], [system_nodes, self.addons["eks-pod-identity-agent"], *attachments],
+            name, cluster, addon, versions[addon], [*system_nodes, self.addons["eks-pod-identity-agent"], *attachments],
             pod_identity_associations=[{"role_arn": role.arn, "service_account": service_account}])
 
     def _addon(self, name: str, cluster: aws.eks.Cluster, addon: str, version: str, depends_on: list,

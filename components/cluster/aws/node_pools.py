@@ -1,4 +1,4 @@
-"""Managed node groups: a small on-demand system group, and one GPU group per planned instance type.
+"""Managed node groups: a small on-demand system group per zone, and one GPU group per planned instance type.
 
 A GPU group whose replicas span nodes gets the instance type's full EFA device count, a cluster
 placement group (ours, or the one aws.placementGroup names), one zone's subnet and a security group
@@ -190,6 +190,15 @@ def keep_size(scaling: dict[str, int], live: dict[str, int] | None) -> tuple[dic
     return {**scaling, "desired_size": min(max(live["desired_size"], scaling["min_size"]), scaling["max_size"])}, []
 
 
+def system_group_sizes(system_nodes: int, zones: int) -> list[dict[str, int]]:
+    """Scaling of each zone's system group. aws.systemNodes stays the cluster's total minimum (what the bill
+    counts), spread over the zones, the first zones taking the remainder (2 nodes over 3 zones: 1, 1, 0). Each
+    zone may grow one node above its share: room for a pod bound to a volume of that zone (Prometheus) whose node
+    is drained, even in a zone whose share is 0 (Cluster Autoscaler scales a managed group up from zero)."""
+    shares = [system_nodes // zones + (1 if i < system_nodes % zones else 0) for i in range(zones)]
+    return [{"min_size": n, "desired_size": n, "max_size": n + 1} for n in shares]
+
+
 class AwsNodeGroups(pulumi.ComponentResource):
     """The node role, the system node group and the GPU node groups of the plan."""
 
@@ -224,7 +233,12 @@ class AwsNodeGroups(pulumi.ComponentResource):
             self.pools[spec.instance.name] = gpu_pool_facts(spec, reserved(settings))
         self.register_outputs({"role": self.role.arn, "pools": list(self.pools)})
 
-    def _system(self, name) -> aws.eks.NodeGroup:
+    def _system(self, name) -> list[aws.eks.NodeGroup]:
+        """One system node group per zone (system_group_sizes): Prometheus's volume is a zonal EBS volume, and
+        Cluster Autoscaler cannot ask one Auto Scaling group spanning three zones for a node in a given zone.
+        With a group per zone, a pod bound to its volume's zone (after a drain, a repair, a node upgrade) makes
+        the autoscaler grow that zone's group (EKS user guide, create-managed-node-group.html: "configure
+        multiple node groups, each scoped to a single Availability Zone" with --balance-similar-node-groups)."""
         settings, cluster_name = self._settings, self._cluster_name
         tags = {**self._tags, "vllm-platform/pool": "system"}
         lt = aws.ec2.LaunchTemplate(
@@ -234,21 +248,32 @@ class AwsNodeGroups(pulumi.ComponentResource):
             tag_specifications=[{"resource_type": kind, "tags": {"Name": f"{cluster_name}-system", **tags}}
                                 for kind in ("instance", "volume")],
             opts=pulumi.ResourceOptions(parent=self))
-        n = settings.system_nodes
-        return self._node_group(
-            f"{name}-system", {"min_size": n, "desired_size": n, "max_size": n + 2},
-            subnet_ids=self._network.private_subnet_ids, ami_type=SYSTEM_AMI_TYPE, capacity_type="ON_DEMAND",
-            instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
-            launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            update_config={"max_unavailable": 1}, tags=tags)
+        subnets_by_zone: dict[str, list] = {}
+        for zone, subnet in zip(self._network.zones, self._network.private_subnet_ids):
+            subnets_by_zone.setdefault(zone, []).append(subnet)
+        groups = []
+        for i, (zone, scaling) in enumerate(zip(subnets_by_zone, system_group_sizes(settings.system_nodes,
+                                                                                   len(subnets_by_zone)))):
+            # The first zone's group takes over the single system group of earlier releases (its address), so
+            # `pulumi up` replaces it (create first, then delete and drain the old one) rather than deleting it
+            # while nothing else runs the operators.
+            alias = [pulumi.Alias(name=f"{name}-system")] if i == 0 else []
+            groups.append(self._node_group(
+                f"{name}-system-{zone}", scaling,
+                subnet_ids=subnets_by_zone[zone], ami_type=SYSTEM_AMI_TYPE, capacity_type="ON_DEMAND",
+                instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
+                launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+                update_config={"max_unavailable": 1}, tags=tags, aliases=alias))
+        return groups
 
-    def _node_group(self, name: str, scaling: dict[str, int], **args) -> aws.eks.NodeGroup:
+    def _node_group(self, name: str, scaling: dict[str, int], aliases: list | None = None, **args) -> aws.eks.NodeGroup:
         """A managed node group of the cluster at its version, its desired size left to Cluster Autoscaler."""
         scaling_config, ignored = keep_size(scaling, self._live.get(name))
         return aws.eks.NodeGroup(
             name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
             scaling_config=scaling_config, **args,
-            opts=pulumi.ResourceOptions.merge(self._group_opts, pulumi.ResourceOptions(ignore_changes=ignored)))
+            opts=pulumi.ResourceOptions.merge(self._group_opts, pulumi.ResourceOptions(
+                ignore_changes=ignored, aliases=aliases or None)))
 
     def _gpu(self, name, spec: PoolSpec, placement: PoolPlacement, tags: dict[str, str]) -> aws.eks.NodeGroup:
         settings, network, cluster_name = self._settings, self._network, self._cluster_name

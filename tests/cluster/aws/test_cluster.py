@@ -128,7 +128,7 @@ def test_node_groups_follow_the_cluster_version():
     res = planned(P5).resources
     version = one(res, CLUSTER).inputs["version"]
     assert version == "1.35"
-    assert [ng.inputs["version"] for ng in by_type(res, NG)] == [version, version]
+    assert [ng.inputs["version"] for ng in by_type(res, NG)] == [version] * 4  # three system groups (one per zone), p5
 
 
 def test_g6_program_registers_the_same_resources_in_preview_and_update():

@@ -24,7 +24,8 @@ def addon_names(res):
 def test_gpu_groups_replace_nodes_in_place_and_system_nodes_may_surge():
     res = planned(P5).resources
     assert gpu_group(res).inputs["updateConfig"] == {"maxUnavailable": 1, "updateStrategy": "MINIMAL"}
-    assert one(res, NG, "vllm-cluster-nodes-system").inputs["updateConfig"] == {"maxUnavailable": 1}
+    for zone in ("us-east-1a", "us-east-1b", "us-east-1c"):
+        assert one(res, NG, f"vllm-cluster-nodes-system-{zone}").inputs["updateConfig"] == {"maxUnavailable": 1}
 
 
 def test_auto_repair_comes_with_the_agent_that_reports_gpu_faults():
