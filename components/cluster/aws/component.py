@@ -22,7 +22,8 @@ from .capacity import PoolPlacement, plan_placement
 from .iam import (LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, load_balancer_controller_policy,
                   pod_identity_role)
 from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, NODE_ADDONS, NODE_MONITORING_ADDON, WORKLOAD_ADDONS,
-                            EksAddons, EksControlPlane, endpoint_reachability, preview_secret_reader, token_identity)
+                            EksAddons, EksControlPlane, deletion_protection, endpoint_reachability,
+                            preview_secret_reader, token_identity)
 from .versions_check import eks_version_checks, existing_cluster
 from ...upstream import kubernetes_support
 from .source_access import s3_readers
@@ -121,7 +122,8 @@ class AwsGpuCluster(pulumi.ComponentResource):
         tags = {"vllm-platform/stack": pulumi.get_stack(), "vllm-platform/environment": args.environment}
         nodes = AwsNodeGroups(f"{name}-nodes", settings, cluster_name, specs, placements, self.cluster, network,
                               partition.partition, tags, args.pool_models, opts=child,
-                              live_sizes=live_scaling(cluster_name, live is not None, invoke))
+                              live_sizes=live_scaling(cluster_name, live is not None, invoke),
+                              protect=deletion_protection(args))
         addons = EksAddons(f"{name}-addons", self.cluster, EKS_ADDON_VERSIONS[minor], partition.partition,
                            nodes.system, efs_csi=uses_efs(args), node_monitoring=settings.node_auto_repair,
                            opts=child).addons
@@ -133,7 +135,7 @@ class AwsGpuCluster(pulumi.ComponentResource):
         ready = [*nodes.system, *addons.values(), *control.deployer_rules, *control.access, block_class]
         if uses_efs(args):
             cache = EfsModelCache(f"{name}-cache", cluster_name, network, nodes.node_security_group, self.provider,
-                                  addons[EFS_CSI_ADDON], opts=child)
+                                  addons[EFS_CSI_ADDON], opts=child, protect=deletion_protection(args))
             ready.append(cache.storage_class)
         ClusterAutoscaler(f"{name}-autoscaler", self.cluster, cluster_name, settings.region, minor,
                           partition.partition, account, self.provider,

@@ -93,7 +93,23 @@ def deployer_rules(settings: AwsSettings) -> dict[str, dict]:
 
 
 def deletion_protection(cfg: AwsClusterArgs) -> bool:
+    """aws.deletionProtection (default: on in prod). One flag for both guards: EKS's own deletion protection on
+    the cluster, and Pulumi's `protect` on the cluster, the system node groups and the EFS cache
+    (protected_opts). Switched off, one `pulumi up` lifts both (the engine unprotects in state, the provider
+    updates the cluster), and `pulumi destroy` then runs in one go (docs/clusters.md "Tearing down")."""
     return cfg.aws.deletion_protection if cfg.aws.deletion_protection is not None else cfg.environment == "prod"
+
+
+def protected_opts(opts: pulumi.ResourceOptions, protect: bool) -> pulumi.ResourceOptions:
+    """`protect` for what a production teardown must not lose half-way. The engine refuses to delete a protected
+    resource when it comes to it, and `pulumi destroy` previews first: with the cluster protected the preview
+    fails and nothing is deleted (pulumi/pulumi pkg/resource/deploy/step.go DeleteStep.Apply, checked at
+    v3.259.0-14-g1b59498; pulumi.com/docs/iac/concepts/resources/options/protect). Without it EKS's deletion
+    protection failed the destroy at the cluster, after the node groups, the cache and every Kubernetes object
+    were gone. No `retainOnDelete` anywhere: nothing here holds data that must outlive the stack (the cache
+    is re-downloadable weights), and a resource kept silently past `destroy` is a bill nobody sees (an EFS
+    file system of cached weights is billed per GB-month)."""
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=protect))
 
 
 def access_policy_arn(partition: str, policy: str) -> str:
@@ -206,7 +222,9 @@ class EksControlPlane(pulumi.ComponentResource):
             # standard support instead of upgrading it.
             upgrade_policy={"support_type": settings.support_type},
             deletion_protection=deletion_protection(cfg),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, key_access, self.log_group]))
+            opts=protected_opts(pulumi.ResourceOptions(parent=self, depends_on=[*attachments, key_access,
+                                                                              self.log_group]),
+                                deletion_protection(cfg)))
         listed = [*settings.admin_role_arns, *settings.viewer_role_arns]
         if self.creator and principal(self.creator) in {principal(a) for a in listed}:
             pulumi.log.info(f"aws.adminRoleArns / aws.viewerRoleArns: no access entry for {self.creator}: it "

@@ -205,7 +205,8 @@ class AwsNodeGroups(pulumi.ComponentResource):
     def __init__(self, name: str, settings: AwsSettings, cluster_name: str, specs: list[PoolSpec],
                  placements: dict[str, PoolPlacement], cluster: aws.eks.Cluster, network: NetworkFacts,
                  partition: str, tags: dict[str, str], pool_models: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None, live_sizes: dict[str, dict[str, int]] | None = None):
+                 opts: pulumi.ResourceOptions | None = None, live_sizes: dict[str, dict[str, int]] | None = None,
+                 protect: bool = False):
         super().__init__("vllm-platform:aws:NodeGroups", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self._settings, self._cluster, self._network, self._cluster_name = settings, cluster, network, cluster_name
@@ -217,6 +218,7 @@ class AwsNodeGroups(pulumi.ComponentResource):
         # program value nor a stale stored one ever resizes it. Every group names the cluster's version: without it the provider never
         # moves a group's nodes when kubernetesVersion is raised.
         self._live = live_sizes or {}
+        self._protect = protect
         self._group_opts = pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress])
         # Every node carries it; the model cache's NFS rule admits exactly this group.
         self.node_security_group = aws.ec2.SecurityGroup(
@@ -263,17 +265,23 @@ class AwsNodeGroups(pulumi.ComponentResource):
                 subnet_ids=subnets_by_zone[zone], ami_type=SYSTEM_AMI_TYPE, capacity_type="ON_DEMAND",
                 instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
                 launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-                update_config={"max_unavailable": 1}, tags=tags, aliases=alias))
+                update_config={"max_unavailable": 1}, tags=tags, aliases=alias,
+                # aws.deletionProtection (control_plane.protected_opts): the operators, Prometheus and the Ray
+                # heads run here. Not the GPU groups: they follow the plan (a model moved to another instance
+                # type deletes its old group, which `protect` would refuse on every such `pulumi up`), hold no
+                # data, and a `pulumi destroy` stops at its preview on the protected cluster before any delete.
+                protect=self._protect))
         return groups
 
-    def _node_group(self, name: str, scaling: dict[str, int], aliases: list | None = None, **args) -> aws.eks.NodeGroup:
+    def _node_group(self, name: str, scaling: dict[str, int], aliases: list | None = None, protect: bool = False,
+                    **args) -> aws.eks.NodeGroup:
         """A managed node group of the cluster at its version, its desired size left to Cluster Autoscaler."""
         scaling_config, ignored = keep_size(scaling, self._live.get(name))
         return aws.eks.NodeGroup(
             name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
             scaling_config=scaling_config, **args,
             opts=pulumi.ResourceOptions.merge(self._group_opts, pulumi.ResourceOptions(
-                ignore_changes=ignored, aliases=aliases or None)))
+                ignore_changes=ignored, aliases=aliases or None, protect=protect)))
 
     def _gpu(self, name, spec: PoolSpec, placement: PoolPlacement, tags: dict[str, str]) -> aws.eks.NodeGroup:
         settings, network, cluster_name = self._settings, self._network, self._cluster_name
