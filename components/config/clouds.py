@@ -35,8 +35,10 @@ class AwsSettings(_Base):
                                         "hosts multi-node (EFA) GPU pools")
     vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the VPC this stack creates")
     availability_zones: list[str] | None = Field(
-        None, min_length=2, max_length=6, description="zones of the VPC this stack creates (default: the "
-                                                      "region's first three); the first hosts EFA pools")
+        None, min_length=2, max_length=6, description="zones of the VPC this stack creates, checked against the "
+                                                      "account's; the first hosts EFA pools. Default: the zones "
+                                                      "the deployed cluster runs in, or on the first `pulumi up` "
+                                                      "the region's first three (production: pin them)")
     endpoint_public_access_cidrs: list[str] = Field(
         default_factory=list, description="CIDRs that may reach the public API endpoint (where `pulumi up` runs "
                                           "from outside the VPC); empty: no public endpoint")
@@ -79,7 +81,9 @@ class AwsSettings(_Base):
                                           "the cluster's")
     system_instance_type: str = Field("m7i.2xlarge", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$",
                                       description="on-demand nodes for operators, Prometheus and Ray heads")
-    system_nodes: int = Field(2, ge=1, le=10, description="system nodes (2+ keeps operators available)")
+    system_nodes: int = Field(2, ge=1, le=10, description="system nodes in all (2+ keeps operators available): the "
+                                                        "minimum of the per-zone system groups, spread over the "
+                                                        "zones (2 over 3: 1, 1, 0), each may grow one above it")
 
     @field_validator("subnet_ids")
     @classmethod

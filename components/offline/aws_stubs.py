@@ -70,9 +70,12 @@ def _session_context(args):
             "issuerId": f"AROA{_hex(role).upper()}", "issuerName": role, "sessionName": session}
 
 
-# EKS clusters that already exist in the region ({name: {"version": minor, "tags": {...}}}); the offline plan is
-# an empty account. Tests add one to plan a later `pulumi up` of a deployed stack.
+# EKS clusters that already exist in the region ({name: {"version": minor, "tags": {...}, "zones": [...]}}); the
+# offline plan is an empty account. Tests add one to plan a later `pulumi up` of a deployed stack. Its private
+# subnets are in "zones" (default: the region's a, b, c, where a stack without availabilityZones created them).
 EXISTING_CLUSTERS: dict[str, dict] = {}
+# Subnets the offline account has, id -> zone (a deployed cluster's, above); getSubnet answers these first.
+SUBNET_ZONES: dict[str, str] = {}
 
 
 @invoke("aws:eks/getClusters:getClusters")
@@ -86,7 +89,14 @@ def _get_cluster(args):
     if name not in EXISTING_CLUSTERS:
         raise _DataSourceError("aws:eks/getCluster:getCluster", f"reading EKS Cluster ({name}): couldn't find resource")
     cluster = EXISTING_CLUSTERS[name]
+    zones = cluster.get("zones") or [f"{_region(args)}{z}" for z in "abc"]
+    subnets = [f"subnet-{_hex(name + zone)}" for zone in zones]
+    SUBNET_ZONES.update(zip(subnets, zones))
     return {"id": name, "name": name, "arn": _arn(args, "eks", f"cluster/{name}"), "status": "ACTIVE",
+            "vpcConfig": {"subnetIds": subnets, "vpcId": f"vpc-{_hex(name + 'vpc')}", "securityGroupIds": [],
+                          "clusterSecurityGroupId": f"sg-{_hex(name + 'cluster')}", "endpointPrivateAccess": True,
+                          "endpointPublicAccess": False, "publicAccessCidrs": [],
+                          "controlPlaneEgressMode": "AWS_MANAGED"},
             "version": cluster["version"], "tags": dict(cluster.get("tags") or {}), "region": _region(args),
             "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}]}
 
@@ -118,10 +128,16 @@ def _get_node_group(args):
             "region": _region(args)}
 
 
+# Zones of the offline account that exist but are not `available` now (an AZ event); tests add some.
+IMPAIRED_ZONES: set[str] = set()
+
+
 @invoke("aws:index/getAvailabilityZones:getAvailabilityZones")
 def _zones(args):
+    """Six zones a-f in any region (us-east-1's count); with state `available`, not the IMPAIRED_ZONES."""
     region = _region(args)
-    names = [f"{region}{z}" for z in "abcdef"]
+    names = [f"{region}{z}" for z in "abcdef"
+             if args.get("state") != "available" or f"{region}{z}" not in IMPAIRED_ZONES]
     return {"id": region, "names": names, "zoneIds": [f"use1-az{i + 1}" for i in range(len(names))],
             "groupNames": [region] * len(names), "state": args.get("state")}
 
@@ -272,7 +288,7 @@ def _mount_target(name, inputs):
 def _get_subnet(args):
     """A given subnet's zone: the region's zones in turn, by the subnet id (stable for a given id)."""
     sid = args["id"]
-    zone = f"{_region(args)}{'abc'[int(_hex(sid, 4), 16) % 3]}"
+    zone = SUBNET_ZONES.get(sid) or f"{_region(args)}{'abc'[int(_hex(sid, 4), 16) % 3]}"
     return {"id": sid, "availabilityZone": zone, "vpcId": f"vpc-{_hex(sid + 'vpc')}", "state": "available",
             "arn": _arn(args, "ec2", f"subnet/{sid}"), "ownerId": ACCOUNT}
 

@@ -93,10 +93,14 @@ class AwsGpuCluster(pulumi.ComponentResource):
         invoke = pulumi.InvokeOptions(parent=self)
         partition = aws.get_partition(opts=invoke)
         account = aws.get_caller_identity(opts=invoke).account_id
-        zones, zones_field = network_zones(settings, invoke)
         placements: dict[str, PoolPlacement] = {}
         # EKS's own answer on the minor, an existing cluster's live version and the pinned add-on builds.
         live = existing_cluster(cluster_name, invoke)
+        zones, zones_field, problems_zones, zone_warnings = network_zones(settings, invoke, live, args.production)
+        if problems_zones:
+            _fail(problems + problems_zones)
+        for warning in zone_warnings:
+            pulumi.log.warn(warning, resource=self)
         found, warnings = eks_version_checks(cluster_name, minor, settings.support_type, installed_addons(args),
                                              invoke, kubernetes_support.today(), live)
         problems += found
