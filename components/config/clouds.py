@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..catalog import ACCELERATORS, INSTANCE_TYPES
+from ..catalog.aws_regions import AWS_REGIONS, closest_regions
 from . import bounds
 from .base import DNS_LABEL, _Base, cidr_blocks, field_error
 
@@ -84,6 +85,14 @@ class AwsSettings(_Base):
     system_nodes: int = Field(2, ge=1, le=10, description="system nodes in all (2+ keeps operators available): the "
                                                         "minimum of the per-zone system groups, spread over the "
                                                         "zones (2 over 3: 1, 1, 0), each may grow one above it")
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v):
+        if v not in AWS_REGIONS:
+            raise ValueError(f"{v} is not an AWS region (components/catalog/data/aws_regions.csv, from botocore's "
+                             f"endpoint data); closest: {', '.join(closest_regions(v))}")
+        return v
 
     @field_validator("subnet_ids")
     @classmethod
