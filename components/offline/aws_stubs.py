@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
+from pathlib import Path
 
+from ..catalog.tables import read_table
 from .gcp_stubs import _DataSourceError  # how the engine answers a failed invoke (a gRPC error)
 from .mocks import _FAKE_CA, cloud_outputs, invoke
 
@@ -383,10 +386,24 @@ EKS_VERSIONS: dict[str, tuple[str, str, str, str]] = {
     "1.33": ("2025-05-29", "2026-07-29", "2027-07-29", "1.33.5"),
     "1.34": ("2025-10-02", "2026-12-02", "2027-12-02", "1.34.2"),
     "1.35": ("2026-01-28", "2027-03-27", "2028-03-27", "1.35.0"),
+    # ⚠ dates inferred as components/upstream/kubernetes_support.py's 1.36 row (no calendar row at hand); that EKS
+    # offers 1.36 is read from its add-on pages, which list 1.36 builds (data/eks_addon_versions.csv)
+    "1.36": ("2026-05-28", "2027-07-28", "2028-07-28", "1.36.0"),
 }
-# getAddonVersion answers ({(addon, minor): (default, most recent)}); an add-on not listed here answers the
-# build components/upstream/versions.py pins, as both default and newest (an account where the pins are EKS's defaults).
-ADDON_ANSWERS: dict[tuple[str, str], tuple[str, str]] = {}
+@dataclass(frozen=True)
+class AddonBuild:
+    addon: str
+    minor: str  # a Kubernetes minor, or * for an add-on not tied to one
+    version: str
+    source: str
+
+
+# getAddonVersion's answers: EKS's newest build per add-on and minor, vendored from EKS's documentation with the
+# source of each row (data/eks_addon_versions.csv). Tests set ADDON_ANSWERS[(addon, minor)] to another answer.
+ADDON_BUILDS: dict[tuple[str, str], AddonBuild] = {
+    (b.addon, b.minor): b for b in read_table("eks_addon_versions.csv", AddonBuild, key=("addon", "minor"),
+                                              folder=Path(__file__).resolve().parent / "data")}
+ADDON_ANSWERS: dict[tuple[str, str], str] = {}
 
 
 def _status(release: str, standard_end: str, extended_end: str) -> str:
@@ -422,12 +439,13 @@ def _cluster_versions(args):
 
 @invoke("aws:eks/getAddonVersion:getAddonVersion")
 def _addon_version(args):
-    """DescribeAddonVersions for one add-on and minor: its default build, or the newest with mostRecent."""
-    from ..upstream.versions import EKS_ADDON_VERSIONS
+    """DescribeAddonVersions for one add-on and minor: the newest build (the stub answers the same without
+    mostRecent); the provider's error where EKS lists none (a minor EKS does not offer)."""
     addon, minor = args["addonName"], args["kubernetesVersion"]
-    if minor not in EKS_VERSIONS or (addon, minor) not in ADDON_ANSWERS and addon not in EKS_ADDON_VERSIONS.get(minor, {}):
+    build = ADDON_ANSWERS.get((addon, minor)) or next(
+        (b.version for key in ((addon, minor), (addon, "*")) if (b := ADDON_BUILDS.get(key))), None)
+    if minor not in EKS_VERSIONS or build is None:
         raise _DataSourceError("aws:eks/getAddonVersion:getAddonVersion",
                                f"reading EKS Add-On version info ({addon}, {minor}): empty result")
-    default, latest = ADDON_ANSWERS.get((addon, minor)) or (EKS_ADDON_VERSIONS[minor][addon],) * 2
     return {"id": addon, "addonName": addon, "kubernetesVersion": minor, "mostRecent": args.get("mostRecent"),
-            "region": _region(args), "version": latest if args.get("mostRecent") else default}
+            "region": _region(args), "version": build}

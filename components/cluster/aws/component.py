@@ -11,7 +11,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from ...config import ConfigError
-from ...upstream.versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
+from ...upstream.versions import CLUSTER_AUTOSCALER_TAGS
 from ..facts import (COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, NEW_GPU_NODE_READY_S, ClusterFacts,
                      LoadBalancerController)
 from ..pools import PoolSpec
@@ -24,7 +24,7 @@ from .iam import (LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, load_b
 from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, NODE_ADDONS, NODE_MONITORING_ADDON, WORKLOAD_ADDONS,
                             EksAddons, EksControlPlane, deletion_protection, endpoint_reachability,
                             preview_secret_reader, token_identity)
-from .versions_check import eks_version_checks, existing_cluster
+from .versions_check import addon_versions, eks_version_checks, existing_cluster
 from ...upstream import kubernetes_support
 from .source_access import s3_readers
 from .network import AwsNetwork, network_zones
@@ -41,9 +41,9 @@ def check(args: AwsClusterArgs, specs: list[PoolSpec]) -> list[str]:
     """What the plan and the AWS settings disagree on, as `field: problem` lines (pure: no AWS call)."""
     problems = endpoint_reachability(args.aws)
     minor = args.cluster.kubernetes_version
-    if minor not in EKS_ADDON_VERSIONS or minor not in CLUSTER_AUTOSCALER_TAGS:
-        problems.append(f"cluster.kubernetesVersion: {minor} has no pinned EKS add-on versions; "
-                        f"allowed: {', '.join(sorted(EKS_ADDON_VERSIONS))} (components/upstream/versions.py)")
+    if minor not in CLUSTER_AUTOSCALER_TAGS:
+        problems.append(f"cluster.kubernetesVersion: {minor} has no pinned Cluster Autoscaler release; "
+                        f"allowed: {', '.join(sorted(CLUSTER_AUTOSCALER_TAGS))} (components/upstream/versions.py)")
     if args.aws.capacity_type in ("reservation", "capacityBlock"):
         for spec in specs:
             if spec.instance.name not in args.aws.capacity_reservations:
@@ -52,12 +52,10 @@ def check(args: AwsClusterArgs, specs: list[PoolSpec]) -> list[str]:
     return problems
 
 
-def installed_addons(args: AwsClusterArgs) -> dict[str, str]:
-    """The EKS add-ons EksAddons installs, at their pinned builds for the cluster's minor."""
-    names = [*NODE_ADDONS, *WORKLOAD_ADDONS, EBS_CSI_ADDON, *([EFS_CSI_ADDON] if uses_efs(args) else []),
-             *([NODE_MONITORING_ADDON] if args.aws.node_auto_repair else [])]
-    pinned = EKS_ADDON_VERSIONS[args.cluster.kubernetes_version]
-    return {n: pinned[n] for n in names}
+def installed_addons(args: AwsClusterArgs) -> list[str]:
+    """The EKS add-ons EksAddons installs (their builds: versions_check.addon_versions)."""
+    return [*NODE_ADDONS, *WORKLOAD_ADDONS, EBS_CSI_ADDON, *([EFS_CSI_ADDON] if uses_efs(args) else []),
+            *([NODE_MONITORING_ADDON] if args.aws.node_auto_repair else [])]
 
 
 def uses_efs(args: AwsClusterArgs) -> bool:
@@ -101,8 +99,11 @@ class AwsGpuCluster(pulumi.ComponentResource):
             _fail(problems + problems_zones)
         for warning in zone_warnings:
             pulumi.log.warn(warning, resource=self)
-        found, warnings = eks_version_checks(cluster_name, minor, settings.support_type, installed_addons(args),
-                                             invoke, kubernetes_support.today(), live)
+        found, warnings = eks_version_checks(cluster_name, minor, settings.support_type, invoke,
+                                             kubernetes_support.today(), live)
+        problems += found
+        # The add-ons' builds: EKS's newest for the minor (asked only of a minor EKS offers).
+        addon_builds, found = addon_versions(installed_addons(args), minor, invoke) if not found else ({}, [])
         problems += found
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
@@ -128,7 +129,7 @@ class AwsGpuCluster(pulumi.ComponentResource):
                               partition.partition, tags, args.pool_models, opts=child,
                               live_sizes=live_scaling(cluster_name, live is not None, invoke),
                               protect=deletion_protection(args))
-        addons = EksAddons(f"{name}-addons", self.cluster, EKS_ADDON_VERSIONS[minor], partition.partition,
+        addons = EksAddons(f"{name}-addons", self.cluster, addon_builds, partition.partition,
                            nodes.system, efs_csi=uses_efs(args), node_monitoring=settings.node_auto_repair,
                            opts=child).addons
         block_class = block_storage_class(f"{name}-block-class", self.provider, addons[EBS_CSI_ADDON], self)
