@@ -49,7 +49,7 @@ def test_an_eks_stack_pays_control_plane_system_nodes_nat_efs_and_nlb():
     assert got == {
         "EKS control plane (standard support)": (1, 0.10, 0.1),
         "system nodes (2 x m7i.2xlarge)": (2, 0.4032, 0.8064),
-        "NAT gateways (one per zone, the region's first three zones)": (3, 0.045, 0.135),
+        "NAT gateways (one per zone, aws.availabilityZones)": (3, 0.045, 0.135),
         "public IPv4 addresses (the NAT gateways' Elastic IPs)": (3, 0.005, 0.015),
         "EFS model cache (up to 200 GiB)": (200, 0.30, 0.0822),  # 200 x $0.30 / 730 h
         "gateway NLB (internal)": (1, 0.0225, 0.0225),
@@ -68,7 +68,7 @@ def test_the_plan_prints_the_bill_with_its_total_and_when_prices_were_read():
     assert text.startswith("bill (aws us-east-1; prices read 2025-10, 2026-12-04; sources per line: "
                            "components/catalog/data/prices/platform.csv, cpu_instances.csv):\n"
                            "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $220.16 at max)\n")
-    assert ("  NAT gateways (one per zone, the region's first three zones): $0.14/h (3 x $0.045/gateway-hour ⚠); "
+    assert ("  NAT gateways (one per zone, aws.availabilityZones): $0.14/h (3 x $0.045/gateway-hour ⚠); "
             "plus $0.045 per GB processed (not included)") in text
     assert text.splitlines()[-1].startswith("  total: $111.24/h as planned (~$81,205 a month at 730 h); $111.24/h at "
                                             "min replicas, $221.32/h at max; not included: data transfer")

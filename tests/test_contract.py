@@ -195,7 +195,7 @@ MANY_PROBLEMS = {
                model(name="huge", model="llama-3.1-405b", accelerator="h100")],
 }
 EVERY_PROBLEM = [
-    "cluster.kubernetesVersion: 1.20 has no pinned EKS add-on versions; allowed: 1.33, 1.34, 1.35",
+    "cluster.kubernetesVersion: 1.20 has no pinned Cluster Autoscaler release; allowed: 1.33, 1.34, 1.35, 1.36",
     # small: the 8B model at its full 128K context on L4 is TP 2 on one g6.12xlarge (PP 2 over two g6.xlarge's
     # Ethernet would be cheaper, but PP over Ethernet is a last resort), so only huge is multi-node
     "aws.capacityReservations: no reservation for planned instance type g6.12xlarge (small); add `g6.12xlarge: cr-...`",

@@ -14,7 +14,13 @@ from tests.support.plans import planned
 BASELINE = json.loads((ROOT / "tests" / "resource_addresses.json").read_text())["stacks"]
 # old address -> new address, for each resource renamed on purpose; the new one declares
 # aliases=[pulumi.Alias(name=..., parent=...)] for the old, and UPGRADING.md names the change.
-RENAMES: dict[str, str] = {}
+RENAMES: dict[str, str] = {
+    # issue 36: one EKS system node group per zone; the first zone's group carries the old group's address
+    # (replaced: subnets change), UPGRADING.md "EKS: one system node group per zone".
+    "vllm-platform:aws:NodeGroups::vllm-cluster-nodes>aws:eks/nodeGroup:NodeGroup::vllm-cluster-nodes-system":
+        "vllm-platform:aws:NodeGroups::vllm-cluster-nodes>aws:eks/nodeGroup:NodeGroup::"
+        "vllm-cluster-nodes-system-us-east-1a",
+}
 
 
 def addresses(stack: str) -> set[str]:

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..catalog import ACCELERATORS, INSTANCE_TYPES
+from ..catalog.aws_regions import AWS_REGIONS, closest_regions
 from . import bounds, gcp_regions
 from .base import DNS_LABEL, _Base, cidr_blocks, field_error
 
@@ -35,8 +36,10 @@ class AwsSettings(_Base):
                                         "hosts multi-node (EFA) GPU pools")
     vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the VPC this stack creates")
     availability_zones: list[str] | None = Field(
-        None, min_length=2, max_length=6, description="zones of the VPC this stack creates (default: the "
-                                                      "region's first three); the first hosts EFA pools")
+        None, min_length=2, max_length=6, description="zones of the VPC this stack creates, checked against the "
+                                                      "account's; the first hosts EFA pools. Default: the zones "
+                                                      "the deployed cluster runs in, or on the first `pulumi up` "
+                                                      "the region's first three (production: pin them)")
     endpoint_public_access_cidrs: list[str] = Field(
         default_factory=list, description="CIDRs that may reach the public API endpoint (where `pulumi up` runs "
                                           "from outside the VPC); empty: no public endpoint")
@@ -79,7 +82,17 @@ class AwsSettings(_Base):
                                           "the cluster's")
     system_instance_type: str = Field("m7i.2xlarge", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$",
                                       description="on-demand nodes for operators, Prometheus and Ray heads")
-    system_nodes: int = Field(2, ge=1, le=10, description="system nodes (2+ keeps operators available)")
+    system_nodes: int = Field(2, ge=1, le=10, description="system nodes in all (2+ keeps operators available): the "
+                                                        "minimum of the per-zone system groups, spread over the "
+                                                        "zones (2 over 3: 1, 1, 0), each may grow one above it")
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v):
+        if v not in AWS_REGIONS:
+            raise ValueError(f"{v} is not an AWS region (components/catalog/data/aws_regions.csv, from botocore's "
+                             f"endpoint data); closest: {', '.join(closest_regions(v))}")
+        return v
 
     @field_validator("subnet_ids")
     @classmethod

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
+from pathlib import Path
 
+from ..catalog.tables import read_table
 from .gcp_stubs import _DataSourceError  # how the engine answers a failed invoke (a gRPC error)
 from .mocks import _FAKE_CA, cloud_outputs, invoke
 
@@ -70,9 +73,12 @@ def _session_context(args):
             "issuerId": f"AROA{_hex(role).upper()}", "issuerName": role, "sessionName": session}
 
 
-# EKS clusters that already exist in the region ({name: {"version": minor, "tags": {...}}}); the offline plan is
-# an empty account. Tests add one to plan a later `pulumi up` of a deployed stack.
+# EKS clusters that already exist in the region ({name: {"version": minor, "tags": {...}, "zones": [...]}}); the
+# offline plan is an empty account. Tests add one to plan a later `pulumi up` of a deployed stack. Its private
+# subnets are in "zones" (default: the region's a, b, c, where a stack without availabilityZones created them).
 EXISTING_CLUSTERS: dict[str, dict] = {}
+# Subnets the offline account has, id -> zone (a deployed cluster's, above); getSubnet answers these first.
+SUBNET_ZONES: dict[str, str] = {}
 
 
 @invoke("aws:eks/getClusters:getClusters")
@@ -86,14 +92,22 @@ def _get_cluster(args):
     if name not in EXISTING_CLUSTERS:
         raise _DataSourceError("aws:eks/getCluster:getCluster", f"reading EKS Cluster ({name}): couldn't find resource")
     cluster = EXISTING_CLUSTERS[name]
+    zones = cluster.get("zones") or [f"{_region(args)}{z}" for z in "abc"]
+    subnets = [f"subnet-{_hex(name + zone)}" for zone in zones]
+    SUBNET_ZONES.update(zip(subnets, zones))
     return {"id": name, "name": name, "arn": _arn(args, "eks", f"cluster/{name}"), "status": "ACTIVE",
+            "vpcConfig": {"subnetIds": subnets, "vpcId": f"vpc-{_hex(name + 'vpc')}", "securityGroupIds": [],
+                          "clusterSecurityGroupId": f"sg-{_hex(name + 'cluster')}", "endpointPrivateAccess": True,
+                          "endpointPublicAccess": False, "publicAccessCidrs": [],
+                          "controlPlaneEgressMode": "AWS_MANAGED"},
             "version": cluster["version"], "tags": dict(cluster.get("tags") or {}), "region": _region(args),
             "accessConfigs": [{"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}]}
 
 
-# Node groups of the EXISTING_CLUSTERS ({cluster: {node group name: desired size}}): what Cluster Autoscaler
-# (or a Capacity Block's scheduled action) has scaled each to since `pulumi up` created it.
-EXISTING_NODE_GROUPS: dict[str, dict[str, int]] = {}
+# Node groups of the EXISTING_CLUSTERS ({cluster: {node group name: desired size, or its scaling config
+# {"minSize", "desiredSize", "maxSize"}}}): what Cluster Autoscaler (or a Capacity Block's scheduled action) has
+# scaled each to since `pulumi up` created it.
+EXISTING_NODE_GROUPS: dict[str, dict[str, int | dict[str, int]]] = {}
 
 
 @invoke("aws:eks/getNodeGroups:getNodeGroups")
@@ -109,16 +123,24 @@ def _node_groups(args):
 @invoke("aws:eks/getNodeGroup:getNodeGroup")
 def _get_node_group(args):
     cluster, group = args["clusterName"], args["nodeGroupName"]
-    desired = EXISTING_NODE_GROUPS.get(cluster, {})[group]
+    live = EXISTING_NODE_GROUPS.get(cluster, {})[group]
+    if isinstance(live, int):
+        live = {"desiredSize": live, "minSize": 0, "maxSize": max(live, 1)}
     return {"id": f"{cluster}:{group}", "clusterName": cluster, "nodeGroupName": group, "status": "ACTIVE",
-            "scalingConfigs": [{"desiredSize": desired, "minSize": 0, "maxSize": max(desired, 1)}],
+            "scalingConfigs": [dict(live)],
             "region": _region(args)}
+
+
+# Zones of the offline account that exist but are not `available` now (an AZ event); tests add some.
+IMPAIRED_ZONES: set[str] = set()
 
 
 @invoke("aws:index/getAvailabilityZones:getAvailabilityZones")
 def _zones(args):
+    """Six zones a-f in any region (us-east-1's count); with state `available`, not the IMPAIRED_ZONES."""
     region = _region(args)
-    names = [f"{region}{z}" for z in "abcdef"]
+    names = [f"{region}{z}" for z in "abcdef"
+             if args.get("state") != "available" or f"{region}{z}" not in IMPAIRED_ZONES]
     return {"id": region, "names": names, "zoneIds": [f"use1-az{i + 1}" for i in range(len(names))],
             "groupNames": [region] * len(names), "state": args.get("state")}
 
@@ -269,7 +291,7 @@ def _mount_target(name, inputs):
 def _get_subnet(args):
     """A given subnet's zone: the region's zones in turn, by the subnet id (stable for a given id)."""
     sid = args["id"]
-    zone = f"{_region(args)}{'abc'[int(_hex(sid, 4), 16) % 3]}"
+    zone = SUBNET_ZONES.get(sid) or f"{_region(args)}{'abc'[int(_hex(sid, 4), 16) % 3]}"
     return {"id": sid, "availabilityZone": zone, "vpcId": f"vpc-{_hex(sid + 'vpc')}", "state": "available",
             "arn": _arn(args, "ec2", f"subnet/{sid}"), "ownerId": ACCOUNT}
 
@@ -364,10 +386,24 @@ EKS_VERSIONS: dict[str, tuple[str, str, str, str]] = {
     "1.33": ("2025-05-29", "2026-07-29", "2027-07-29", "1.33.5"),
     "1.34": ("2025-10-02", "2026-12-02", "2027-12-02", "1.34.2"),
     "1.35": ("2026-01-28", "2027-03-27", "2028-03-27", "1.35.0"),
+    # ⚠ dates inferred as components/upstream/kubernetes_support.py's 1.36 row (no calendar row at hand); that EKS
+    # offers 1.36 is read from its add-on pages, which list 1.36 builds (data/eks_addon_versions.csv)
+    "1.36": ("2026-05-28", "2027-07-28", "2028-07-28", "1.36.0"),
 }
-# getAddonVersion answers ({(addon, minor): (default, most recent)}); an add-on not listed here answers the
-# build components/upstream/versions.py pins, as both default and newest (an account where the pins are EKS's defaults).
-ADDON_ANSWERS: dict[tuple[str, str], tuple[str, str]] = {}
+@dataclass(frozen=True)
+class AddonBuild:
+    addon: str
+    minor: str  # a Kubernetes minor, or * for an add-on not tied to one
+    version: str
+    source: str
+
+
+# getAddonVersion's answers: EKS's newest build per add-on and minor, vendored from EKS's documentation with the
+# source of each row (data/eks_addon_versions.csv). Tests set ADDON_ANSWERS[(addon, minor)] to another answer.
+ADDON_BUILDS: dict[tuple[str, str], AddonBuild] = {
+    (b.addon, b.minor): b for b in read_table("eks_addon_versions.csv", AddonBuild, key=("addon", "minor"),
+                                              folder=Path(__file__).resolve().parent / "data")}
+ADDON_ANSWERS: dict[tuple[str, str], str] = {}
 
 
 def _status(release: str, standard_end: str, extended_end: str) -> str:
@@ -403,12 +439,13 @@ def _cluster_versions(args):
 
 @invoke("aws:eks/getAddonVersion:getAddonVersion")
 def _addon_version(args):
-    """DescribeAddonVersions for one add-on and minor: its default build, or the newest with mostRecent."""
-    from ..upstream.versions import EKS_ADDON_VERSIONS
+    """DescribeAddonVersions for one add-on and minor: the newest build (the stub answers the same without
+    mostRecent); the provider's error where EKS lists none (a minor EKS does not offer)."""
     addon, minor = args["addonName"], args["kubernetesVersion"]
-    if minor not in EKS_VERSIONS or (addon, minor) not in ADDON_ANSWERS and addon not in EKS_ADDON_VERSIONS.get(minor, {}):
+    build = ADDON_ANSWERS.get((addon, minor)) or next(
+        (b.version for key in ((addon, minor), (addon, "*")) if (b := ADDON_BUILDS.get(key))), None)
+    if minor not in EKS_VERSIONS or build is None:
         raise _DataSourceError("aws:eks/getAddonVersion:getAddonVersion",
                                f"reading EKS Add-On version info ({addon}, {minor}): empty result")
-    default, latest = ADDON_ANSWERS.get((addon, minor)) or (EKS_ADDON_VERSIONS[minor][addon],) * 2
     return {"id": addon, "addonName": addon, "kubernetesVersion": minor, "mostRecent": args.get("mostRecent"),
-            "region": _region(args), "version": latest if args.get("mostRecent") else default}
+            "region": _region(args), "version": build}

@@ -55,6 +55,10 @@ class Recorded:
     # Direct dependencies as "type::name" (depends_on, components expanded to their children, and the
     # resources whose outputs feed the inputs): what `pulumi up` waits for before creating this one.
     dependencies: tuple[str, ...] = ()
+    # Resource options the engine acts on (what `pulumi up` / `destroy` refuse, keep or leave alone).
+    protect: bool = False
+    retain_on_delete: bool = False
+    ignore_changes: tuple[str, ...] = ()
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
@@ -89,7 +93,9 @@ class RecordingMonitor(MockMonitor):
             with self._lock:
                 self.recorded.append(Recorded(request.type, request.name, _parent_key(request.parent),
                                               bool(request.custom), inputs, request.provider or None,
-                                              tuple(sorted({_urn_key(u) for u in request.dependencies}))))
+                                              tuple(sorted({_urn_key(u) for u in request.dependencies})),
+                                              bool(request.protect), bool(request.retainOnDelete),
+                                              tuple(request.ignoreChanges)))
         return resp
 
 

@@ -13,7 +13,11 @@ from datetime import date
 #        calendar" (awsdocs/amazon-eks-user-guide latest/ug/versioning/kubernetes-versions.adoc at 0138560:
 #        1.33 July 29, 2026; 1.34 December 2, 2026); 1.35: March 27, 2027 as endoflife.date/amazon-eks and
 #        aws-samples sample-apex-skills cluster-lifecycle.md ("last verified 2026-04-24") list the calendar.
-#        ⚠ 1.36 is inferred, not read: no calendar row was at hand. Upstream 1.36 was released 2026-04-22
+#        (re-read 2026-12-06: endoflife.date/amazon-eks lists 1.35's end of standard support as 27 Mar 2027.) EKS
+#        offers 1.36: its add-on pages list 1.36 builds (docs.aws.amazon.com/ja_jp/eks/latest/userguide/
+#        managing-kube-proxy.md and managing-coredns.md, read 2026-12-06), and its version page's example minor is
+#        1.36 (de_de/id_id/it_it kubernetes-versions.md). ⚠ 1.36's end date is still inferred, not read: no
+#        calendar row was at hand. Upstream 1.36 was released 2026-04-22
 #        (kubernetes.io/releases/1.36); EKS released 1.33 / 1.34 36 days after upstream, so EKS 1.36 ~2026-05-28,
 #        plus EKS's 14 months of standard support (kubernetes-versions.adoc) = 2027-07-28 (the early estimate).
 #   gcp: cloud.google.com/kubernetes-engine/docs/release-schedule, "End of standard support", as

@@ -88,32 +88,17 @@ GKE_RELEASE_CHANNEL = "REGULAR"
 # the vLLM image's CUDA needs a recent driver branch; GKE picks the build per node version.
 GKE_GPU_DRIVER_VERSION = "LATEST"
 
-# EKS (components/cluster/aws), per Kubernetes minor (cluster.kubernetesVersion). Add-on versions as
-# `aws eks describe-addon-versions --kubernetes-version <minor> --addon-name <name>` listed them mid-2026
-# (1.34: a describe-addon-versions report of 2026-07-15; 1.33 / 1.35: kube-proxy and coredns from
-# EKS clusters of that minor, 2026). vpc-cni, the Pod Identity agent and the CSI drivers are not tied
-# to a minor: one build serves all three. The EBS CSI driver (kubernetes-sigs/aws-ebs-csi-driver
-# CHANGELOG: v1.63.1, 2026) and the node monitoring agent (aws/eks-node-monitoring-agent v1.7.0,
-# 2026-08-04) carry EKS's first build of that release: ⚠ the upstream releases are sourced, the
-# `-eksbuild.1` suffixes are not (no describe-addon-versions output for them was at hand); run the command
-# above before the first `pulumi up`, EKS refuses a build it does not list. Re-run it before bumping a row.
-# Before anything is created, each pinned build is compared with EKS's default and newest build for the
-# cluster's minor (aws.eks.get_addon_version; components/cluster/aws/versions_check.py). 1.33 and 1.34 stay
-# for stacks on extended support (aws.supportType EXTENDED): their standard support has ended
-# (components/upstream/kubernetes_support.py) and config validation refuses them otherwise. No 1.36 row: no
-# describe-addon-versions output or cluster-autoscaler 1.36 release for it was at hand.
-_MINOR_FREE = {"vpc-cni": "v1.21.2-eksbuild.2", "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
-               "aws-efs-csi-driver": "v2.3.0-eksbuild.1", "aws-ebs-csi-driver": "v1.63.1-eksbuild.1",
-               "eks-node-monitoring-agent": "v1.7.0-eksbuild.1"}
-EKS_ADDON_VERSIONS: dict[str, dict[str, str]] = {
-    "1.33": {"kube-proxy": "v1.33.10-eksbuild.2", "coredns": "v1.12.4-eksbuild.1", **_MINOR_FREE},
-    "1.34": {"kube-proxy": "v1.34.6-eksbuild.11", "coredns": "v1.12.4-eksbuild.17", **_MINOR_FREE},
-    "1.35": {"kube-proxy": "v1.35.0-eksbuild.2", "coredns": "v1.13.1-eksbuild.1", **_MINOR_FREE},
-}
+# EKS (components/cluster/aws): the managed add-ons' builds are not pinned here. A `-eksbuild.N` suffix is EKS's
+# own and no source outside an account lists it reliably, so each add-on's build is EKS's answer for the cluster's
+# minor on every run (aws.eks.get_addon_version, most_recent; components/cluster/aws/versions_check.py
+# addon_versions): the build EKS lists as newest, which it will accept. The offline plan answers from a vendored
+# table of what EKS's documentation lists (components/offline/data/eks_addon_versions.csv).
 # Cluster Autoscaler's minor must equal the cluster's (github.com/kubernetes/autoscaler README,
-# "Releases"); patch releases as promoted in kubernetes/k8s.io#8815 (1.33.3, 1.34.2) and chart 9.54.0 (1.35.0).
+# "Releases"); patch releases as promoted in kubernetes/k8s.io#8815 (1.33.3, 1.34.2) and chart 9.54.0 (1.35.0);
+# 1.36.1: kubernetes/autoscaler tag cluster-autoscaler-1.36.1 (35e8a28, 2026-07-22; ⚠ the image's promotion to
+# registry.k8s.io not checked from here). These keys are the minors the EKS path accepts.
 CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
-CLUSTER_AUTOSCALER_TAGS = {"1.33": "v1.33.3", "1.34": "v1.34.2", "1.35": "v1.35.0"}
+CLUSTER_AUTOSCALER_TAGS = {"1.33": "v1.33.3", "1.34": "v1.34.2", "1.35": "v1.35.0", "1.36": "v1.36.1"}
 
 # Cluster fabrics (components/addons/fabrics.py, gke_nccl.py).
 # NVIDIA Network Operator: the NicClusterPolicy's component images ship with each chart release under

@@ -35,13 +35,13 @@ def test_a_pool_whose_replicas_fit_one_node_has_no_fabric():
 
 
 def test_system_pools_carry_the_same_label_and_root_disk_on_both_clouds():
-    (aws,) = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if g["labels"] == SYSTEM]
+    aws_groups = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if g["labels"] == SYSTEM]  # one per zone
     (gke,) = [p for p in inputs("prod-qwen72b-gcp", NODE_POOL) if p["name"] == "system"]
     assert gke["nodeConfig"]["labels"] == SYSTEM and gke["nodeConfig"]["diskSizeGb"] == 100
     sizes = sorted(m["ebs"]["volumeSize"] for t in inputs("prod-llama70b-aws", LAUNCH_TEMPLATE)
                    for m in t.get("blockDeviceMappings") or [])
     assert sizes == [100, 200], sizes  # the system and the GPU launch template
-    assert aws["scalingConfig"]["minSize"] >= 1
+    assert len(aws_groups) == 3 and sum(g["scalingConfig"]["minSize"] for g in aws_groups) == 2  # aws.systemNodes
 
 
 def test_gpu_pools_are_tainted_and_sized_alike_on_both_clouds():

@@ -26,7 +26,7 @@ def without(raw: dict, block: str, *keys: str) -> dict:
     return raw
 
 
-AWS = stack("prod-llama70b-aws")
+AWS = without(stack("prod-llama70b-aws"), "aws", "availabilityZones")  # us-east-1's, pinned in the file
 GCP = stack("prod-qwen72b-gcp")
 
 

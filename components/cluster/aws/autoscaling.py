@@ -39,8 +39,12 @@ def autoscaler_values(cluster: str, region: str, kubernetes_version: str) -> dic
         "extraArgs": {
             # Among groups that fit a pending pod, the one that leaves the least idle CPU/memory.
             "expander": "least-waste",
-            # GPU pools are deliberately different shapes; never spread a scale-up across them.
-            "balance-similar-node-groups": False,
+            # The system groups, one per zone (node_pools.py AwsNodeGroups._system), are one shape: a scale-up
+            # that needs no particular zone is spread over them. Only groups of the same instance type, labels
+            # and taints count as similar (the zone and eks.amazonaws.com/nodegroup labels aside:
+            # cluster-autoscaler processors/nodegroupset/aws_nodegroups.go), so no GPU group, one per instance
+            # type, is ever balanced against another.
+            "balance-similar-node-groups": True,
             # The NVMe model cache is a hostPath, which Cluster Autoscaler counts as local data (so is a
             # disk-backed emptyDir; the memory-backed /dev/shm is not): left on, idle GPU nodes never scale down.
             "skip-nodes-with-local-storage": False,

@@ -11,7 +11,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from ...config import ConfigError
-from ...upstream.versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
+from ...upstream.versions import CLUSTER_AUTOSCALER_TAGS
 from ..facts import (COREDNS, EKS_FABRIC_SOFTWARE, EKS_GPU_STACK, NEW_GPU_NODE_READY_S, ClusterFacts,
                      LoadBalancerController)
 from ..pools import PoolSpec
@@ -22,13 +22,14 @@ from .capacity import PoolPlacement, plan_placement
 from .iam import (LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, load_balancer_controller_policy,
                   pod_identity_role)
 from .control_plane import (EBS_CSI_ADDON, EFS_CSI_ADDON, NODE_ADDONS, NODE_MONITORING_ADDON, WORKLOAD_ADDONS,
-                            EksAddons, EksControlPlane, endpoint_reachability, preview_secret_reader, token_identity)
-from .versions_check import eks_version_checks, existing_cluster
+                            EksAddons, EksControlPlane, deletion_protection, endpoint_reachability,
+                            preview_secret_reader, token_identity)
+from .versions_check import addon_versions, eks_version_checks, existing_cluster
 from ...upstream import kubernetes_support
 from .source_access import s3_readers
 from .network import AwsNetwork, network_zones
 from .quotas import check_quotas
-from .node_pools import SYSTEM_LABELS, AwsNodeGroups, live_desired_sizes
+from .node_pools import SYSTEM_LABELS, AwsNodeGroups, live_scaling
 from .storage import BLOCK_STORAGE_CLASS, EFS_CLIENT_READ_GBPS, STORAGE_CLASS, EfsModelCache, block_storage_class
 
 # Model cache on the nodes' NVMe RAID0: the first start downloads from the Hub, later ones read the
@@ -40,9 +41,9 @@ def check(args: AwsClusterArgs, specs: list[PoolSpec]) -> list[str]:
     """What the plan and the AWS settings disagree on, as `field: problem` lines (pure: no AWS call)."""
     problems = endpoint_reachability(args.aws)
     minor = args.cluster.kubernetes_version
-    if minor not in EKS_ADDON_VERSIONS or minor not in CLUSTER_AUTOSCALER_TAGS:
-        problems.append(f"cluster.kubernetesVersion: {minor} has no pinned EKS add-on versions; "
-                        f"allowed: {', '.join(sorted(EKS_ADDON_VERSIONS))} (components/upstream/versions.py)")
+    if minor not in CLUSTER_AUTOSCALER_TAGS:
+        problems.append(f"cluster.kubernetesVersion: {minor} has no pinned Cluster Autoscaler release; "
+                        f"allowed: {', '.join(sorted(CLUSTER_AUTOSCALER_TAGS))} (components/upstream/versions.py)")
     if args.aws.capacity_type in ("reservation", "capacityBlock"):
         for spec in specs:
             if spec.instance.name not in args.aws.capacity_reservations:
@@ -51,12 +52,10 @@ def check(args: AwsClusterArgs, specs: list[PoolSpec]) -> list[str]:
     return problems
 
 
-def installed_addons(args: AwsClusterArgs) -> dict[str, str]:
-    """The EKS add-ons EksAddons installs, at their pinned builds for the cluster's minor."""
-    names = [*NODE_ADDONS, *WORKLOAD_ADDONS, EBS_CSI_ADDON, *([EFS_CSI_ADDON] if uses_efs(args) else []),
-             *([NODE_MONITORING_ADDON] if args.aws.node_auto_repair else [])]
-    pinned = EKS_ADDON_VERSIONS[args.cluster.kubernetes_version]
-    return {n: pinned[n] for n in names}
+def installed_addons(args: AwsClusterArgs) -> list[str]:
+    """The EKS add-ons EksAddons installs (their builds: versions_check.addon_versions)."""
+    return [*NODE_ADDONS, *WORKLOAD_ADDONS, EBS_CSI_ADDON, *([EFS_CSI_ADDON] if uses_efs(args) else []),
+            *([NODE_MONITORING_ADDON] if args.aws.node_auto_repair else [])]
 
 
 def uses_efs(args: AwsClusterArgs) -> bool:
@@ -92,12 +91,19 @@ class AwsGpuCluster(pulumi.ComponentResource):
         invoke = pulumi.InvokeOptions(parent=self)
         partition = aws.get_partition(opts=invoke)
         account = aws.get_caller_identity(opts=invoke).account_id
-        zones, zones_field = network_zones(settings, invoke)
         placements: dict[str, PoolPlacement] = {}
         # EKS's own answer on the minor, an existing cluster's live version and the pinned add-on builds.
         live = existing_cluster(cluster_name, invoke)
-        found, warnings = eks_version_checks(cluster_name, minor, settings.support_type, installed_addons(args),
-                                             invoke, kubernetes_support.today(), live)
+        zones, zones_field, problems_zones, zone_warnings = network_zones(settings, invoke, live, args.production)
+        if problems_zones:
+            _fail(problems + problems_zones)
+        for warning in zone_warnings:
+            pulumi.log.warn(warning, resource=self)
+        found, warnings = eks_version_checks(cluster_name, minor, settings.support_type, invoke,
+                                             kubernetes_support.today(), live)
+        problems += found
+        # The add-ons' builds: EKS's newest for the minor (asked only of a minor EKS offers).
+        addon_builds, found = addon_versions(installed_addons(args), minor, invoke) if not found else ({}, [])
         problems += found
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
@@ -121,8 +127,9 @@ class AwsGpuCluster(pulumi.ComponentResource):
         tags = {"vllm-platform/stack": pulumi.get_stack(), "vllm-platform/environment": args.environment}
         nodes = AwsNodeGroups(f"{name}-nodes", settings, cluster_name, specs, placements, self.cluster, network,
                               partition.partition, tags, args.pool_models, opts=child,
-                              live_sizes=live_desired_sizes(cluster_name, live is not None, invoke))
-        addons = EksAddons(f"{name}-addons", self.cluster, EKS_ADDON_VERSIONS[minor], partition.partition,
+                              live_sizes=live_scaling(cluster_name, live is not None, invoke),
+                              protect=deletion_protection(args))
+        addons = EksAddons(f"{name}-addons", self.cluster, addon_builds, partition.partition,
                            nodes.system, efs_csi=uses_efs(args), node_monitoring=settings.node_auto_repair,
                            opts=child).addons
         block_class = block_storage_class(f"{name}-block-class", self.provider, addons[EBS_CSI_ADDON], self)
@@ -130,20 +137,20 @@ class AwsGpuCluster(pulumi.ComponentResource):
         # groups: pods that ask for GPUs wait as Pending while a GPU group (or its capacity) is still coming.
         # The access entries too: created before, deleted after every Kubernetes object, so that a listed role
         # running `pulumi destroy` does not lose the API half-way (and leave the gateway's NLB behind).
-        ready = [nodes.system, *addons.values(), *control.deployer_rules, *control.access, block_class]
+        ready = [*nodes.system, *addons.values(), *control.deployer_rules, *control.access, block_class]
         if uses_efs(args):
             cache = EfsModelCache(f"{name}-cache", cluster_name, network, nodes.node_security_group, self.provider,
-                                  addons[EFS_CSI_ADDON], opts=child)
+                                  addons[EFS_CSI_ADDON], opts=child, protect=deletion_protection(args))
             ready.append(cache.storage_class)
         ClusterAutoscaler(f"{name}-autoscaler", self.cluster, cluster_name, settings.region, minor,
                           partition.partition, account, self.provider,
-                          [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules, *control.access],
+                          [*nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules, *control.access],
                           opts=child, charts=args.charts)
         _, lbc_identity = pod_identity_role(
             f"{name}-lb-controller", self.cluster, LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT,
             load_balancer_controller_policy(partition.partition), self,
             f"AWS Load Balancer Controller of {cluster_name} (Pod Identity)",
-            [nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules])
+            [*nodes.system, addons["eks-pod-identity-agent"], *control.deployer_rules])
         lb_controller = LoadBalancerController(
             cluster_name=cluster_name, region=settings.region, vpc_id=network.vpc_id,
             namespace=LB_CONTROLLER_NAMESPACE, service_account=LB_CONTROLLER_SERVICE_ACCOUNT,

@@ -93,7 +93,23 @@ def deployer_rules(settings: AwsSettings) -> dict[str, dict]:
 
 
 def deletion_protection(cfg: AwsClusterArgs) -> bool:
+    """aws.deletionProtection (default: on in prod). One flag for both guards: EKS's own deletion protection on
+    the cluster, and Pulumi's `protect` on the cluster, the system node groups and the EFS cache
+    (protected_opts). Switched off, one `pulumi up` lifts both (the engine unprotects in state, the provider
+    updates the cluster), and `pulumi destroy` then runs in one go (docs/clusters.md "Tearing down")."""
     return cfg.aws.deletion_protection if cfg.aws.deletion_protection is not None else cfg.environment == "prod"
+
+
+def protected_opts(opts: pulumi.ResourceOptions, protect: bool) -> pulumi.ResourceOptions:
+    """`protect` for what a production teardown must not lose half-way. The engine refuses to delete a protected
+    resource when it comes to it, and `pulumi destroy` previews first: with the cluster protected the preview
+    fails and nothing is deleted (pulumi/pulumi pkg/resource/deploy/step.go DeleteStep.Apply, checked at
+    v3.259.0-14-g1b59498; pulumi.com/docs/iac/concepts/resources/options/protect). Without it EKS's deletion
+    protection failed the destroy at the cluster, after the node groups, the cache and every Kubernetes object
+    were gone. No `retainOnDelete` anywhere: nothing here holds data that must outlive the stack (the cache
+    is re-downloadable weights), and a resource kept silently past `destroy` is a bill nobody sees (an EFS
+    file system of cached weights is billed per GB-month)."""
+    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=protect))
 
 
 def access_policy_arn(partition: str, policy: str) -> str:
@@ -206,7 +222,9 @@ class EksControlPlane(pulumi.ComponentResource):
             # standard support instead of upgrading it.
             upgrade_policy={"support_type": settings.support_type},
             deletion_protection=deletion_protection(cfg),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, key_access, self.log_group]))
+            opts=protected_opts(pulumi.ResourceOptions(parent=self, depends_on=[*attachments, key_access,
+                                                                              self.log_group]),
+                                deletion_protection(cfg)))
         listed = [*settings.admin_role_arns, *settings.viewer_role_arns]
         if self.creator and principal(self.creator) in {principal(a) for a in listed}:
             pulumi.log.info(f"aws.adminRoleArns / aws.viewerRoleArns: no access entry for {self.creator}: it "
@@ -253,7 +271,7 @@ class EksAddons(pulumi.ComponentResource):
     roles (AmazonEBSCSIDriverPolicy, AmazonEFSCSIDriverPolicy) instead of the node role."""
 
     def __init__(self, name: str, cluster: aws.eks.Cluster, versions: dict[str, str], partition: str,
-                 system_nodes: pulumi.Resource, efs_csi: bool, node_monitoring: bool,
+                 system_nodes: list[pulumi.Resource], efs_csi: bool, node_monitoring: bool,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("vllm-platform:aws:EksAddons", name, None, opts)
         self.addons: dict[str, aws.eks.Addon] = {}
@@ -261,7 +279,7 @@ class EksAddons(pulumi.ComponentResource):
             extra = {"configuration_values": json.dumps(VPC_CNI_CONFIGURATION)} if addon == "vpc-cni" else {}
             self.addons[addon] = self._addon(name, cluster, addon, versions[addon], [], **extra)
         for addon in WORKLOAD_ADDONS:
-            self.addons[addon] = self._addon(name, cluster, addon, versions[addon], [system_nodes])
+            self.addons[addon] = self._addon(name, cluster, addon, versions[addon], list(system_nodes))
         # Every claim without a class of its own (Prometheus) binds through the default gp3 class on it.
         self._csi(name, cluster, versions, partition, system_nodes, EBS_CSI_ADDON, "ebs-csi", EBS_CSI_POLICY,
                   EBS_CSI_CONTROLLER_SA, "EBS")
@@ -272,14 +290,14 @@ class EksAddons(pulumi.ComponentResource):
             # Node auto repair acts on node conditions; without this agent a GPU XID error or a failed DCGM
             # check never becomes one, and a broken GPU node stays Ready.
             self.addons[NODE_MONITORING_ADDON] = self._addon(name, cluster, NODE_MONITORING_ADDON,
-                                                             versions[NODE_MONITORING_ADDON], [system_nodes])
+                                                             versions[NODE_MONITORING_ADDON], list(system_nodes))
         self.register_outputs({a: addon.addon_version for a, addon in self.addons.items()})
 
     def _csi(self, name, cluster, versions, partition, system_nodes, addon, short, policy, service_account, kind):
         role, attachments = service_role(f"{name}-{short}", POD_IDENTITY_PRINCIPAL, partition, (policy,), self,
                                          f"{kind} CSI driver controller (Pod Identity)")
         self.addons[addon] = self._addon(
-            name, cluster, addon, versions[addon], [system_nodes, self.addons["eks-pod-identity-agent"], *attachments],
+            name, cluster, addon, versions[addon], [*system_nodes, self.addons["eks-pod-identity-agent"], *attachments],
             pod_identity_associations=[{"role_arn": role.arn, "service_account": service_account}])
 
     def _addon(self, name: str, cluster: aws.eks.Cluster, addon: str, version: str, depends_on: list,

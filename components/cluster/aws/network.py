@@ -49,16 +49,58 @@ def pick_zones(settings: AwsSettings, available: list[str]) -> list[str]:
     return list(settings.availability_zones or sorted(available)[:DEFAULT_ZONES])
 
 
-def network_zones(settings: AwsSettings, invoke: pulumi.InvokeOptions) -> tuple[list[str], str]:
-    """(zone of each private subnet, the field that sets them), asked of EC2 before anything is created:
-    they decide where zonal pools and reservations can land."""
+def zones_line(zones: list[str]) -> str:
+    return f"availabilityZones: [{', '.join(zones)}]"
+
+
+def zone_problems(configured: list[str], region: str, every: list[str], available: list[str]
+                  ) -> tuple[list[str], list[str]]:
+    """(problems, warnings) for configured zones against EC2's answer: a zone the account does not have in the
+    region is refused here, not as a failed subnet create half-way through `pulumi up`; one that exists but is
+    not `available` now (impaired, constrained) is a warning: an `up` during an AZ event must still run."""
+    missing = [z for z in configured if z not in every]
+    if missing:
+        return [f"aws.availabilityZones: {', '.join(missing)}: no such Availability Zone in {region} for this "
+                f"account (its zones: {', '.join(sorted(every)) or 'none'}); e.g. "
+                f"{zones_line(sorted(available)[:DEFAULT_ZONES])}"], []
+    down = [z for z in configured if z not in available]
+    return [], ([f"aws.availabilityZones: {', '.join(down)} not in state `available` in {region} now: subnets, "
+                 f"NAT gateways and nodes there may fail to come up until it is"] if down else [])
+
+
+def deployed_zones(live: Any, invoke: pulumi.InvokeOptions) -> list[str]:
+    """The zones the deployed cluster's subnets are in, in name order (the order pick_zones gave them)."""
+    subnets = live.vpc_config.subnet_ids or []
+    return sorted({aws.ec2.get_subnet(id=s, opts=invoke).availability_zone for s in subnets})
+
+
+def network_zones(settings: AwsSettings, invoke: pulumi.InvokeOptions, live: Any = None, production: bool = False
+                  ) -> tuple[list[str], str, list[str], list[str]]:
+    """(zone of each private subnet, the field that sets them, problems, warnings), asked of EC2 before anything
+    is created: they decide where subnets, NAT gateways, zonal pools and reservations go.
+
+    Zones are never a live answer once the cluster exists: without aws.availabilityZones a deployed stack keeps
+    the zones its cluster's subnets are in (`live`: versions_check.existing_cluster), so an AZ event that changes
+    what getAvailabilityZones answers cannot re-plan subnets, NAT gateways and node groups. Only the first `pulumi
+    up` picks the region's first three; production is told to write them down."""
     if settings.vpc_id:
         return [aws.ec2.get_subnet(id=subnet, opts=invoke).availability_zone
-                for subnet in settings.subnet_ids], "aws.subnetIds"
+                for subnet in settings.subnet_ids], "aws.subnetIds", [], []
+    field = "aws.availabilityZones"
     available = aws.get_availability_zones(
         state="available", region=settings.region,
         filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}], opts=invoke).names
-    return pick_zones(settings, available), "aws.availabilityZones"
+    if settings.availability_zones:
+        every = aws.get_availability_zones(
+            region=settings.region, filters=[{"name": "zone-type", "values": ["availability-zone"]}],
+            opts=invoke).names
+        problems, warnings = zone_problems(list(settings.availability_zones), settings.region, every, available)
+        return list(settings.availability_zones), field, problems, warnings
+    zones = deployed_zones(live, invoke) if live is not None else pick_zones(settings, available)
+    where = "keeps the zones it runs in" if live is not None else "gets the region's first three"
+    warnings = [f"{field}: not set; the cluster {where} ({', '.join(zones)}). Pin them in the stack file: "
+                f"{zones_line(zones)}"] if production else []
+    return zones, field, [], warnings
 
 
 class AwsNetwork(pulumi.ComponentResource):

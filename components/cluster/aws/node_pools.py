@@ -1,4 +1,4 @@
-"""Managed node groups: a small on-demand system group, and one GPU group per planned instance type.
+"""Managed node groups: a small on-demand system group per zone, and one GPU group per planned instance type.
 
 A GPU group whose replicas span nodes gets the instance type's full EFA device count, a cluster
 placement group (ours, or the one aws.placementGroup names), one zone's subnet and a security group
@@ -156,28 +156,47 @@ def _root(gib: int) -> list[dict]:
 _AUTO_NAME = re.compile(r"(.+)-[0-9a-f]{7}")
 
 
-def live_desired_sizes(cluster_name: str, exists: bool, invoke: pulumi.InvokeOptions) -> dict[str, int]:
-    """{logical name: desired size} of the node groups the cluster has now; {} before the cluster exists.
+# The one property of a node group's scaling config that Cluster Autoscaler owns once the group exists (GKE: the
+# node pools' initialNodeCount, components/cluster/gcp/node_pools.py pool_options).
+DESIRED_SIZE = "scalingConfig.desiredSize"
 
-    Why: `ignore_changes` on desiredSize keeps the size the group was created with (0) as the program's input,
-    not the live one, and a refresh does not change that (the engine skips ignored properties). When min or max
-    change the provider sends the whole scaling config with that stale size: EKS would set a running group back
-    to it, scaling a Capacity Block fleet to zero mid-block. So an existing group is sent its live size."""
+
+def live_scaling(cluster_name: str, exists: bool, invoke: pulumi.InvokeOptions) -> dict[str, dict[str, int]]:
+    """{logical name: live scaling config (min_size, desired_size, max_size)} of the node groups the cluster has
+    now; {} before the cluster exists."""
     if not exists:
         return {}
     sizes = {}
     for group in aws.eks.get_node_groups(cluster_name=cluster_name, opts=invoke).names or []:
         if m := _AUTO_NAME.fullmatch(group):
-            group_now = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=group, opts=invoke)
-            sizes[m.group(1)] = group_now.scaling_configs[0].desired_size
+            now = aws.eks.get_node_group(cluster_name=cluster_name, node_group_name=group, opts=invoke).scaling_configs[0]
+            sizes[m.group(1)] = {"min_size": now.min_size, "desired_size": now.desired_size, "max_size": now.max_size}
     return sizes
 
 
-def keep_size(scaling: dict[str, int], live: int | None) -> dict[str, int]:
-    """The scaling config to send: a new group's own; an existing group's live desired size, within min..max."""
+def keep_size(scaling: dict[str, int], live: dict[str, int] | None) -> tuple[dict[str, int], list[str]]:
+    """(scaling config to send, ignore_changes) of one node group.
+
+    The desired size is Cluster Autoscaler's once the group exists, so it is ignored (ignore_changes, as GKE's
+    node count): a `pulumi up` neither diffs on it nor sends a size read seconds earlier over one the autoscaler
+    has since set. Except on the run that changes the group's min or max: the provider then sends the whole
+    scaling config, and with the size ignored that would be the stored one (0 for a GPU group: a running Capacity
+    Block fleet scaled to zero). That run sends the live size instead, clamped into the new bounds (EKS refuses
+    desired outside min..max). A new group is created at its own size."""
     if live is None:
-        return dict(scaling)
-    return {**scaling, "desired_size": min(max(live, scaling["min_size"]), scaling["max_size"])}
+        return dict(scaling), [DESIRED_SIZE]
+    if (live["min_size"], live["max_size"]) == (scaling["min_size"], scaling["max_size"]):
+        return {**scaling, "desired_size": live["desired_size"]}, [DESIRED_SIZE]
+    return {**scaling, "desired_size": min(max(live["desired_size"], scaling["min_size"]), scaling["max_size"])}, []
+
+
+def system_group_sizes(system_nodes: int, zones: int) -> list[dict[str, int]]:
+    """Scaling of each zone's system group. aws.systemNodes stays the cluster's total minimum (what the bill
+    counts), spread over the zones, the first zones taking the remainder (2 nodes over 3 zones: 1, 1, 0). Each
+    zone may grow one node above its share: room for a pod bound to a volume of that zone (Prometheus) whose node
+    is drained, even in a zone whose share is 0 (Cluster Autoscaler scales a managed group up from zero)."""
+    shares = [system_nodes // zones + (1 if i < system_nodes % zones else 0) for i in range(zones)]
+    return [{"min_size": n, "desired_size": n, "max_size": n + 1} for n in shares]
 
 
 class AwsNodeGroups(pulumi.ComponentResource):
@@ -186,7 +205,8 @@ class AwsNodeGroups(pulumi.ComponentResource):
     def __init__(self, name: str, settings: AwsSettings, cluster_name: str, specs: list[PoolSpec],
                  placements: dict[str, PoolPlacement], cluster: aws.eks.Cluster, network: NetworkFacts,
                  partition: str, tags: dict[str, str], pool_models: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None, live_sizes: dict[str, int] | None = None):
+                 opts: pulumi.ResourceOptions | None = None, live_sizes: dict[str, dict[str, int]] | None = None,
+                 protect: bool = False):
         super().__init__("vllm-platform:aws:NodeGroups", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self._settings, self._cluster, self._network, self._cluster_name = settings, cluster, network, cluster_name
@@ -194,10 +214,11 @@ class AwsNodeGroups(pulumi.ComponentResource):
         self.role, attachments = service_role(f"{name}-role", "ec2.amazonaws.com", partition, NODE_POLICIES, self,
                                               f"EKS nodes of {cluster_name}", tag_session=False)
         # Cluster Autoscaler owns the desired size once the group exists: a new group is created empty and
-        # an existing one is sent its live size (live_desired_sizes), so neither a program value nor a stale
-        # stored one ever resizes it. Every group names the cluster's version: without it the provider never
+        # an existing one ignores it, or is sent its live size when its bounds change (keep_size), so neither a
+        # program value nor a stale stored one ever resizes it. Every group names the cluster's version: without it the provider never
         # moves a group's nodes when kubernetesVersion is raised.
         self._live = live_sizes or {}
+        self._protect = protect
         self._group_opts = pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *network.egress])
         # Every node carries it; the model cache's NFS rule admits exactly this group.
         self.node_security_group = aws.ec2.SecurityGroup(
@@ -214,7 +235,12 @@ class AwsNodeGroups(pulumi.ComponentResource):
             self.pools[spec.instance.name] = gpu_pool_facts(spec, reserved(settings))
         self.register_outputs({"role": self.role.arn, "pools": list(self.pools)})
 
-    def _system(self, name) -> aws.eks.NodeGroup:
+    def _system(self, name) -> list[aws.eks.NodeGroup]:
+        """One system node group per zone (system_group_sizes): Prometheus's volume is a zonal EBS volume, and
+        Cluster Autoscaler cannot ask one Auto Scaling group spanning three zones for a node in a given zone.
+        With a group per zone, a pod bound to its volume's zone (after a drain, a repair, a node upgrade) makes
+        the autoscaler grow that zone's group (EKS user guide, create-managed-node-group.html: "configure
+        multiple node groups, each scoped to a single Availability Zone" with --balance-similar-node-groups)."""
         settings, cluster_name = self._settings, self._cluster_name
         tags = {**self._tags, "vllm-platform/pool": "system"}
         lt = aws.ec2.LaunchTemplate(
@@ -224,16 +250,38 @@ class AwsNodeGroups(pulumi.ComponentResource):
             tag_specifications=[{"resource_type": kind, "tags": {"Name": f"{cluster_name}-system", **tags}}
                                 for kind in ("instance", "volume")],
             opts=pulumi.ResourceOptions(parent=self))
-        n = settings.system_nodes
+        subnets_by_zone: dict[str, list] = {}
+        for zone, subnet in zip(self._network.zones, self._network.private_subnet_ids):
+            subnets_by_zone.setdefault(zone, []).append(subnet)
+        groups = []
+        for i, (zone, scaling) in enumerate(zip(subnets_by_zone, system_group_sizes(settings.system_nodes,
+                                                                                   len(subnets_by_zone)))):
+            # The first zone's group takes over the single system group of earlier releases (its address), so
+            # `pulumi up` replaces it (create first, then delete and drain the old one) rather than deleting it
+            # while nothing else runs the operators.
+            alias = [pulumi.Alias(name=f"{name}-system")] if i == 0 else []
+            groups.append(self._node_group(
+                f"{name}-system-{zone}", scaling,
+                subnet_ids=subnets_by_zone[zone], ami_type=SYSTEM_AMI_TYPE, capacity_type="ON_DEMAND",
+                instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
+                launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+                update_config={"max_unavailable": 1}, tags=tags, aliases=alias,
+                # aws.deletionProtection (control_plane.protected_opts): the operators, Prometheus and the Ray
+                # heads run here. Not the GPU groups: they follow the plan (a model moved to another instance
+                # type deletes its old group, which `protect` would refuse on every such `pulumi up`), hold no
+                # data, and a `pulumi destroy` stops at its preview on the protected cluster before any delete.
+                protect=self._protect))
+        return groups
+
+    def _node_group(self, name: str, scaling: dict[str, int], aliases: list | None = None, protect: bool = False,
+                    **args) -> aws.eks.NodeGroup:
+        """A managed node group of the cluster at its version, its desired size left to Cluster Autoscaler."""
+        scaling_config, ignored = keep_size(scaling, self._live.get(name))
         return aws.eks.NodeGroup(
-            f"{name}-system", cluster_name=self._cluster.name, node_role_arn=self.role.arn,
-            version=self._cluster.version, subnet_ids=self._network.private_subnet_ids, ami_type=SYSTEM_AMI_TYPE,
-            capacity_type="ON_DEMAND",
-            instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
-            launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            scaling_config=keep_size({"min_size": n, "desired_size": n, "max_size": n + 2},
-                                     self._live.get(f"{name}-system")),
-            update_config={"max_unavailable": 1}, tags=tags, opts=self._group_opts)
+            name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
+            scaling_config=scaling_config, **args,
+            opts=pulumi.ResourceOptions.merge(self._group_opts, pulumi.ResourceOptions(
+                ignore_changes=ignored, aliases=aliases or None, protect=protect)))
 
     def _gpu(self, name, spec: PoolSpec, placement: PoolPlacement, tags: dict[str, str]) -> aws.eks.NodeGroup:
         settings, network, cluster_name = self._settings, self._network, self._cluster_name
@@ -274,15 +322,13 @@ class AwsNodeGroups(pulumi.ComponentResource):
                                 for kind in ("instance", "volume")],
             opts=child, **lt_args)
         subnets = [network.private_subnet_ids[i] for i in placement.subnet_indexes]
-        group = aws.eks.NodeGroup(
-            name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
-            subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
+        group = self._node_group(
+            name, placement.scaling, subnet_ids=subnets, ami_type=GPU_AMI_TYPE,
             capacity_type=capacity_type, launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            labels=gpu_labels(spec), taints=gpu_taints(spec), scaling_config=keep_size(placement.scaling, self._live.get(name)),
-            update_config=dict(GPU_UPDATE_CONFIG),
+            labels=gpu_labels(spec), taints=gpu_taints(spec), update_config=dict(GPU_UPDATE_CONFIG),
             node_repair_config=({"enabled": True, "max_parallel_nodes_repaired_count": GPU_REPAIR_PARALLELISM}
                                 if settings.node_auto_repair else {"enabled": False}),
-            tags=tags, opts=self._group_opts)
+            tags=tags)
         asg = group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
         # EKS does not copy node group tags to the Auto Scaling group; this tag reaches every instance the
         # group launches from now on (running nodes keep the old value until replaced) and rolls nothing.

@@ -52,7 +52,8 @@ def storage_class_parameters(file_system_id) -> dict:
 
 class EfsModelCache(pulumi.ComponentResource):
     def __init__(self, name: str, cluster_name: str, network: NetworkFacts, node_security_group: aws.ec2.SecurityGroup,
-                 provider: k8s.Provider, csi_driver: pulumi.Resource, opts: pulumi.ResourceOptions | None = None):
+                 provider: k8s.Provider, csi_driver: pulumi.Resource, opts: pulumi.ResourceOptions | None = None,
+                 protect: bool = False):
         super().__init__("vllm-platform:aws:EfsModelCache", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.security_group = aws.ec2.SecurityGroup(f"{name}-nfs", vpc_id=network.vpc_id,
@@ -64,9 +65,12 @@ class EfsModelCache(pulumi.ComponentResource):
                                          description="NFS from the cluster's nodes", opts=child)
         # Elastic throughput: load bursts (every replica pulling 140+ GB at start-up) are paid per
         # byte read, with no provisioned floor to size or credits to run out of.
+        # protect: aws.deletionProtection (control_plane.protected_opts); the weights are re-downloadable, so it
+        # is not retained past `pulumi destroy`.
         self.file_system = aws.efs.FileSystem(f"{name}-fs", encrypted=True, throughput_mode="elastic",
                                               performance_mode="generalPurpose",
-                                              tags={"Name": f"{cluster_name}-model-cache"}, opts=child)
+                                              tags={"Name": f"{cluster_name}-model-cache"},
+                                              opts=pulumi.ResourceOptions(parent=self, protect=protect))
         self.mount_targets = [
             aws.efs.MountTarget(f"{name}-mount-{i}", file_system_id=self.file_system.id, subnet_id=subnet,
                                 security_groups=[self.security_group.id], opts=child)

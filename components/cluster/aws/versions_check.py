@@ -7,29 +7,17 @@ Three questions, each an invoke that is safe on the very first `pulumi up` (none
      (DescribeCluster; it fails for a cluster that does not exist, so it is never asked blind): the live
      version of an existing cluster of this name, so that an upgrade moves one minor and never down. Live
      state, not Pulumi state: EKS may have upgraded a STANDARD cluster at the end of standard support.
-  3. aws.eks.get_addon_version per installed add-on, default and most recent build for the minor: the data
-     source answers one build, not EKS's list, so a pinned build newer than EKS's newest is refused (EKS
-     cannot have it) and one older than EKS's default is a warning (still listed, most likely, but behind
-     what EKS installs on a new cluster). `aws eks describe-addon-versions` remains the full check.
+  3. aws.eks.get_addon_version per installed add-on (addon_versions): EKS's newest build for the minor, which the
+     add-on is installed at; nothing is pinned, so no build EKS does not list is ever asked for.
 """
 from __future__ import annotations
 
-import re
 from datetime import date
 
 import pulumi
 import pulumi_aws as aws
 
 from ...upstream.kubernetes_support import FIELD, minor_tuple, next_minor, support_warning
-
-_BUILD = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-eksbuild\.(\d+))?$")
-
-
-def build_key(version: str) -> tuple[int, ...] | None:
-    """'v1.19.2-eksbuild.1' -> (1, 19, 2, 1); None for a shape EKS does not use."""
-    m = _BUILD.match(version)
-    return tuple(int(g or 0) for g in m.groups()) if m else None
-
 
 def _date(value: str | None) -> str:
     return (value or "")[:10]
@@ -69,19 +57,6 @@ def live_version_problems(minor: str, live: str, cluster_name: str) -> list[str]
     return []
 
 
-def addon_problems(addon: str, pinned: str, minor: str, default: str, latest: str) -> tuple[list[str], list[str]]:
-    pin, dflt, new = build_key(pinned), build_key(default), build_key(latest)
-    where = f"components/upstream/versions.py EKS_ADDON_VERSIONS[\"{minor}\"][\"{addon}\"]"
-    if pin and new and pin > new:
-        return [f"{FIELD}: {minor}: {where} pins {pinned}, newer than EKS's newest {addon} build for {minor} "
-                f"({latest}): EKS would refuse the add-on; pin a build "
-                f"`aws eks describe-addon-versions --kubernetes-version {minor} --addon-name {addon}` lists"], []
-    if pin and dflt and pin < dflt:
-        return [], [f"{where} pins {pinned}, older than EKS's default {addon} build for {minor} ({default}); "
-                    f"bump it after checking `aws eks describe-addon-versions`"]
-    return [], []
-
-
 def existing_cluster(cluster_name: str, invoke: pulumi.InvokeOptions) -> aws.eks.GetClusterResult | None:
     """The EKS cluster of the stack's name as it is now (ListClusters, then DescribeCluster only when listed:
     getCluster fails for a name that does not exist); None before the first `pulumi up`. Read once per run: the
@@ -91,11 +66,9 @@ def existing_cluster(cluster_name: str, invoke: pulumi.InvokeOptions) -> aws.eks
     return aws.eks.get_cluster(name=cluster_name, opts=invoke)
 
 
-def eks_version_checks(cluster_name: str, minor: str, support_type: str, addons: dict[str, str],
-                       invoke: pulumi.InvokeOptions, on: date,
+def eks_version_checks(cluster_name: str, minor: str, support_type: str, invoke: pulumi.InvokeOptions, on: date,
                        live: aws.eks.GetClusterResult | None = None) -> tuple[list[str], list[str]]:
-    """(problems, warnings) for the stack's minor and the add-ons it installs ({name: pinned build}); `live`:
-    existing_cluster()."""
+    """(problems, warnings) for the stack's minor; `live`: existing_cluster()."""
     versions = aws.eks.get_cluster_versions(cluster_type="eks", cluster_versions_onlies=[minor], include_all=True,
                                             opts=invoke).cluster_versions or []
     problems, warnings = cluster_version_problems(minor, support_type, versions)
@@ -105,16 +78,19 @@ def eks_version_checks(cluster_name: str, minor: str, support_type: str, addons:
         problems += live_version_problems(minor, ".".join(live.version.split(".")[:2]), cluster_name)
     if (w := support_warning("aws", minor, on, support_type == "EXTENDED")):
         warnings.append(w)
-    for addon, pinned in addons.items():
+    return problems, warnings
+
+
+def addon_versions(addons: list[str], minor: str, invoke: pulumi.InvokeOptions) -> tuple[dict[str, str], list[str]]:
+    """({add-on: build}, problems): EKS's newest build of each add-on for the cluster's minor
+    (DescribeAddonVersions through aws.eks.get_addon_version, most_recent). A new build EKS publishes is picked up by
+    the next `pulumi up`, which shows it as an in-place update of the add-on."""
+    versions, problems = {}, []
+    for addon in addons:
         try:
-            default = aws.eks.get_addon_version(addon_name=addon, kubernetes_version=minor, opts=invoke).version
-            latest = aws.eks.get_addon_version(addon_name=addon, kubernetes_version=minor, most_recent=True,
-                                               opts=invoke).version
+            versions[addon] = aws.eks.get_addon_version(addon_name=addon, kubernetes_version=minor, most_recent=True,
+                                                        opts=invoke).version
         except Exception as e:  # the provider's error: EKS lists no build of it for this minor
             problems.append(f"{FIELD}: {minor}: EKS lists no {addon} add-on build for Kubernetes {minor} ({e}); "
                             f"pick a minor EKS offers it for")
-            continue
-        found, noted = addon_problems(addon, pinned, minor, default, latest)
-        problems += found
-        warnings += noted
-    return problems, warnings
+    return versions, problems

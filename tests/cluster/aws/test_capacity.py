@@ -170,34 +170,35 @@ def test_a_given_vpcs_zones_come_from_its_subnets_and_errors_name_subnet_ids(mon
     assert f"aws.subnetIds: p5.48xlarge is not offered in {zones[0]}, the first zone" in message
 
 
-def test_cluster_autoscaler_owns_the_gpu_groups_desired_size(monkeypatch):
+def test_cluster_autoscaler_owns_the_gpu_groups_desired_size():
     """Created at 0, then resized by Cluster Autoscaler (or a Capacity Block's start action): a later `pulumi up`
-    sends each existing group its live desired size, never the size it was created with. ignore_changes would
-    send that stale 0 with any min/max change (the provider sends the whole scaling config), scaling a running
-    Capacity Block fleet to zero; and no group is replaced over it."""
-    from components.offline import runner
-    ignored: dict[str, list[str]] = {}
-
-    class Monitor(runner.RecordingMonitor):
-        def RegisterResource(self, request):
-            ignored[request.name] = list(request.ignoreChanges)
-            return super().RegisterResource(request)
-
-    monkeypatch.setattr(runner, "RecordingMonitor", Monitor)
+    ignores the desired size (no diff on every run, no size read at preview sent over the autoscaler's newer
+    one), as GKE ignores its node count; and no group is replaced over it."""
     res, _ = plan_config(config(models=[BIG]))  # first `pulumi up`: no cluster yet, the group is created empty
     # max 6: 3 replicas x 2 nodes (TP 8 x PP 2)
-    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 6}
-    assert ignored["vllm-cluster-nodes-gpu-p5-48xlarge"] == []
-    # a later run: the autoscaler has the GPU group at 3 nodes and the system group at 3
+    group = gpu(res, NG)
+    assert group.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 6}
+    assert group.ignore_changes == ("scalingConfig.desiredSize",)
+
+
+def test_a_run_that_changes_a_groups_bounds_sends_its_live_size_not_the_stored_one(monkeypatch):
+    """The provider sends the whole scaling config when min or max change: with the desired size ignored it would
+    send the stored one (0: a running Capacity Block fleet scaled to zero). That run sends the live size, within
+    the new bounds; a run with the bounds unchanged keeps ignoring it."""
+    live = {"minSize": 0, "desiredSize": 3, "maxSize": 4}  # deployed at max 4; the plan now says 6
     monkeypatch.setitem(stubs.EXISTING_CLUSTERS, "vllm", {"version": "1.35", "tags": {}})
     monkeypatch.setitem(stubs.EXISTING_NODE_GROUPS, "vllm", {
-        "vllm-cluster-nodes-gpu-p5-48xlarge-0a1b2c3": 3, "vllm-cluster-nodes-system-9f8e7d6": 3,
-        "hand-made-group": 7})
+        "vllm-cluster-nodes-gpu-p5-48xlarge-0a1b2c3": live, "hand-made-group": 7})
     res, _ = plan_config(config(models=[BIG]))
-    assert gpu(res, NG).inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 3, "maxSize": 6}
-    system = next(r for r in by_type(res, NG) if r.name.endswith("-system"))
-    assert system.inputs["scalingConfig"] == {"minSize": 2, "desiredSize": 3, "maxSize": 4}
+    group = gpu(res, NG)
+    assert group.inputs["scalingConfig"] == {"minSize": 0, "desiredSize": 3, "maxSize": 6}
+    assert group.ignore_changes == ()
+    # bounds as deployed: ignored again
+    monkeypatch.setitem(stubs.EXISTING_NODE_GROUPS, "vllm", {
+        "vllm-cluster-nodes-gpu-p5-48xlarge-0a1b2c3": {**live, "maxSize": 6}})
+    assert gpu(plan_config(config(models=[BIG]))[0], NG).ignore_changes == ("scalingConfig.desiredSize",)
     # a group the autoscaler left above a lowered max is sent the max (EKS refuses desired > max)
-    monkeypatch.setitem(stubs.EXISTING_NODE_GROUPS, "vllm", {"vllm-cluster-nodes-gpu-p5-48xlarge-0a1b2c3": 9})
+    monkeypatch.setitem(stubs.EXISTING_NODE_GROUPS, "vllm", {
+        "vllm-cluster-nodes-gpu-p5-48xlarge-0a1b2c3": {"minSize": 0, "desiredSize": 9, "maxSize": 9}})
     res, _ = plan_config(config(models=[BIG]))
     assert gpu(res, NG).inputs["scalingConfig"]["desiredSize"] == 6

@@ -54,7 +54,7 @@ def test_ebs_csi_driver_runs_under_its_own_pod_identity_role():
     assert policy == "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
     # the controller is a Deployment: it needs the system nodes and the Pod Identity agent first
     deps = set(ebs.dependencies)
-    assert "aws:eks/nodeGroup:NodeGroup::vllm-cluster-nodes-system" in deps
+    assert {f"aws:eks/nodeGroup:NodeGroup::vllm-cluster-nodes-system-us-east-1{z}" for z in "abc"} <= deps
     assert "aws:eks/addon:Addon::vllm-cluster-addons-eks-pod-identity-agent" in deps
 
 

@@ -14,7 +14,7 @@ from components.cluster.aws.node_pools import (EFA_RESOURCE, NVME_CACHE_PATH, NV
                                                placement_group)
 from components.cluster.pools import PoolSpec
 from components.config import parse
-from components.upstream.versions import CLUSTER_AUTOSCALER_TAGS, EKS_ADDON_VERSIONS
+from components.upstream.versions import CLUSTER_AUTOSCALER_TAGS
 
 MODELS = [{"name": "chat", "model": "llama-3.1-8b", "maxModelLen": 8192}]
 
@@ -150,19 +150,19 @@ def test_autoscaler_values_match_the_cluster_minor_and_run_on_system_nodes():
         assert tag.startswith(f"v{minor}.")  # CA's minor must equal the cluster's
 
 
-def test_every_pinned_minor_has_every_addon():
-    assert set(EKS_ADDON_VERSIONS) == set(CLUSTER_AUTOSCALER_TAGS)
-    for minor, addons in EKS_ADDON_VERSIONS.items():
-        assert set(addons) == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent", "aws-efs-csi-driver",
-                               "aws-ebs-csi-driver", "eks-node-monitoring-agent"}
-        assert addons["kube-proxy"].startswith(f"v{minor}.")
+def test_every_accepted_minor_has_a_support_window_and_1_36_ships_before_1_35_ends():
+    from components.upstream.kubernetes_support import END_OF_STANDARD_SUPPORT
+    assert set(CLUSTER_AUTOSCALER_TAGS) <= set(END_OF_STANDARD_SUPPORT["aws"])
+    assert "1.36" in CLUSTER_AUTOSCALER_TAGS
+    assert str(END_OF_STANDARD_SUPPORT["aws"]["1.35"]) == "2027-03-27"
 
 
 def test_check_names_the_field():
     cfg = parse({"cloud": "aws", "aws": {"region": "us-east-1", "endpointPublicAccessCidrs": ["203.0.113.7/32"]},
                  "cluster": {"kubernetesVersion": "1.29"}, "models": MODELS}, {"hfToken"})
     (problem,) = check(cfg, [])
-    assert problem.startswith("cluster.kubernetesVersion: 1.29 has no pinned EKS add-on versions; allowed: 1.33")
+    assert problem == ("cluster.kubernetesVersion: 1.29 has no pinned Cluster Autoscaler release; allowed: 1.33, 1.34, "
+                       "1.35, 1.36 (components/upstream/versions.py)")
     cfg = parse({"cloud": "aws", "cluster": {"kubernetesVersion": "1.35"}, "models": MODELS,
                  "aws": {"region": "us-east-1", "capacityType": "reservation", "endpointPublicAccessCidrs": ["203.0.113.7/32"],
                          "capacityReservations": {"p5e.48xlarge": "cr-0123456789abcdef0"}}}, {"hfToken"})

@@ -1,7 +1,6 @@
-"""EKS's answers on the minor, an existing cluster's live version and the pinned add-on builds, before any resource."""
+"""EKS's answers on the minor, an existing cluster's live version and the add-on builds, before any resource."""
 from __future__ import annotations
 
-import logging
 from types import SimpleNamespace
 
 import pulumi
@@ -52,20 +51,29 @@ def test_an_existing_cluster_one_minor_behind_upgrades(monkeypatch):
     assert by_type(plan_config(G6)[0], CLUSTER)[0].inputs["version"] == "1.35"
 
 
-def test_a_pinned_build_newer_than_eks_newest_is_refused(monkeypatch):
-    monkeypatch.setitem(stubs.ADDON_ANSWERS, ("coredns", "1.35"), ("v1.12.4-eksbuild.1", "v1.13.0-eksbuild.3"))
-    assert 'cluster.kubernetesVersion: 1.35: components/upstream/versions.py EKS_ADDON_VERSIONS["1.35"]["coredns"] pins ' \
-           'v1.13.1-eksbuild.1, newer than EKS\'s newest coredns build for 1.35 (v1.13.0-eksbuild.3): EKS would ' \
-           'refuse the add-on' in refused()
+def test_each_addon_is_installed_at_eks_newest_build_for_the_minor(monkeypatch):
+    """No build is pinned in the repository: each add-on's is EKS's answer (getAddonVersion, mostRecent) for the
+    cluster's minor, so a build EKS does not list is never asked for."""
+    from components.offline.mocks import INVOKES
+    asked = []
+    real = INVOKES["aws:eks/getAddonVersion:getAddonVersion"]
+    monkeypatch.setitem(INVOKES, "aws:eks/getAddonVersion:getAddonVersion",
+                        lambda args: asked.append(dict(args)) or real(args))
+    monkeypatch.setitem(stubs.ADDON_ANSWERS, ("coredns", "1.35"), "v1.14.9-eksbuild.7")
+    res, _ = plan_config(G6)
+    versions = {r.inputs["addonName"]: r.inputs["addonVersion"] for r in by_type(res, "aws:eks/addon:Addon")}
+    assert versions["coredns"] == "v1.14.9-eksbuild.7"
+    assert versions["kube-proxy"] == "v1.35.3-eksbuild.13"  # EKS's documented newest for 1.35 (the stub's table)
+    assert {(a["addonName"], a["kubernetesVersion"], a.get("mostRecent")) for a in asked} == {
+        (addon, "1.35", True) for addon in versions}
 
 
-def test_a_pinned_build_older_than_eks_default_warns(monkeypatch, caplog):
-    monkeypatch.setitem(stubs.ADDON_ANSWERS, ("vpc-cni", "1.35"), ("v1.21.3-eksbuild.1", "v1.21.4-eksbuild.2"))
-    with caplog.at_level(logging.WARNING):
-        plan_config(G6)
-    assert 'components/upstream/versions.py EKS_ADDON_VERSIONS["1.35"]["vpc-cni"] pins v1.21.2-eksbuild.2, older than ' \
-           'EKS\'s default vpc-cni build for 1.35 (v1.21.3-eksbuild.1); bump it after checking ' \
-           '`aws eks describe-addon-versions`' in caplog.text
+def test_a_136_stack_plans_with_136_builds():
+    """1.36 ships before EKS upgrades 1.35 clusters at the end of its standard support (2027-03-27)."""
+    res, _ = plan_config({**G6, "cluster": {"kubernetesVersion": "1.36"}})
+    versions = {r.inputs["addonName"]: r.inputs["addonVersion"] for r in by_type(res, "aws:eks/addon:Addon")}
+    assert versions["kube-proxy"] == "v1.36.0-eksbuild.14" and versions["coredns"] == "v1.14.3-eksbuild.3"
+    assert by_type(res, CLUSTER)[0].inputs["version"] == "1.36"
 
 
 def test_an_addon_eks_lists_no_build_of_is_refused(monkeypatch):
