@@ -45,7 +45,7 @@ def _cluster(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], o
 
 
 def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], facts, addons: AddonsFacts,
-             cache, services: dict, after: list, child: pulumi.ResourceOptions):
+             cache, after: list, child: pulumi.ResourceOptions):
     """The gateway from the stack's `gateway:` block (components/config/gateway.py); `after`: what it waits for
     (the namespace, the load balancer controller)."""
     from .gateway import InferenceGateway
@@ -59,9 +59,10 @@ def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], f
         return None
     args = gateway_args(cfg, model_routes(cfg, topologies, cache, facts.gpu_node_ready_s), facts,
                         loaded.gateway_api_keys, addons.monitor_labels,
-                        charts=chart_mirror(cfg, loaded.chart_mirror_password))
+                        charts=chart_mirror(cfg, loaded.chart_mirror_password),
+                        tls_pair=(loaded.gateway_tls_cert, loaded.gateway_tls_key))
+    # no model's serving workload: a model without GPUs must not hold back the others' routes nor the shared URL
     return InferenceGateway(f"{name}-gateway", args, facts.provider, depends_on=[*facts.depends_on, *after],
-                            model_ready={t.served_model_name: [services[m].workload] for m, t in topologies.items()},
                             opts=child)
 
 
@@ -154,7 +155,7 @@ class Platform(pulumi.ComponentResource):
         # --- inference gateway (issue 12): StackConfig.gateway -> GatewayArgs -> InferenceGateway ---
         # EKS: after the AWS Load Balancer Controller, which turns the gateway's LoadBalancer Service into an NLB;
         # after the ServiceMonitor CRD (the EPP charts make one each)
-        self.gateway = _gateway(name, loaded, topologies, self.facts, self.addons, self.cache.facts, self.services,
+        self.gateway = _gateway(name, loaded, topologies, self.facts, self.addons, self.cache.facts,
                                 [self.namespace, *self.addons.depends("load-balancer"),
                                  *self.addons.depends("monitoring")], child)
         self.api_endpoints = self.gateway.endpoints if self.gateway else {}

@@ -118,7 +118,7 @@ def serving_args(cfg: StackConfig) -> ServingArgs:
 
 
 def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, monitor_labels: dict | None = None,
-                 charts: ChartMirror | None = None):
+                 charts: ChartMirror | None = None, tls_pair: tuple[Any, Any] = (None, None)):
     """StackConfig.gateway -> GatewayArgs (also for a cluster stack that installs the gateway alone: routes=[]);
     facts: the cluster's ClusterFacts (its system node selector); api_keys: the secret gatewayApiKeys; charts:
     chart_mirror(), where the gateway's releases get their charts;
@@ -131,11 +131,13 @@ def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, moni
         concurrent_requests=gw.rate_limit.concurrent_requests, max_request_mib=gw.max_request_mib,
         request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
         tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
+        tls_certificate=tls_pair[0], tls_key=tls_pair[1],  # the secrets gatewayTlsCert / gatewayTlsKey
         system_node_selector=dict(facts.system_node_selector), api_keys=api_keys, install=gw.install,
         monitor_labels=dict(monitor_labels or {}),
         # production: no single Envoy proxy or endpoint picker whose drain takes a model's endpoint down
         proxy_replicas=2 if cfg.production else 1, epp_replicas=2 if cfg.production else 1,
-        token_quotas=token_quotas(gw), charts=charts)
+        token_quotas=token_quotas(gw), charts=charts,
+        platform_crd_groups=frozenset(facts.platform_crd_groups))
 
 
 def token_quotas(gw: Any):

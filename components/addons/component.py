@@ -18,6 +18,7 @@ from ..cluster.facts import AddonsFacts, ClusterFacts
 from ..config.load import ConfigError
 from ..config.schema import Addons, FabricAddon
 from ..passwords import GeneratedPassword
+from ..upstream import crds
 from ..upstream.versions import CHARTS
 from . import aws_lb_controller, fabrics, gke_nccl, gpu_operator, keda, kuberay, lws, prometheus
 from .placement import gpu_tolerations
@@ -41,6 +42,9 @@ def release_args(chart_key: str, namespace: str, values: dict, charts: ChartMirr
         "values": values,
         "timeout": RELEASE_TIMEOUT_S,
         "atomic": True,  # a release that does not come up is rolled back, not left half-installed
+        # its crds/ are applied by Pulumi before it (ClusterAddons._crds): Helm would install them once and never
+        # upgrade them
+        **({"skip_crds": True} if chart_key in crds.CHART_CRDS else {}),
     }
 
 
@@ -132,9 +136,22 @@ class ClusterAddons(pulumi.ComponentResource):
         return k8s.core.v1.Namespace(f"{self._name}-ns-{namespace}", metadata={"name": namespace, "labels": labels},
                                      opts=self._opts())
 
+    def _crds(self, chart_key: str) -> list:
+        """The chart's CRDs (components/upstream/crds.py CHART_CRDS), applied server-side before its release: created
+        on a fresh cluster, taken over where Helm (an earlier `up`), another stack or the vendor made them, upgraded
+        on a chart bump; left on destroy (retainOnDelete: deleting a CRD deletes every object of its kind in the
+        cluster). None of an API group the cluster's platform owns (ClusterFacts.platform_crd_groups)."""
+        if chart_key not in crds.CHART_CRDS:
+            return []
+        keep = pulumi.ResourceOptions.merge(self._opts(), pulumi.ResourceOptions(retain_on_delete=True))
+        return [k8s.apiextensions.v1.CustomResourceDefinitionPatch(
+            f"{self._name}-crd-{doc['metadata']['name']}", **crds.patch_args(doc, LABELS), opts=keep)
+            for doc in crds.applied_crds(chart_key, self._cluster.platform_crd_groups)]
+
     def _chart(self, chart_key: str, namespace: str, values: dict, after: list) -> k8s.helm.v3.Release:
         return k8s.helm.v3.Release(f"{self._name}-{chart_key}",
-                                   **release_args(chart_key, namespace, values, self._charts), opts=self._opts(after))
+                                   **release_args(chart_key, namespace, values, self._charts),
+                                   opts=self._opts([*after, *self._crds(chart_key)]))
 
     def _release(self, chart_key: str, namespace: str, values: dict, after: list | None = None,
                  privileged: bool = False) -> k8s.helm.v3.Release:

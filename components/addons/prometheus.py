@@ -23,6 +23,12 @@ GRAFANA_ADMIN_SECRET = "grafana-admin"  # made by ClusterAddons from a generated
 # compaction need headroom above the blocks that retention counts.
 RETENTION_SIZE_FRACTION = 0.85
 EVERY_TAINT = {"operator": "Exists"}
+# The chart's CRD upgrade Job (values crds.upgradeJob, chart 88.5.3 as vendored: "mitigates the limitation of helm not
+# being able to upgrade CRDs"; a pre-install / pre-upgrade / pre-rollback hook that applies the chart's CRDs
+# server-side with forceConflicts, taking them over from Helm's first install). Its busybox image defaults to
+# `latest`: pinned here (⚠ Docker Hub's official busybox tag, no digest checked from here); kubectl's tag defaults to
+# the cluster's own version (registry.k8s.io/kubectl:vX.Y.Z).
+CRD_UPGRADE_BUSYBOX_TAG = "1.37.0"
 
 # Scrape targets a managed control plane hides (etcd, scheduler, controller manager) or keeps unreachable
 # (kube-proxy's metrics on localhost on EKS; no kube-proxy under GKE Dataplane V2): left on, each is a
@@ -74,6 +80,9 @@ def prometheus_values(settings: PrometheusAddon, cluster: ClusterFacts) -> dict:
     values = {
         # Fixed names: the Prometheus Service name (and so KEDA's address) must not depend on the release name.
         "fullnameOverride": RELEASE,
+        # a chart bump upgrades the Prometheus Operator's CRDs (Helm never upgrades crds/): the chart's own Job
+        "crds": {"upgradeJob": {"enabled": True, "forceConflicts": True, "nodeSelector": system_selector,
+                                "image": {"busybox": {"tag": CRD_UPGRADE_BUSYBOX_TAG}}}},
         "prometheus": {"prometheusSpec": {
             "retention": settings.retention,
             "retentionSize": f"{int(settings.storage_gib * RETENTION_SIZE_FRACTION)}GB",

@@ -113,6 +113,17 @@ SELF_MANAGED_FABRIC_SOFTWARE: dict[str, str | None] = {"infiniband": NETWORK_OPE
 NEW_GPU_NODE_READY_S = 900
 EXISTING_GPU_NODE_READY_S = 0
 
+# API groups whose CRDs GKE installs and upgrades itself (ClusterFacts.platform_crd_groups): "GKE automatically
+# installs all GA CRDs for Gateway API and Gateway API Inference Extension on GKE versions 1.34.0-gke.1626000 or
+# later" (llm-d.ai/docs/resources/gateway/gke and llm-d.ai/docs/dev/resources/gateway/install-crds, read
+# 2026-12-06; the InferencePool CRD there is the GA inference.networking.k8s.io/v1 the stack's pools use). Every
+# GKE cluster the stack creates runs 1.34 or newer (components/upstream/versions.py; the 1.34 patches GKE
+# offers in 2026 are all past that build), so the stack never creates, patches or
+# deletes a CRD of these groups there; the Envoy Gateway bundle's experimental-only kinds of the group (TCPRoute,
+# ...) are then absent, which Envoy Gateway v1.9.0 tolerates (it checks each CRD before watching it:
+# internal/provider/kubernetes/controller.go crdExists).
+GKE_PLATFORM_CRD_GROUPS = frozenset({"gateway.networking.k8s.io", "inference.networking.k8s.io"})
+
 # Cluster DNS servers (the metrics the monitoring stack scrapes differ).
 COREDNS = "coredns"  # EKS, kubeadm and most self-managed clusters
 KUBE_DNS = "kube-dns"  # GKE Standard's default provider
@@ -163,6 +174,9 @@ class ClusterFacts:
     # What a prefetch Job that reads a models[].source bucket waits for: the cloud identity the cluster component
     # granted its service account (EKS Pod Identity associations, GKE bucket IAM members; components/cluster/source_access.py)
     weights_access: list[Any] = field(default_factory=list)
+    # API groups whose CRDs the cluster's platform installs and upgrades (GKE_PLATFORM_CRD_GROUPS): the stack takes
+    # those CRDs as they are and applies none of them (components/upstream/crds.py applied_crds)
+    platform_crd_groups: frozenset[str] = frozenset()
 
     def pool_for(self, instance_type: str) -> GpuPool:
         return self.gpu_pools[instance_type]

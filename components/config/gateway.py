@@ -22,10 +22,12 @@ HOSTNAME = r"^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
 
 
 class GatewayTls(_Base):
-    """none: plain HTTP (dev, or an internal load balancer inside a trusted VPC); secret: a kubernetes.io/tls
-    Secret in the gateway's namespace (yours, or cert-manager's) that Envoy terminates; acm: an ACM
-    certificate the AWS NLB terminates (AWS only)."""
-    mode: Literal["none", "secret", "acm"] = "none"
+    """none: plain HTTP (dev, or an internal load balancer inside a trusted VPC); certificate: Envoy terminates
+    with the certificate chain and key of the Pulumi secrets gatewayTlsCert / gatewayTlsKey, from which the stack
+    makes the kubernetes.io/tls Secret in the gateway's namespace before the Gateway (works on the first `up`);
+    secret: a kubernetes.io/tls Secret you (or cert-manager) make in that namespace once the first `up` created it;
+    acm: an ACM certificate the AWS NLB terminates (AWS only)."""
+    mode: Literal["none", "certificate", "secret", "acm"] = "none"
     secret_name: str | None = Field(None, pattern=r"^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$")
     certificate_arn: str | None = None
 
@@ -106,7 +108,11 @@ def check_gateway(gw: GatewaySettings, cloud: str, environment: str) -> None:
         check_token_quotas(gw.token_quotas, list(gw.clients), gw.auth, gw.install)
     if gw.tls.mode == "acm" and cloud != "aws":
         raise field_error("gateway.tls.mode", f"acm is an AWS certificate (the NLB terminates it); on {cloud} use "
-                                              f"mode secret with a kubernetes.io/tls Secret (cert-manager)")
+                                              f"mode certificate (the secrets gatewayTlsCert / gatewayTlsKey) or mode "
+                                              f"secret with a kubernetes.io/tls Secret (cert-manager)")
+    if gw.tls.mode == "certificate" and not gw.install:
+        raise field_error("gateway.tls.mode", "certificate with gateway.install false: TLS belongs to the stack that "
+                                              "installs the Gateway (the cluster stack); remove tls here")
     if gw.scheme == "internet-facing" and gw.tls.mode == "none" and environment != "dev":
         raise field_error("gateway.tls.mode", f"none on an internet-facing gateway in {environment}: API keys would "
                                               f"cross the internet in clear text; use secret or acm")
@@ -118,7 +124,9 @@ def production_tls_problems(gw: GatewaySettings, cloud: str, environment: str) -
     if not (gw.enabled and gw.install and gw.tls.mode == "none" and environment == "prod"):
         return []
     fix = ("tls: {mode: acm, certificateArn: arn:aws:acm:REGION:ACCOUNT:certificate/ID}" if cloud == "aws" else
-           "tls: {mode: secret, secretName: NAME} (a kubernetes.io/tls Secret in envoy-gateway-system)")
+           "tls: {mode: certificate} with the secrets gatewayTlsCert and gatewayTlsKey (PEM; `pulumi config set "
+           "--secret gatewayTlsCert < cert.pem`), or tls: {mode: secret, secretName: NAME} (a kubernetes.io/tls "
+           "Secret cert-manager makes in envoy-gateway-system)")
     return [f"gateway.tls.mode: none in prod: the API keys and prompts would cross the network in clear text (plain "
             f"HTTP is for dev); set gateway.{fix}"]
 

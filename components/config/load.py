@@ -23,7 +23,11 @@ SECRET_KEYS = {"hfToken": "the Hugging Face token", "kubeconfig": "the kubeconfi
                # components/config/gateway.py: {"client": "key", ...}, one key per gateway.clients entry
                "gatewayApiKeys": "the gateway's API keys (a JSON object {client: key})",
                # components/config/charts.py: the password of charts.username at charts.mirror
-               "chartMirrorPassword": "the chart mirror's password (of charts.username)"}
+               "chartMirrorPassword": "the chart mirror's password (of charts.username)",
+               # components/config/gateway.py gateway.tls.mode certificate: PEM, checked in components/gateway
+               "gatewayTlsCert": "the gateway's TLS certificate chain (PEM, for gateway.tls.mode certificate)",
+               "gatewayTlsKey": "the gateway's TLS private key (PEM, unencrypted, for gateway.tls.mode certificate)"}
+TLS_SECRETS = ("gatewayTlsCert", "gatewayTlsKey")
 REQUIRED_SECRETS = {"hfToken"}
 
 
@@ -232,6 +236,7 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     errors += problems
     if cfg is not None:
         errors += _mirror_login_problems(cfg, "chartMirrorPassword" in secrets | plain)
+        errors += _tls_secret_problems(cfg, secrets | plain)
     if "hfToken" in required and "hfToken" not in secrets | plain:
         # only gated or private Hub repositories need a token (config/engine.py GATED_REPO_PREFIXES, ModelSpec.gated)
         from .engine import gated_downloads
@@ -244,6 +249,17 @@ def parse(raw: dict[str, Any], secrets: set[str] = frozenset(), plain: set[str] 
     if errors:
         raise ConfigError(errors)
     return cfg
+
+
+def _tls_secret_problems(cfg: StackConfig, present: set[str]) -> list[str]:
+    """Only gateway.tls.mode certificate reads the PEM secrets. That mode's missing or malformed secrets are reported
+    when the run reads them (components/gateway/component.py tls_problems), as gatewayApiKeys are: an offline plan
+    and the tests judge the stack file without them."""
+    mode = cfg.gateway.tls.mode
+    if mode == "certificate":
+        return []
+    return [f"{key}: set, but gateway.tls.mode is {mode}; set gateway.tls.mode certificate to use it, or remove it "
+            f"(`pulumi config rm {key}`)" for key in TLS_SECRETS if key in present]
 
 
 def _mirror_login_problems(cfg: StackConfig, password: bool) -> list[str]:
@@ -281,6 +297,8 @@ class LoadedConfig:
     provider_config: dict[str, dict[str, Any]] = dc_field(default_factory=dict)
     gateway_api_keys: Any | None = None  # pulumi.Output[dict[str, str]], secret (gatewayApiKeys)
     chart_mirror_password: Any | None = None  # pulumi.Output[str], secret (chartMirrorPassword, of charts.username)
+    gateway_tls_cert: Any | None = None  # pulumi.Output[str], secret (gatewayTlsCert, PEM)
+    gateway_tls_key: Any | None = None  # pulumi.Output[str], secret (gatewayTlsKey, PEM)
 
 
 PROVIDER_PACKAGES = ("aws", "gcp")
@@ -318,4 +336,5 @@ def load_stack_config(required: set[str] = REQUIRED_SECRETS) -> LoadedConfig:
     cfg = parse(raw, secret, plain, provider=defaults, required=required, base_dir=STACK_DIR)
     conf = pulumi.Config(PROJECT)
     return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"), provider_settings(all_keys),
-                        conf.get_secret_object("gatewayApiKeys"), conf.get_secret("chartMirrorPassword"))
+                        conf.get_secret_object("gatewayApiKeys"), conf.get_secret("chartMirrorPassword"),
+                        conf.get_secret("gatewayTlsCert"), conf.get_secret("gatewayTlsKey"))

@@ -8,15 +8,17 @@ pods through an InferencePool and its endpoint picker, multi-node ones through R
 """
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
 from ..cluster.charts import ChartMirror, chart_source
+from ..upstream import crds
 from ..upstream.versions import CHARTS
 from . import objects as o
 from . import quotas as q
@@ -24,8 +26,6 @@ from . import shared as sh
 from .quota_store import QuotaStore
 from .values import ai_gateway_values, envoy_gateway_values, epp_values
 
-INFERENCEPOOL_CRD = (Path(__file__).resolve().parents[2] / "schemas" / "crds" / "gateway-api-inference-extension"
-                     / "inference.networking.k8s.io_inferencepools.yaml")
 KEYS_SECRET = "gateway-api-keys"
 ENVOY_PROXY = "vllm-platform"
 RELEASE_TIMEOUT_S = 600
@@ -50,8 +50,12 @@ class GatewayArgs:
     request_timeout_s: int = 600
     hostname: str | None = None
     source_ranges: list[str] = field(default_factory=list)
-    tls_mode: str = "none"                       # none | secret | acm
+    tls_mode: str = "none"                       # none | certificate | secret | acm
     tls_secret: str | None = None
+    # tls_mode certificate: the PEM chain and key (pulumi.Output[str] secrets gatewayTlsCert / gatewayTlsKey), made
+    # into the kubernetes.io/tls Secret objects.TLS_SECRET in the gateway namespace before the Gateway
+    tls_certificate: Any = None
+    tls_key: Any = None
     certificate_arn: str | None = None
     system_node_selector: dict[str, str] = field(default_factory=dict)
     monitor_labels: dict[str, str] = field(default_factory=dict)  # AddonsFacts.monitor_labels (EPP ServiceMonitor)
@@ -68,6 +72,9 @@ class GatewayArgs:
     # rate-limit service's Redis
     token_quotas: q.TokenQuotas | None = None
     charts: ChartMirror | None = None            # the stack's `charts` block: where the releases' charts come from
+    # ClusterFacts.platform_crd_groups: API groups whose CRDs the cluster's platform owns (GKE: Gateway API and
+    # InferencePool); the gateway applies none of them and takes the platform's
+    platform_crd_groups: frozenset[str] = frozenset()
 
     @property
     def host(self) -> str:
@@ -116,9 +123,23 @@ ADDRESS_COMMAND = (f"kubectl -n {o.NAMESPACE} get gateway {o.GATEWAY_NAME} "
 def release_args(chart_key: str, namespace: str, values: dict, name: str | None = None,
                  charts: ChartMirror | None = None) -> dict:
     chart = CHARTS[chart_key]
-    return {"name": name or chart.chart, **chart_source(chart, charts),
+    args = {"name": name or chart.chart, **chart_source(chart, charts),
             "namespace": namespace, "create_namespace": False, "values": values, "timeout": RELEASE_TIMEOUT_S,
             "atomic": True}
+    if chart_key in crds.CHART_CRDS:  # its CRDs are applied by Pulumi before it (components/upstream/crds.py)
+        args["skip_crds"] = True
+    return args
+
+
+def apply_crds(name: str, key: str, platform_groups: frozenset[str], opts: pulumi.ResourceOptions) -> list:
+    """The CRDs of CHART_CRDS[key] as server-side applies (create or take over, never AlreadyExists; upgraded on a
+    chart bump), except those the cluster's platform owns. Cluster-wide: deleting one deletes every object of its
+    kind in the cluster (other stacks', the platform's), so a destroy leaves them, as Helm leaves its crds/
+    (retainOnDelete; docs/gateway.md, UPGRADING.md)."""
+    keep = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=True))
+    return [k8s.apiextensions.v1.CustomResourceDefinitionPatch(
+        f"{name}-crd-{doc['metadata']['name']}", **crds.patch_args(doc, LABELS), opts=keep)
+        for doc in crds.applied_crds(key, platform_groups)]
 
 
 def check_keys(keys: Any, clients: list[str]) -> dict[str, str]:
@@ -144,6 +165,73 @@ def check_keys(keys: Any, clients: list[str]) -> dict[str, str]:
     return {c: str(keys[c]) for c in clients}
 
 
+PEM_CERT = re.compile(r"-----BEGIN CERTIFICATE-----\s+([A-Za-z0-9+/=\s]+?)-----END CERTIFICATE-----")
+PEM_KEY = re.compile(r"-----BEGIN (RSA |EC )?PRIVATE KEY-----\s+([A-Za-z0-9+/=\s]+?)-----END \1?PRIVATE KEY-----")
+
+
+def _pem_body_ok(body: str) -> bool:
+    try:
+        return bool(base64.b64decode("".join(body.split()), validate=True))
+    except (binascii.Error, ValueError):
+        return False
+
+
+def tls_problems(cert: Any, key: Any) -> list[str]:
+    """What is wrong with the secrets gatewayTlsCert / gatewayTlsKey: a PEM certificate chain (leaf first) and an
+    unencrypted PEM private key (PKCS#8, PKCS#1 RSA or SEC1 EC), as Envoy reads them from a kubernetes.io/tls
+    Secret. Whether the key belongs to the certificate is not checked here (no X.509 parser in the program); Envoy
+    Gateway then reports the listener's certificate as invalid."""
+    problems = []
+    fix = "`pulumi config set --secret {k} < {f}`"
+    cert, key = (cert or "") if isinstance(cert, str) else "", (key or "") if isinstance(key, str) else ""
+    if not cert.strip():
+        problems.append(f"gatewayTlsCert: missing or empty; gateway.tls.mode certificate takes the PEM certificate "
+                        f"chain (leaf first): {fix.format(k='gatewayTlsCert', f='cert.pem')}")
+    elif "PRIVATE KEY-----" in cert:
+        problems.append("gatewayTlsCert: holds a private key; the certificate chain goes here, the key in gatewayTlsKey")
+    else:
+        blocks = PEM_CERT.findall(cert)
+        if not blocks:
+            problems.append("gatewayTlsCert: no PEM certificate (-----BEGIN CERTIFICATE----- ... -----END "
+                            "CERTIFICATE-----); convert a DER file with `openssl x509 -inform der -in cert.der`")
+        elif not all(_pem_body_ok(b) for b in blocks):
+            problems.append("gatewayTlsCert: a certificate block is not base64; set the file as it is, not edited")
+    if not key.strip():
+        problems.append(f"gatewayTlsKey: missing or empty; gateway.tls.mode certificate takes the unencrypted PEM "
+                        f"private key: {fix.format(k='gatewayTlsKey', f='key.pem')}")
+    elif "ENCRYPTED" in key:
+        problems.append("gatewayTlsKey: an encrypted key; Envoy needs it unencrypted: `openssl pkey -in key.pem -out "
+                        "plain.pem`, then set plain.pem (it stays a Pulumi secret)")
+    elif "CERTIFICATE-----" in key and "PRIVATE KEY-----" not in key:
+        problems.append("gatewayTlsKey: holds a certificate; the private key goes here, the chain in gatewayTlsCert")
+    else:
+        m = PEM_KEY.search(key)
+        if not m:
+            problems.append("gatewayTlsKey: no PEM private key (-----BEGIN PRIVATE KEY----- ... -----END PRIVATE "
+                            "KEY-----, or the RSA / EC forms)")
+        elif not _pem_body_ok(m.group(2)):
+            problems.append("gatewayTlsKey: the key block is not base64; set the file as it is, not edited")
+    return problems
+
+
+def check_tls(cert: Any, key: Any) -> dict[str, str]:
+    """The kubernetes.io/tls Secret's data, or a run error naming each problem of the two secrets."""
+    problems = tls_problems(cert, key)
+    if problems:
+        from ..config.load import ConfigError
+        err = ConfigError(problems)
+        raise pulumi.RunError(str(err)) from err
+    return {"tls.crt": cert, "tls.key": key}
+
+
+def tls_secret(name: str, cert: Any, key: Any, opts: pulumi.ResourceOptions) -> k8s.core.v1.Secret:
+    """tls.mode certificate: the kubernetes.io/tls Secret Envoy terminates with, from the two Pulumi secrets; its
+    data stays a secret (in the state and the plan) end to end."""
+    data = pulumi.Output.secret(pulumi.Output.all(cert, key).apply(lambda pair: check_tls(*pair)))
+    return k8s.core.v1.Secret(name, metadata={"name": o.TLS_SECRET, "namespace": o.NAMESPACE, "labels": LABELS},
+                              type="kubernetes.io/tls", string_data=data, opts=opts)
+
+
 def api_key_secret(name: str, namespace: str, api_keys: Any, clients: list[str],
                    opts: pulumi.ResourceOptions) -> k8s.core.v1.Secret:
     """The Opaque Secret {client: key} the gateway checks keys against (and, without a gateway, vLLM reads its
@@ -157,8 +245,11 @@ class InferenceGateway(pulumi.ComponentResource):
     endpoints: dict[str, str]
 
     def __init__(self, name: str, args: GatewayArgs, provider: Any = None, depends_on: list | None = None,
-                 model_ready: dict[str, list] | None = None, opts: pulumi.ResourceOptions | None = None):
-        """model_ready: per model, what its route must wait for (the RayService / the Deployment)."""
+                 opts: pulumi.ResourceOptions | None = None):
+        """Per model, its picker and route wait for the objects they name to exist (the Gateway, the InferencePool's
+        CRD, the model's own policies and picker), never for a model's serving workload to be Ready: a model whose
+        GPUs never come (a stockout: quota is not capacity) fails its own Deployment's await alone, while every
+        other model's route and the shared URL are up (issue 36; docs/gateway.md "A model without capacity")."""
         super().__init__("vllm-platform:gateway:InferenceGateway", name, None, opts)
         if args.token_quotas and q.lora_problems(args.routes):
             from ..config.load import ConfigError
@@ -195,23 +286,26 @@ class InferenceGateway(pulumi.ComponentResource):
             gateway_class = cr("gatewayclass", "gateway.networking.k8s.io/v1", "GatewayClass",
                                {"name": o.CLASS_NAME}, o.gateway_class(ENVOY_PROXY),
                                after(self.envoy_gateway, self.ai_gateway, proxy))
+            # tls.mode certificate: the Secret first (its namespace is the one _install made), so the HTTPS listener
+            # is programmed with it from the start; tls.mode secret names one you make once that namespace exists
+            cert = tls_secret(f"{name}-tls", args.tls_certificate, args.tls_key, after(self.envoy_gateway)) \
+                if args.tls_mode == "certificate" else None
             self.gateway = cr("gateway", "gateway.networking.k8s.io/v1", "Gateway",
                               {"name": o.GATEWAY_NAME, "namespace": o.NAMESPACE},
                               o.gateway_spec(args.tls_mode, args.tls_secret, args.hostname),
-                              after(self.envoy_gateway, self.ai_gateway, proxy, gateway_class))
+                              after(self.envoy_gateway, self.ai_gateway, proxy, gateway_class, cert))
         keys = api_key_secret(f"{name}-api-keys", args.namespace, args.api_keys, args.clients, base) \
             if args.auth and args.routes else None
-        model_ready = model_ready or {}
         groups = sh.route_groups(args.routes) if args.shared else []
         shared_deps: list = []
         for r in args.routes:
-            deps = [d for d in (self.gateway, *model_ready.get(r.model, [])) if d is not None]
+            deps = [d for d in (self.gateway,) if d is not None]
             if not r.multi_node:
                 values = epp_values(r, args.system_node_selector, args.monitor_labels, args.epp_replicas,
                                     zones=args.cloud in ZONED_CLOUDS)
                 deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
                     "llm-d-router-gateway", args.namespace, values, name=r.model, charts=args.charts),
-                    opts=after(self.pool_crd, *model_ready.get(r.model, []))))
+                    opts=after(self.pool_crd)))
             meta = {"name": r.model, "namespace": args.namespace}
             # the policies first: the route never serves a request without its key check and limits. One
             # BackendTrafficPolicy per model governs its own route and its rule on the shared route (a rule-level
@@ -272,14 +366,12 @@ class InferenceGateway(pulumi.ComponentResource):
         namespaces = [k8s.core.v1.Namespace(f"{name}-ns-{ns}", metadata={"name": ns, "labels": {
             **LABELS, **(o.readiness_gate_labels(self.args.cloud) if ns == o.NAMESPACE else {})}}, opts=base)
                       for ns in (o.NAMESPACE, o.AI_GATEWAY_NAMESPACE)]
-        crd = yaml.safe_load(INFERENCEPOOL_CRD.read_text())
-        self.pool_crd = k8s.apiextensions.v1.CustomResourceDefinition(
-            f"{name}-inferencepool-crd", metadata={"name": crd["metadata"]["name"],
-                                                   "annotations": crd["metadata"].get("annotations", {})},
-            spec=crd["spec"],
-            # cluster-wide: deleting it deletes every InferencePool in the cluster (other stacks', GKE's own), so a
-            # destroy leaves it, as Helm leaves the CRDs in its charts' crds/ (docs/gateway.md, UPGRADING.md)
-            opts=pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(retain_on_delete=True)))
+        # the InferencePool CRD and Envoy Gateway's (its chart's crds/ skipped): applied server-side, none of the
+        # groups the cluster's platform owns (GKE installs Gateway API and InferencePool itself)
+        groups = self.args.platform_crd_groups
+        pool_crds = apply_crds(name, "inferencepool", groups, base)
+        self.pool_crd = pool_crds[0] if pool_crds else None
+        eg_crds = apply_crds(name, "gateway-helm", groups, base)
         # token quotas: the rate-limit service's Redis first, so its Deployment starts against a reachable store
         self.quota_store = QuotaStore(f"{name}-quota-store", self.args.system_node_selector, LABELS,
                                       after(namespaces[0])) if self.args.token_quotas else None
@@ -288,11 +380,14 @@ class InferenceGateway(pulumi.ComponentResource):
         self.envoy_gateway = k8s.helm.v3.Release(
             f"{name}-envoy-gateway", **release_args("gateway-helm", o.NAMESPACE, envoy_gateway_values(rate_limit),
                                                     charts=self.args.charts),
-            opts=after(namespaces[0], self.pool_crd, self.quota_store))
+            opts=after(namespaces[0], self.pool_crd, *eg_crds, self.quota_store))
+        # its CRDs are templates (Helm upgrades them with the release); an uninstall would delete them and every
+        # AIGatewayRoute / AIServiceBackend in the cluster, so a destroy leaves the release (its record goes with
+        # the namespace; a later install of the same release name and namespace adopts the CRDs again)
         ai_crds = k8s.helm.v3.Release(
             f"{name}-ai-gateway-crds", **release_args("ai-gateway-crds-helm", o.AI_GATEWAY_NAMESPACE, {},
                                                       charts=self.args.charts),
-            opts=after(namespaces[1]))
+            opts=pulumi.ResourceOptions.merge(after(namespaces[1]), pulumi.ResourceOptions(retain_on_delete=True)))
         self.ai_gateway = k8s.helm.v3.Release(
             f"{name}-ai-gateway", **release_args("ai-gateway-helm", o.AI_GATEWAY_NAMESPACE, ai_gateway_values(),
                                                  charts=self.args.charts),

@@ -150,15 +150,24 @@ def listener_port(tls_mode: str) -> int:
 ROUTE_NAMESPACES = {"app.kubernetes.io/part-of": "vllm-platform"}
 
 
+# tls modes in which Envoy terminates HTTPS with a kubernetes.io/tls Secret in the gateway namespace: certificate (the
+# stack makes it from the secrets gatewayTlsCert / gatewayTlsKey) and secret (yours or cert-manager's)
+ENVOY_TERMINATES = ("certificate", "secret")
+# the Secret the stack makes in tls.mode certificate
+TLS_SECRET = "vllm-gateway-tls"
+
+
 def gateway_spec(tls_mode: str, secret_name: str | None, hostname: str | None) -> dict:
-    """One listener. tls secret: Envoy terminates HTTPS with your Secret; acm: the NLB terminates TLS on 443 and
-    hands Envoy plain HTTP on the same port; none: plain HTTP on 80."""
+    """One listener. tls certificate / secret: Envoy terminates HTTPS with the Secret; acm: the NLB terminates TLS
+    on 443 and hands Envoy plain HTTP on the same port; none: plain HTTP on 80."""
+    terminates = tls_mode in ENVOY_TERMINATES
     listener: dict = {"name": "api", "port": listener_port(tls_mode),
-                      "protocol": "HTTPS" if tls_mode == "secret" else "HTTP",
+                      "protocol": "HTTPS" if terminates else "HTTP",
                       "allowedRoutes": {"namespaces": {"from": "Selector",
                                                        "selector": {"matchLabels": dict(ROUTE_NAMESPACES)}}}}
-    if tls_mode == "secret":
-        listener["tls"] = {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": str(secret_name)}]}
+    if terminates:
+        name = TLS_SECRET if tls_mode == "certificate" else str(secret_name)
+        listener["tls"] = {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": name}]}
     if hostname:
         listener["hostname"] = hostname
     return {"gatewayClassName": CLASS_NAME, "listeners": [listener]}

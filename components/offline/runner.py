@@ -41,6 +41,9 @@ DEFAULT_STACK = "dev"
 # Stack files hold `secure:` ciphertext only the Pulumi CLI can decrypt; offline they become this,
 # still marked secret, so that a leak would show up as this text in a plan.
 OFFLINE_SECRET = "offline-placeholder-secret"
+# gateway.tls.mode certificate (components/gateway/component.py tls_problems): placeholders of the PEM shape it checks
+OFFLINE_PEM = {"gatewayTlsCert": "-----BEGIN CERTIFICATE-----\nb2ZmbGluZS1wbGFjZWhvbGRlcg==\n-----END CERTIFICATE-----\n",
+               "gatewayTlsKey": "-----BEGIN PRIVATE KEY-----\nb2ZmbGluZS1wbGFjZWhvbGRlcg==\n-----END PRIVATE KEY-----\n"}
 
 
 @dataclass
@@ -130,7 +133,7 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
     config, secret_keys = {}, []
     for key, value in raw.items():
         if isinstance(value, dict) and set(value) == {"secure"}:
-            config[key], secret_keys = OFFLINE_SECRET, secret_keys + [key]
+            config[key], secret_keys = OFFLINE_PEM.get(key.split(":")[-1], OFFLINE_SECRET), secret_keys + [key]
         elif isinstance(value, str):
             config[key] = value
         else:
@@ -157,6 +160,11 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
         config[password], secret_keys = OFFLINE_SECRET, secret_keys + [password]
         filled.append("chartMirrorPassword (`pulumi config set --secret chartMirrorPassword ...`, the password of "
                       "charts.username)")
+    tls = ((raw.get(f"{PROJECT}:gateway") or {}).get("tls") or {}).get("mode")
+    for name, pem in OFFLINE_PEM.items():  # gateway.tls.mode certificate: the PEM pair
+        if tls == "certificate" and f"{PROJECT}:{name}" not in config:
+            config[f"{PROJECT}:{name}"], secret_keys = pem, secret_keys + [f"{PROJECT}:{name}"]
+            filled.append(f"{name} (`pulumi config set --secret {name} < {'cert' if 'Cert' in name else 'key'}.pem`)")
     if filled:
         notes.append(f"secrets not in the stack file, placeholders in this offline plan: {'; '.join(filled)}; "
                      f"a real `pulumi preview` needs them set (docs/deploy.md)")

@@ -20,6 +20,7 @@ from ..planner import Topology
 from .. import metrics
 
 POLLING_S = 15
+FALLBACK_FAILURES = 4  # polls in a row a trigger's query fails before KEDA holds the fallback count (1 min)
 COOLDOWN_S = 300
 # Waiting requests per replica before adding one: a tenth of the batch the plan sized a replica for,
 # i.e. the newest queued request waits about a tenth of a request's duration for a slot.
@@ -112,5 +113,12 @@ def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_
             "scaleDown": {"stabilizationWindowSeconds": serving.scale_down_window_s, "selectPolicy": "Min",
                           "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]},
         }}},
+        # Prometheus down (a drain, a full disk): every trigger's query fails. After FALLBACK_FAILURES polls in a row
+        # KEDA v2.20.2 replaces the failing triggers' metric so the HPA asks for `replicas`, with currentReplicasIfHigher
+        # never fewer than run now (pkg/fallback/fallback.go doFallback): scaling holds the planned count (a model at
+        # zero stays as it is) instead of reading "no load" and scaling the fleet in. Valid for AverageValue triggers
+        # that are not cpu / memory (apis/keda/v1alpha1/scaledobject_types.go CheckFallbackValid), as these are.
+        "fallback": {"failureThreshold": FALLBACK_FAILURES, "replicas": 0 if zero else t.replicas,
+                     "behavior": "currentReplicasIfHigher"},
         "triggers": triggers,
     }

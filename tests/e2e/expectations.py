@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from components.upstream.crds import CHART_CRDS, crd_documents
+
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 # Custom resources whose controller is a stand-in operator's pause container: their CRs are created and accepted by
 # the API server, never reconciled, so nothing awaits them (pulumi-kubernetes awaits no custom resource without
@@ -133,9 +135,11 @@ def replacements(preview: dict) -> set[str]:
     return {name for name, op in previewed_ops(preview) if op in REPLACING}
 
 
-# What the program itself keeps on `pulumi destroy` (retain_on_delete), as docs/gateway.md says: the InferencePool CRD,
-# which other gateways on the cluster may share (deleting a CRD deletes every custom resource of it).
-RETAINED_BY_PROGRAM = {"customresourcedefinition/inferencepools.inference.networking.k8s.io"}
+# What the program itself keeps on `pulumi destroy` (retain_on_delete), as docs/gateway.md says: every CRD it applies
+# server-side (components/upstream/crds.py: the InferencePool, the Envoy Gateway / Gateway API bundle, KubeRay's, LWS's,
+# the LB controller's), which other stacks on the cluster may share (deleting a CRD deletes every custom resource of it).
+RETAINED_BY_PROGRAM = {f"customresourcedefinition/{d['metadata']['name']}"
+                       for key in CHART_CRDS for d in crd_documents(key)}
 
 
 def leftovers(cluster, chart_crds: set[str] = frozenset()) -> dict:
@@ -152,7 +156,9 @@ def leftovers(cluster, chart_crds: set[str] = frozenset()) -> dict:
     labelled = cluster.kubectl("get", ",".join(k for k in kinds if k not in ("events", "events.events.k8s.io")),
                                "-A", "-l", "app.kubernetes.io/part-of=vllm-platform", "-o", "name",
                                check=False).stdout.split() if kinds else []
-    unexpected += [o for o in labelled if o not in RETAINED_BY_PROGRAM]
+    # `kubectl get -o name` spells a CRD customresourcedefinition.apiextensions.k8s.io/NAME
+    unexpected += [o for o in labelled if o.replace("customresourcedefinition.apiextensions.k8s.io/",
+                                                    "customresourcedefinition/", 1) not in RETAINED_BY_PROGRAM]
     for pv in cluster.get_json("persistentvolumes")["items"]:
         unexpected.append(f"persistentvolume/{pv['metadata']['name']} ({pv.get('status', {}).get('phase')})")
     retained, program = [], []

@@ -45,7 +45,8 @@ COMMAND_TIMEOUT_S = 1200
 
 def chart_crd_names() -> set[str]:
     """metadata.name of every CRD a (stand-in) chart installs: Helm keeps them on uninstall."""
-    return {yaml.safe_load(f.read_text())["metadata"]["name"] for chart in CRDS for f in crd_files(chart)}
+    return {d["metadata"]["name"] for chart in CRDS for f in crd_files(chart)
+            for d in yaml.safe_load_all(f.read_text()) if d}
 
 
 @dataclass

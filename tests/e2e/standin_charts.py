@@ -57,9 +57,9 @@ CRDS: dict[str, tuple[str, ...]] = {
     "keda": ("keda",),
     "lws": ("lws",),
     "kube-prometheus-stack": ("prometheus-operator",),
-    # envoyproxy/gateway v1.9.0 charts/gateway-helm/charts/crds/crds/: gatewayapi-crds.yaml and generated/*.yaml.
-    # Not the InferencePool: components/gateway creates that CRD itself.
-    "gateway-helm": ("envoy-gateway", "gateway-api"),
+    # envoyproxy/gateway v1.9.0 charts/gateway-helm/charts/crds/crds/: gatewayapi-crds.yaml and generated/*.yaml,
+    # all vendored in envoy-gateway/ (issue 36). Not the InferencePool: components/gateway applies that CRD itself.
+    "gateway-helm": ("envoy-gateway",),
     # envoyproxy/ai-gateway v1.1.0 manifests/charts/ai-gateway-crds-helm/templates/: aigateway.envoyproxy.io_* only
     # (no InferencePool either)
     "ai-gateway-crds-helm": ("ai-gateway",),

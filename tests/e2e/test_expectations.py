@@ -158,3 +158,18 @@ def test_the_api_servers_default_status_is_not_a_controllers():
     assert not ex.reconciled(pending) and not ex.reconciled({})
     assert ex.reconciled({"conditions": [{"type": "Accepted", "status": "True"}]})
     assert ex.reconciled({"observedGeneration": 1})
+
+
+def test_every_crd_the_program_applies_is_retained_by_design_after_destroy():
+    """Issue 36: the CRDs the program applies server-side carry the project's label and are retainOnDelete; after
+    destroy they are expected, not leftovers (the Envoy Gateway bundle's among them)."""
+    for name in ("inferencepools.inference.networking.k8s.io", "envoyproxies.gateway.envoyproxy.io",
+                 "httproutes.gateway.networking.k8s.io", "rayjobs.ray.io", "leaderworkersets.leaderworkerset.x-k8s.io"):
+        assert f"customresourcedefinition/{name}" in ex.RETAINED_BY_PROGRAM, name
+    cluster = _Cluster({"namespaces": [{"metadata": {"name": n}} for n in sorted(ex.SYSTEM_NAMESPACES)],
+                        "customresourcedefinitions": [{"metadata": {"name": "envoyproxies.gateway.envoyproxy.io"}}]},
+                       labelled="customresourcedefinition.apiextensions.k8s.io/envoyproxies.gateway.envoyproxy.io\n"
+                                "customresourcedefinition/envoyproxies.gateway.envoyproxy.io\n")
+    left = ex.leftovers(cluster, set())
+    assert left["retained_by_program"] == ["customresourcedefinition/envoyproxies.gateway.envoyproxy.io"]
+

@@ -211,3 +211,10 @@ def test_the_dev_plan_at_zero_passes_the_policy_pack(dev_zero):
     class Result:
         resources = dev_zero[0]
     assert [v.rule for v in evaluate_plan(Result) if v.level == MANDATORY] == []
+
+
+def test_when_prometheus_is_down_a_model_at_zero_is_neither_woken_nor_scaled_in(dev_zero):
+    """Issue 36: the fallback of a scale-to-zero model keeps what runs (currentReplicasIfHigher over 0): a dead
+    Prometheus starts no GPU node and stops no replica that serves."""
+    [so] = [r for r in dev_zero[0] if r.type == SCALEDOBJECT]
+    assert so.inputs["spec"]["fallback"] == {"failureThreshold": 4, "replicas": 0, "behavior": "currentReplicasIfHigher"}

@@ -365,3 +365,13 @@ def test_first_rollout_deadline_waits_for_a_new_gpu_node_on_the_clouds_not_on_an
     # a node-local cache is filled on the node once it is ready: the two add up
     nvme = CacheFacts("nvme", 1.0, nvme_paths={t.instance_type: "/mnt/nvme/model-cache"})
     assert rollout_timeouts(t, nvme, 900)[0] - rollout_timeouts(t, nvme, 0)[0] == 900
+
+
+def test_when_prometheus_is_down_keda_holds_at_least_the_planned_replicas(prod70b):
+    """Issue 36: a dead Prometheus fails every trigger's query; without a fallback the HPA reads that as no load.
+    KEDA's fallback (v2.20.2) then asks for the planned count, or what runs now if more, after 4 failed polls."""
+    t = topology(prod70b, "chat")
+    spec = obj(prod70b.resources, "ScaledObject", "chat")["spec"]
+    assert t.replicas >= 2
+    assert spec["fallback"] == {"failureThreshold": 4, "replicas": t.replicas, "behavior": "currentReplicasIfHigher"}
+    assert spec["pollingInterval"] * spec["fallback"]["failureThreshold"] == 60

@@ -15,7 +15,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from ...config.load import ConfigError
-from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, KUBE_DNS, NEW_GPU_NODE_READY_S, ClusterFacts, GpuPool
+from ..facts import GKE_FABRIC_SOFTWARE, GKE_GPU_STACK, GKE_PLATFORM_CRD_GROUPS, KUBE_DNS, NEW_GPU_NODE_READY_S, ClusterFacts, GpuPool
 from ..pools import PoolSpec
 from . import storage
 from .args import GcpClusterArgs  # noqa: F401  (re-exported: wiring and tests import it here)
@@ -151,6 +151,6 @@ class GcpGpuCluster(pulumi.ComponentResource):
             depends_on=[self.system_pool, *self.network_objects, *cache_resources],
             gpu_stack=GKE_GPU_STACK, fabric_software=dict(GKE_FABRIC_SOFTWARE), managed_control_plane=True,
             cluster_dns=KUBE_DNS, gpu_node_ready_s=NEW_GPU_NODE_READY_S,
-            weights_access=weights_access)
+            weights_access=weights_access, platform_crd_groups=GKE_PLATFORM_CRD_GROUPS)
         self.register_outputs({"clusterName": self.cluster.name, "endpoint": self.cluster.endpoint,
                                "kubeconfig": self.kubeconfig})

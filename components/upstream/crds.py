@@ -1,0 +1,76 @@
+"""The CustomResourceDefinitions the stack applies itself, server-side, before the release that needs them.
+
+Helm installs a chart's crds/ folder on the first install only and never upgrades or deletes it, so a chart bump
+would run the new controller against last release's schema. Each chart below is installed with Helm's skip_crds
+and its CRDs are applied by Pulumi from the vendored upstream files (schemas/crds, source and tag of every file in
+schemas/sources.tsv and schemas/crds/README.md) as CustomResourceDefinitionPatch resources: server-side apply,
+which creates a missing CRD (a fresh cluster) and takes over one that exists (made by Helm on an earlier `up`, by
+another stack, by the vendor) without AlreadyExists (pulumi-kubernetes >= 4.29 refuses a plain create of an object
+that exists: CHANGELOG 4.29.0, #2926). A Patch resource creates a missing object: its create is an apply patch
+(provider/pkg/await/await.go Creation, `kinds.IsPatchResource` -> client.Patch(types.ApplyPatchType)).
+
+Pure data and arguments; the resources are made by the components (addons/component.py, gateway/component.py).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas" / "crds"
+# Force the apply: a chart bump changes fields that Helm's (or an earlier stack's) field manager owns; without it
+# the server answers a conflict (pulumi-kubernetes docs, "Server-Side Apply": pulumi.com/patchForce).
+PATCH_FORCE = "pulumi.com/patchForce"
+
+# chart key (components/upstream/versions.py CHARTS) -> the files under schemas/crds holding every CRD the chart's
+# crds/ folder installs at the pinned version (Helm's skip_crds is set on these releases). Bump with the chart.
+CHART_CRDS: dict[str, tuple[str, ...]] = {
+    # ray-project/kuberay v1.7.0 helm-chart/kuberay-operator/crds/ (4 CRDs; rayclusters and rayservices are
+    # byte-identical to ray-operator/config/crd/bases at the tag)
+    "kuberay-operator": ("kuberay/ray.io_rayclusters.yaml", "kuberay/ray.io_raycronjobs.yaml",
+                         "kuberay/ray.io_rayjobs.yaml", "kuberay/ray.io_rayservices.yaml"),
+    # kubernetes-sigs/lws v0.10.0: the chart's one CRD, generated from config/crd/bases (⚠ compared by name, not
+    # byte for byte with the packaged chart)
+    "lws": ("lws/leaderworkerset.x-k8s.io_leaderworkersets.yaml",),
+    # aws/eks-charts 5239609 (chart 3.5.0) stable/aws-load-balancer-controller/crds/ (crds.yaml, gateway-crds.yaml;
+    # the folder's kustomization.yaml is no CRD)
+    "aws-load-balancer-controller": ("aws-load-balancer-controller/crds.yaml",
+                                     "aws-load-balancer-controller/gateway-crds.yaml"),
+    # envoyproxy/gateway v1.9.0 charts/gateway-helm/charts/crds/crds/: the Gateway API bundle (experimental
+    # channel) and generated/*.yaml
+    "gateway-helm": ("envoy-gateway/gatewayapi-crds.yaml", "envoy-gateway/gateway.envoyproxy.io_backends.yaml",
+                     "envoy-gateway/gateway.envoyproxy.io_backendtrafficpolicies.yaml",
+                     "envoy-gateway/gateway.envoyproxy.io_clienttrafficpolicies.yaml",
+                     "envoy-gateway/gateway.envoyproxy.io_envoyextensionpolicies.yaml",
+                     "envoy-gateway/gateway.envoyproxy.io_envoypatchpolicies.yaml",
+                     "envoy-gateway/gateway.envoyproxy.io_envoyproxies.yaml",
+                     "envoy-gateway/gateway.envoyproxy.io_httproutefilters.yaml",
+                     "envoy-gateway/gateway.envoyproxy.io_securitypolicies.yaml"),
+    # kubernetes-sigs/gateway-api-inference-extension v1.6.0: no chart installs it (the EPP chart does not); the
+    # gateway applies it where the cluster's platform does not own it (ClusterFacts.platform_crd_groups)
+    "inferencepool": ("gateway-api-inference-extension/inference.networking.k8s.io_inferencepools.yaml",),
+}
+
+
+def crd_documents(key: str) -> list[dict]:
+    """Every CRD of CHART_CRDS[key], in file order."""
+    docs = []
+    for rel in CHART_CRDS[key]:
+        docs += [d for d in yaml.safe_load_all((SCHEMAS / rel).read_text())
+                 if d and d.get("kind") == "CustomResourceDefinition"]
+    return docs
+
+
+def applied_crds(key: str, platform_groups: frozenset[str] | set[str] = frozenset()) -> list[dict]:
+    """The CRDs of `key` the stack applies: not those of an API group the cluster's platform installs and upgrades
+    itself (GKE: Gateway API, Inference Extension), which the stack must neither create nor overwrite."""
+    return [d for d in crd_documents(key) if d["spec"]["group"] not in platform_groups]
+
+
+def patch_args(doc: dict, labels: dict[str, str]) -> dict:
+    """metadata and spec of the CustomResourceDefinitionPatch for one vendored CRD: its upstream annotations plus
+    the force flag, the stack's labels."""
+    meta = doc["metadata"]
+    return {"metadata": {"name": meta["name"], "labels": dict(labels),
+                         "annotations": {**meta.get("annotations", {}), PATCH_FORCE: "true"}},
+            "spec": doc["spec"]}
