@@ -66,6 +66,11 @@ CRDS: dict[str, tuple[str, ...]] = {
 }
 # charts whose real archive carries its CRDs in templates/ (rendered and upgraded with the release), not crds/
 CRDS_AS_TEMPLATES = {"ai-gateway-crds-helm"}
+# charts whose real archive carries its CRDs in a subchart (`charts/<name>/crds/`), as gateway-helm v1.9.0 does
+# (charts/gateway-helm/charts/crds/): Helm keeps a release's chart in its record (a Secret, at most 1 MiB) without
+# its subcharts (helm.sh/helm/v3 pkg/chart Chart.dependencies is unexported, so not serialized), which is why the real
+# chart ships its ~3.9 MB of CRDs there; in the top-level crds/ the record is over 1 MiB and the install fails
+CRDS_IN_SUBCHART = {"gateway-helm": "crds"}
 # charts that install CRDs only: no operator Deployment
 CRD_ONLY = {"ai-gateway-crds-helm"}
 # the workload's name where the real chart does not name it after the release
@@ -139,6 +144,13 @@ def chart_files(chart: str, version: str) -> dict[str, bytes]:
     files = {f"{chart}/Chart.yaml": yaml.safe_dump(meta, sort_keys=False).encode(),
              f"{chart}/values.yaml": b"{}\n"}
     place = "templates" if chart in CRDS_AS_TEMPLATES else "crds"
+    if chart in CRDS_IN_SUBCHART:
+        sub = CRDS_IN_SUBCHART[chart]
+        place = f"charts/{sub}/crds"
+        files[f"{chart}/charts/{sub}/Chart.yaml"] = yaml.safe_dump(
+            {"apiVersion": "v2", "name": sub, "version": version, "type": "application",
+             "description": f"the CRDs of the {chart} stand-in, a subchart as in the real chart"},
+            sort_keys=False).encode()
     for f in crd_files(chart):
         files[f"{chart}/{place}/{f.name}"] = f.read_bytes()
     if chart not in CRD_ONLY:
