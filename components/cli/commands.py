@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
 from ..catalog.tables import DataError  # reads no table: the catalog's names load on first use
+from .permissions import FILE as PERMISSIONS_FILE
 from .errors import EXIT_BAD_INPUT, EXIT_NO_FIT, EXIT_POLICY, _fail, data_error  # noqa: F401  (re-exported)
 
 # Everything that reads the catalog's tables is imported where it is used, after main() has started, so that a
@@ -174,6 +176,9 @@ def cmd_plan(a) -> int:
     except OSError as e:  # what the check before the plan cannot see (a read-only file system, a full disk)
         return _fail(EXIT_BAD_INPUT, f"--out: cannot write the plan to {out}: {e.strerror or e}; "
                                      f"give a directory you can write")
+    permissions = _deployer_permissions(stack, topology)
+    if permissions is not None:  # what the principal running `pulumi up` needs in the account (docs/clusters.md)
+        (out / PERMISSIONS_FILE).write_text(json.dumps(permissions, indent=2) + "\n")
     for note in result.notes:
         print(f"note: {note}")
     for warning in result.warnings:  # placeholders to replace, and pulumi.log.warn (what `pulumi up` prints)
@@ -198,11 +203,22 @@ def cmd_plan(a) -> int:
         print(f"\nChanges since {a.diff}:")
         for line in review.diff_lines(old_rows, rows):
             print(f"  {line}")
-    print(f"\nwrote {_shown(out, ROOT)}/: resources.json, topology.json, diagram.mmd, diagram.md and "
+    print(f"\nwrote {_shown(out, ROOT)}/: resources.json, topology.json, diagram.mmd, diagram.md, "
+          f"{PERMISSIONS_FILE + ' (the deployer IAM), ' if permissions is not None else ''}and "
           f"{len(objs)} manifests in {time.perf_counter() - started:.2f} s")
     verdicts = _policy_verdicts(result)
     print(f"policy pack: {len(verdicts)} mandatory violation(s)")
     return EXIT_POLICY if verdicts else 0
+
+
+def _deployer_permissions(stack: str, topology: dict) -> dict | None:
+    """The deployer's cloud permissions for the planned stack (components/cli/permissions.py)."""
+    from ..config.load import parse
+    from ..offline.runner import load_stack_yaml, project_values, resolve_stack
+    from ..planner import Topology
+    from .permissions import deployer_permissions
+    cfg = parse(project_values(load_stack_yaml(resolve_stack(stack)[1])), required=set())
+    return deployer_permissions(cfg, {name: Topology.from_dict(t) for name, t in topology.items()})
 
 
 def _out_problem(out: Path) -> str | None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from components.offline.render import manifests, sanitize
-from components.offline.runner import OFFLINE_SECRET, plan_stack_offline, run_program
+from components.offline.runner import OFFLINE_PEM, OFFLINE_SECRET, plan_stack_offline, run_program
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,6 +28,8 @@ def plan_config(values: dict, preview: bool = False, secrets: dict | None = None
     if "gatewayApiKeys" not in secrets:  # a placeholder key per gateway client (components/config/gateway.py)
         clients = (values.get("gateway") or {}).get("clients") or ["default"]
         secrets["gatewayApiKeys"] = json.dumps({c: f"{OFFLINE_SECRET}-{c}" for c in clients})
+    if ((values.get("gateway") or {}).get("tls") or {}).get("mode") == "certificate":  # the PEM pair it takes
+        secrets = {**OFFLINE_PEM, **secrets}
     config = {f"vllm-platform:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
     config.update({f"vllm-platform:{k}": v for k, v in secrets.items()})
     resources, exports = run_program(config, [f"vllm-platform:{k}" for k in secrets], stack, preview)
