@@ -270,13 +270,20 @@ class AwsNodeGroups(pulumi.ComponentResource):
                 # heads run here. Not the GPU groups: they follow the plan (a model moved to another instance
                 # type deletes its old group, which `protect` would refuse on every such `pulumi up`), hold no
                 # data, and a `pulumi destroy` stops at its preview on the protected cluster before any delete.
-                protect=self._protect))
+                protect=self._protect, live_fallback=f"{name}-system" if i == 0 else None))
         return groups
 
     def _node_group(self, name: str, scaling: dict[str, int], aliases: list | None = None, protect: bool = False,
-                    **args) -> aws.eks.NodeGroup:
-        """A managed node group of the cluster at its version, its desired size left to Cluster Autoscaler."""
-        scaling_config, ignored = keep_size(scaling, self._live.get(name))
+                    live_fallback: str | None = None, **args) -> aws.eks.NodeGroup:
+        """A managed node group of the cluster at its version, its desired size left to Cluster Autoscaler.
+
+        live_fallback: the live group an aliased group takes over (the single `-system` group of earlier
+        releases); without it the ignored desired size would keep the old group's stored count, possibly over
+        the new max, which EKS refuses."""
+        live = self._live.get(name)
+        if live is None and live_fallback is not None:
+            live = self._live.get(live_fallback)
+        scaling_config, ignored = keep_size(scaling, live)
         return aws.eks.NodeGroup(
             name, cluster_name=self._cluster.name, node_role_arn=self.role.arn, version=self._cluster.version,
             scaling_config=scaling_config, **args,

@@ -61,3 +61,18 @@ def test_the_first_zones_group_takes_over_the_address_of_the_single_group_of_ear
 
 def test_cluster_autoscaler_balances_similar_groups():
     assert autoscaler_values("c", "us-east-1", "1.35")["extraArgs"]["balance-similar-node-groups"] is True
+
+
+def test_the_first_zones_group_sends_the_old_system_groups_live_size_within_its_new_bounds(monkeypatch):
+    """Upgrade from the single system group: the aliased first-zone group is read under the old group's live name,
+    so its bounds change is seen and the live size (4, above the new max 2) is sent clamped, not ignored (the
+    engine would otherwise copy the old stored desired size in, and EKS refuses desired > max)."""
+    import components.offline.aws_stubs as stubs
+    monkeypatch.setitem(stubs.EXISTING_CLUSTERS, "vllm", {"version": "1.35", "tags": {}})
+    monkeypatch.setitem(stubs.EXISTING_NODE_GROUPS, "vllm", {
+        "vllm-cluster-nodes-system-0a1b2c3": {"minSize": 2, "desiredSize": 4, "maxSize": 4}})
+    res, _ = plan_config(G6)
+    first = system_groups(res)["vllm-cluster-nodes-system-eu-west-1a"]
+    scaling = first.inputs["scalingConfig"]
+    assert scaling["desiredSize"] <= scaling["maxSize"] == 2
+    assert first.ignore_changes == ()
