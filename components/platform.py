@@ -134,6 +134,7 @@ class Platform(pulumi.ComponentResource):
         # --- add-ons (issue 4): ClusterAddons -> self.addons: AddonsFacts ---
         from .addons import ClusterAddons
         self.addons: AddonsFacts = ClusterAddons(f"{name}-addons", self.facts, cfg.addons, opts=child,
+                                                 heartbeat_url=loaded.heartbeat_url,
                                                  charts=chart_mirror(cfg, loaded.chart_mirror_password)).facts
         # --- model cache and serving (issue 3): ModelCache + one VllmService per topology ---
         from .cache.component import ModelCache

@@ -10,6 +10,8 @@ depends on it finds its CRD and a running controller.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -55,9 +57,11 @@ class ClusterAddons(pulumi.ComponentResource):
     facts: AddonsFacts
 
     def __init__(self, name: str, cluster: ClusterFacts, settings: Addons,
-                 opts: pulumi.ResourceOptions | None = None, charts: ChartMirror | None = None):
+                 opts: pulumi.ResourceOptions | None = None, charts: ChartMirror | None = None,
+                 heartbeat_url: Any = None):
         """charts: where every chart comes from (the stack's `charts` block, components/wiring.py chart_mirror);
-        None: each chart's own repository."""
+        None: each chart's own repository. heartbeat_url: the secret alertmanagerHeartbeatUrl (a dead man's switch
+        that pages when Prometheus or Alertmanager stops; components/addons/prometheus.py heartbeat_config)."""
         super().__init__("vllm-platform:addons:ClusterAddons", name, None, opts)
         self._name = name
         self._cluster = cluster
@@ -73,7 +77,10 @@ class ClusterAddons(pulumi.ComponentResource):
             ns = self._namespace(prometheus.NAMESPACE, privileged=True)
             ready["monitoring"].append(self._chart(
                 "kube-prometheus-stack", prometheus.NAMESPACE,
-                prometheus.prometheus_values(prom, cluster), [ns, self._grafana_admin(ns)]))
+                prometheus.with_heartbeat(prometheus.prometheus_values(prom, cluster), heartbeat_url),
+                [ns, self._grafana_admin(ns)]))
+            if heartbeat_url is None:  # what `pulumi up` and `plan` print: nobody is told when Prometheus dies
+                pulumi.log.warn(prometheus.NO_HEARTBEAT, resource=self)
         else:
             monitor_labels, prometheus_url = dict(prom.monitor_labels or {}), prom.url
             prometheus_namespace = prometheus.url_namespace(prom.url)

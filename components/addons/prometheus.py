@@ -116,3 +116,35 @@ def prometheus_values(settings: PrometheusAddon, cluster: ClusterFacts) -> dict:
     for component in DNS_MONITORS.values():
         values[component] = {"enabled": component == dns}
     return values
+
+
+# A Prometheus cannot alert on its own death, nor an Alertmanager on its own: the chart's always-firing Watchdog alert
+# (kube-prometheus-stack's general.rules, "meant to ensure that the entire alerting pipeline is functional") goes to a
+# dead man's switch outside the cluster, which pages when the pings stop. Routed on its own, re-sent every minute:
+# the switch's grace period (set there) is then the detection time. Chart values alertmanager.config (88.5.3
+# values.yaml: route.receiver 'null', a Watchdog route to 'null'); the lists given here replace the chart's (Helm
+# merges maps, not lists), its inhibit_rules and global stay.
+HEARTBEAT_RECEIVER = "heartbeat"
+HEARTBEAT_REPEAT = "1m"
+NO_HEARTBEAT = ("addons.prometheus: no alertmanagerHeartbeatUrl: when Prometheus or Alertmanager stops (a drain, a "
+                "full disk), every alert goes silent and KEDA holds its fallback replicas, and nothing tells you; set "
+                "a dead man's switch URL (healthchecks.io, an Opsgenie / PagerDuty heartbeat) with `pulumi config set "
+                "--secret alertmanagerHeartbeatUrl https://...` (docs/addons.md)")
+
+
+def heartbeat_config(url) -> dict:
+    """alertmanager.config's route and receivers: Watchdog to the webhook `url` every minute, the rest as the chart
+    routes them (to 'null' until you add receivers)."""
+    return {"route": {"receiver": "null", "routes": [
+                {"receiver": HEARTBEAT_RECEIVER, "matchers": ['alertname = "Watchdog"'], "group_wait": "0s",
+                 "group_interval": HEARTBEAT_REPEAT, "repeat_interval": HEARTBEAT_REPEAT}]},
+            "receivers": [{"name": "null"},
+                          {"name": HEARTBEAT_RECEIVER, "webhook_configs": [{"url": url, "send_resolved": False}]}]}
+
+
+def with_heartbeat(values: dict, url) -> dict:
+    """The release values with the Watchdog routed to `url` (a secret Output: the values become secret); unchanged
+    without one."""
+    if url is None:
+        return values
+    return {**values, "alertmanager": {**values["alertmanager"], "config": heartbeat_config(url)}}

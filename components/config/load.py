@@ -26,7 +26,10 @@ SECRET_KEYS = {"hfToken": "the Hugging Face token", "kubeconfig": "the kubeconfi
                "chartMirrorPassword": "the chart mirror's password (of charts.username)",
                # components/config/gateway.py gateway.tls.mode certificate: PEM, checked in components/gateway
                "gatewayTlsCert": "the gateway's TLS certificate chain (PEM, for gateway.tls.mode certificate)",
-               "gatewayTlsKey": "the gateway's TLS private key (PEM, unencrypted, for gateway.tls.mode certificate)"}
+               "gatewayTlsKey": "the gateway's TLS private key (PEM, unencrypted, for gateway.tls.mode certificate)",
+               # components/addons/prometheus.py: Alertmanager sends the always-firing Watchdog alert here each
+               # minute; the monitor (healthchecks.io, an Opsgenie / PagerDuty heartbeat, ...) pages when it stops
+               "alertmanagerHeartbeatUrl": "the dead man's switch URL Alertmanager pings while Prometheus is up"}
 TLS_SECRETS = ("gatewayTlsCert", "gatewayTlsKey")
 REQUIRED_SECRETS = {"hfToken"}
 
@@ -299,6 +302,7 @@ class LoadedConfig:
     chart_mirror_password: Any | None = None  # pulumi.Output[str], secret (chartMirrorPassword, of charts.username)
     gateway_tls_cert: Any | None = None  # pulumi.Output[str], secret (gatewayTlsCert, PEM)
     gateway_tls_key: Any | None = None  # pulumi.Output[str], secret (gatewayTlsKey, PEM)
+    heartbeat_url: Any | None = None  # pulumi.Output[str], secret (alertmanagerHeartbeatUrl)
 
 
 PROVIDER_PACKAGES = ("aws", "gcp")
@@ -337,4 +341,5 @@ def load_stack_config(required: set[str] = REQUIRED_SECRETS) -> LoadedConfig:
     conf = pulumi.Config(PROJECT)
     return LoadedConfig(cfg, conf.get_secret("hfToken"), conf.get_secret("kubeconfig"), provider_settings(all_keys),
                         conf.get_secret_object("gatewayApiKeys"), conf.get_secret("chartMirrorPassword"),
-                        conf.get_secret("gatewayTlsCert"), conf.get_secret("gatewayTlsKey"))
+                        conf.get_secret("gatewayTlsCert"), conf.get_secret("gatewayTlsKey"),
+                        conf.get_secret("alertmanagerHeartbeatUrl"))
