@@ -302,6 +302,7 @@ QUOTA_ROWS: dict[tuple[str, str, str], tuple[float, float] | None] = {}
 COMPUTE_API_OFF: set[str] = set()
 # Clusters GKE has (project, location, name): a later `pulumi up`; none: the first.
 CLUSTERS: set[tuple[str, str, str]] = set()
+CLUSTER_READ_ERROR = ""  # what getCluster fails with for every cluster (a 403, an outage); '' for none
 
 
 def _rows(project: str, where: str, defaults: dict) -> list[dict]:
@@ -343,9 +344,11 @@ def _client_config(args):
 @invoke("gcp:container/getCluster:getCluster")
 def _get_cluster(args):
     p, loc, name = _project(args), args.get("location"), args.get("name")
-    if (p, loc, name) not in CLUSTERS:
+    if CLUSTER_READ_ERROR:
+        raise _DataSourceError("gcp:container/getCluster:getCluster", CLUSTER_READ_ERROR)
+    if (p, loc, name) not in CLUSTERS:  # terraform-provider-google's data source: "<id> not found"
         raise _DataSourceError("gcp:container/getCluster:getCluster",
-                               f"cluster \"{name}\" not found in location {loc} of project {p}")
+                               f"projects/{p}/locations/{loc}/clusters/{name} not found")
     return {"id": f"projects/{p}/locations/{loc}/clusters/{name}", "name": name, "location": loc, "project": p}
 
 

@@ -286,13 +286,30 @@ def compute_usage(project: str, region: str, opts: pulumi.InvokeOptions) -> tupl
     return {r["metric"]: Reading(float(r.get("limit", 0)), float(r.get("usage", 0))) for r in rows}, None
 
 
-def cluster_exists(cfg: GcpClusterArgs, opts: pulumi.InvokeOptions) -> bool:
-    """Whether GKE has a cluster of the stack's name in its region (not the first `pulumi up`)."""
+# How the provider says a cluster is absent: terraform-provider-google's data source clears the id on a 404 and
+# answers "<projects/P/locations/L/clusters/N> not found" (datasourceContainerClusterRead); a 403, a quota or a
+# network error is anything else, and must not read as "no cluster" (that would compare a running stack's nodes
+# against what is free and refuse it for them).
+def is_not_found(message: str) -> bool:
+    return message.rstrip().endswith(" not found") or "Error 404" in message
+
+
+def cluster_exists(cfg: GcpClusterArgs, opts: pulumi.InvokeOptions) -> bool | str:
+    """Whether GKE has a cluster of the stack's name in its region (not the first `pulumi up`); the API's message
+    when it could not tell."""
     try:
         gcp.container.get_cluster(name=cfg.cluster.name, location=cfg.gcp.region, project=cfg.gcp.project, opts=opts)
-    except Exception:  # not found (the provider's data source fails for a missing cluster)
-        return False
+    except Exception as e:
+        message = api_error(e)
+        return False if is_not_found(message) else message
     return True
+
+
+def cluster_unknown(cfg: GcpClusterArgs, message: str) -> str:
+    return (f"gcp.project: cannot tell whether GKE cluster {cfg.cluster.name} exists in {cfg.gcp.region} (project "
+            f"{cfg.gcp.project}), so the quotas cannot be compared: {message}; the deployer needs "
+            f"container.clusters.get (roles/container.clusterViewer, in roles/container.admin), and the Kubernetes "
+            f"Engine API on: {ENABLE_APIS_HINT.format(project=cfg.gcp.project)}")
 
 
 def check_quotas(cfg: GcpClusterArgs, specs: list[PoolSpec], nodes: list[PoolNodes],
@@ -324,5 +341,7 @@ def check_quotas(cfg: GcpClusterArgs, specs: list[PoolSpec], nodes: list[PoolNod
             continue
         region = "global" if quota == ALL_REGIONS else g.region
         readings[quota] = Reading(quota_value(info.dimensions_infos, region, quota.dimensions), used)
-    return problems + quota_problems([*gpu_needs, *other_needs], readings, g.project, g.region,
-                                     not cluster_exists(cfg, opts), errors)
+    exists = cluster_exists(cfg, opts)
+    if isinstance(exists, str):
+        return problems + [cluster_unknown(cfg, exists)]
+    return problems + quota_problems([*gpu_needs, *other_needs], readings, g.project, g.region, not exists, errors)

@@ -218,3 +218,25 @@ def test_the_rest_transport_sends_the_token_and_reports_googles_own_message(monk
         quotas._http_get(f"{quotas.COMPUTE_API}/projects/p/regions/us-central1", "tok")
     assert str(e.value) == "403: Required 'compute.regions.get' permission for 'projects/p/regions/us-central1'"
     assert seen == {"auth": "Bearer tok", "url": "https://compute.googleapis.com/compute/v1/projects/p/regions/us-central1"}
+
+
+def test_only_not_found_means_a_first_run_a_403_is_refused_naming_the_permission(monkeypatch):
+    """A running stack whose deployer lacks container.clusters.get (or meets an outage) is not taken for a first
+    run: that would compare its own nodes against what is free and refuse it for them."""
+    grant(monkeypatch, "NVIDIA-L4-GPUS-per-project-region", "10")
+    row(monkeypatch, "NVIDIA_L4_GPUS", 10, 8)
+    monkeypatch.setattr(gcp_stubs, "CLUSTERS", {(PROJECT, "us-central1", "vllm")})
+    monkeypatch.setattr(gcp_stubs, "CLUSTER_READ_ERROR", "googleapi: Error 403: Required \"container.clusters.get\" "
+                        "permission(s) for \"projects/my-proj-123/locations/us-central1/clusters/vllm\"., forbidden")
+    message = refused(values("g2"))
+    assert ("gcp.project: cannot tell whether GKE cluster vllm exists in us-central1 (project my-proj-123), so the "
+            "quotas cannot be compared: googleapi: Error 403: Required \"container.clusters.get\"") in message
+    assert "the deployer needs container.clusters.get (roles/container.clusterViewer" in message
+    assert "free 2 GPUs" not in message  # not compared as a first run
+
+
+def test_the_providers_not_found_answer_is_a_first_run():
+    from components.cluster.gcp.quotas import is_not_found
+    assert is_not_found("projects/p/locations/us-central1/clusters/vllm not found")
+    assert not is_not_found("googleapi: Error 403: Required \"container.clusters.get\" permission(s), forbidden")
+    assert not is_not_found("Post \"https://container.googleapis.com/v1/...\": dial tcp: i/o timeout")
