@@ -344,11 +344,14 @@ def _client_config(args):
 @invoke("gcp:container/getCluster:getCluster")
 def _get_cluster(args):
     p, loc, name = _project(args), args.get("location"), args.get("name")
+    # terraform-provider-google's data source answers "<id> not found"; the bridge wraps the provider's errors in a
+    # multierror ("invoking T: 1 error occurred:\n\t* ...\n\n")
+    tok = "gcp:container/getCluster:getCluster"
     if CLUSTER_READ_ERROR:
-        raise _DataSourceError("gcp:container/getCluster:getCluster", CLUSTER_READ_ERROR)
-    if (p, loc, name) not in CLUSTERS:  # terraform-provider-google's data source: "<id> not found"
-        raise _DataSourceError("gcp:container/getCluster:getCluster",
-                               f"projects/{p}/locations/{loc}/clusters/{name} not found")
+        raise _DataSourceError(tok, f"invoking {tok}: 1 error occurred:\n\t* {CLUSTER_READ_ERROR}\n\n")
+    if (p, loc, name) not in CLUSTERS:
+        raise _DataSourceError(tok, f"invoking {tok}: 1 error occurred:\n\t* projects/{p}/locations/{loc}/clusters/"
+                                    f"{name} not found\n\n")
     return {"id": f"projects/{p}/locations/{loc}/clusters/{name}", "name": name, "location": loc, "project": p}
 
 

@@ -115,10 +115,13 @@ def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_
         }}},
         # Prometheus down (a drain, a full disk): every trigger's query fails. After FALLBACK_FAILURES polls in a row
         # KEDA v2.20.2 replaces the failing triggers' metric so the HPA asks for `replicas`, with currentReplicasIfHigher
-        # never fewer than run now (pkg/fallback/fallback.go doFallback): scaling holds the planned count (a model at
-        # zero stays as it is) instead of reading "no load" and scaling the fleet in. Valid for AverageValue triggers
-        # that are not cpu / memory (apis/keda/v1alpha1/scaledobject_types.go CheckFallbackValid), as these are.
-        "fallback": {"failureThreshold": FALLBACK_FAILURES, "replicas": 0 if zero else t.replicas,
-                     "behavior": "currentReplicasIfHigher"},
+        # never fewer than run now (pkg/fallback/fallback.go doFallback): scaling holds the planned count instead of
+        # reading "no load" and scaling the fleet in. Valid for AverageValue triggers that are not cpu / memory
+        # (apis/keda/v1alpha1/scaledobject_types.go CheckFallbackValid), as these are. Not for a scale-to-zero model:
+        # RequestScale (pkg/scaling/executor/scale_scaledobjects.go) honours a fallback only when replicas != 0, and
+        # a fallback of 0 with minReplicaCount 0 falls through to scaleToZeroOrIdle, which would take a serving model
+        # to zero; without a fallback it reports TriggerError and leaves the replicas as they are.
+        **({} if zero else {"fallback": {"failureThreshold": FALLBACK_FAILURES, "replicas": t.replicas,
+                                         "behavior": "currentReplicasIfHigher"}}),
         "triggers": triggers,
     }

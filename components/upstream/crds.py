@@ -29,9 +29,12 @@ CHART_CRDS: dict[str, tuple[str, ...]] = {
     # byte-identical to ray-operator/config/crd/bases at the tag)
     "kuberay-operator": ("kuberay/ray.io_rayclusters.yaml", "kuberay/ray.io_raycronjobs.yaml",
                          "kuberay/ray.io_rayjobs.yaml", "kuberay/ray.io_rayservices.yaml"),
-    # kubernetes-sigs/lws v0.10.0: the chart's one CRD, generated from config/crd/bases (⚠ compared by name, not
-    # byte for byte with the packaged chart)
-    "lws": ("lws/leaderworkerset.x-k8s.io_leaderworkersets.yaml",),
+    # kubernetes-sigs/lws v0.10.0 charts/lws/crds/ (3 CRDs, byte for byte; the leaderworkersets one carries the
+    # conversion webhook to lws-webhook-service in lws-system). The controller (cmd/main.go) starts the
+    # DisaggregatedSet controller unconditionally: without those two CRDs its cache never syncs and the manager
+    # crash-loops, and the atomic release rolls back.
+    "lws": ("lws/leaderworkerset.x-k8s.io_leaderworkersets.yaml", "lws/disaggregatedset.x-k8s.io_disaggregatedsets.yaml",
+            "lws/disaggregatedset.x-k8s.io_disaggregatedsetrolescalers.yaml"),
     # aws/eks-charts 5239609 (chart 3.5.0) stable/aws-load-balancer-controller/crds/ (crds.yaml, gateway-crds.yaml;
     # the folder's kustomization.yaml is no CRD)
     "aws-load-balancer-controller": ("aws-load-balancer-controller/crds.yaml",

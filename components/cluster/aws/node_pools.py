@@ -44,6 +44,13 @@ SYSTEM_ROOT_GIB = SYSTEM_ROOT_DISK_GIB
 # reports nvidia.com/gpu, so that a scale-up is not repeated while the driver comes up.
 AWS_GPU_LABEL = "k8s.amazonaws.com/accelerator"
 SYSTEM_LABELS = SYSTEM_SELECTOR
+# The EBS CSI driver's volumes carry one topology term with its own zone key beside topology.kubernetes.io/zone
+# (both must match); Cluster Autoscaler's template node for a group at 0 (its AWS provider: the ASG's generic labels
+# plus the managed node group's labels from DescribeNodegroup) has only the latter, so without this label CA never
+# scales a zone group up from 0 for Prometheus's volume in that zone (kubernetes/autoscaler#3845;
+# its AWS balancing comparator ignores this label, so the zone groups stay "similar"). The CSI node
+# plugin sets the same label, with the same value, once the node runs.
+EBS_ZONE_LABEL = "topology.ebs.csi.aws.com/zone"
 CA_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 TAINT_EFFECTS = CLOUD_TAINT_EFFECTS
@@ -263,7 +270,7 @@ class AwsNodeGroups(pulumi.ComponentResource):
             groups.append(self._node_group(
                 f"{name}-system-{zone}", scaling,
                 subnet_ids=subnets_by_zone[zone], ami_type=SYSTEM_AMI_TYPE, capacity_type="ON_DEMAND",
-                instance_types=[settings.system_instance_type], labels=SYSTEM_LABELS,
+                instance_types=[settings.system_instance_type], labels={**SYSTEM_LABELS, EBS_ZONE_LABEL: zone},
                 launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
                 update_config={"max_unavailable": 1}, tags=tags, aliases=alias,
                 # aws.deletionProtection (control_plane.protected_opts): the operators, Prometheus and the Ray

@@ -290,8 +290,10 @@ def compute_usage(project: str, region: str, opts: pulumi.InvokeOptions) -> tupl
 # answers "<projects/P/locations/L/clusters/N> not found" (datasourceContainerClusterRead); a 403, a quota or a
 # network error is anything else, and must not read as "no cluster" (that would compare a running stack's nodes
 # against what is free and refuse it for them).
+# The engine's message wraps the bridge's multierror ("invoking T: 1 error occurred:\n\t* <id> not found\n\n"), so
+# every line is looked at, not the first.
 def is_not_found(message: str) -> bool:
-    return message.rstrip().endswith(" not found") or "Error 404" in message
+    return any(line.rstrip().endswith(" not found") or "Error 404" in line for line in message.splitlines())
 
 
 def cluster_exists(cfg: GcpClusterArgs, opts: pulumi.InvokeOptions) -> bool | str:
@@ -300,8 +302,10 @@ def cluster_exists(cfg: GcpClusterArgs, opts: pulumi.InvokeOptions) -> bool | st
     try:
         gcp.container.get_cluster(name=cfg.cluster.name, location=cfg.gcp.region, project=cfg.gcp.project, opts=opts)
     except Exception as e:
-        message = api_error(e)
-        return False if is_not_found(message) else message
+        if is_not_found(str(e)):
+            return False
+        items = [line.strip()[2:] for line in str(e).splitlines() if line.strip().startswith("* ")]
+        return "; ".join(items) or api_error(e)  # the multierror's items: the API's own words
     return True
 
 

@@ -21,6 +21,16 @@ def test_one_system_group_per_zone_each_in_its_zones_subnet_only():
         assert groups[f"vllm-cluster-nodes-system-{z}"].inputs["subnetIds"] == [subnets[z]]
 
 
+
+def test_each_zone_group_carries_the_ebs_csi_zone_label_cluster_autoscaler_needs_to_scale_it_from_zero():
+    """Prometheus's EBS volume binds it to one zone by a term of two keys (topology.ebs.csi.aws.com/zone and
+    topology.kubernetes.io/zone); a zone group at 0 nodes is scaled up by Cluster Autoscaler only if its template
+    node carries both (kubernetes/autoscaler#3845). With systemNodes 2 one zone's group sits at 0."""
+    res, _ = plan_config(G6)
+    for name, group in system_groups(res).items():
+        zone = name.rsplit("-system-", 1)[1]
+        assert group.inputs["labels"]["topology.ebs.csi.aws.com/zone"] == zone
+
 def test_system_nodes_stay_the_total_minimum_spread_over_the_zones_with_one_spare_each():
     """aws.systemNodes 2 over 3 zones: 1, 1, 0 (the bill still counts 2); every zone may grow by one, so that the
     zone of Prometheus's volume gets a node when its own is drained, even the zone that starts at 0."""

@@ -238,5 +238,9 @@ def test_only_not_found_means_a_first_run_a_403_is_refused_naming_the_permission
 def test_the_providers_not_found_answer_is_a_first_run():
     from components.cluster.gcp.quotas import is_not_found
     assert is_not_found("projects/p/locations/us-central1/clusters/vllm not found")
+    # as the engine hands it to the program: the bridge's multierror inside the invoke's failure
+    assert is_not_found("invoke of gcp:container/getCluster:getCluster failed: invocation of gcp:container/getCluster:"
+                        "getCluster returned an error: invoking gcp:container/getCluster:getCluster: 1 error "
+                        "occurred:\n\t* projects/p/locations/us-central1/clusters/vllm not found\n\n")
     assert not is_not_found("googleapi: Error 403: Required \"container.clusters.get\" permission(s), forbidden")
     assert not is_not_found("Post \"https://container.googleapis.com/v1/...\": dial tcp: i/o timeout")
