@@ -20,6 +20,7 @@ REGISTERED = (  # name -> the module it lives in, in the order the report lists 
     ("cache.revisions", "components.cache.checks"),
     ("serving.scale_to_zero", "components.serving.checks"),
     ("serving.ray_upgrades", "components.serving.checks"),
+    ("serving.runtime_lora_cache", "components.serving.checks"),
     ("gateway.production_tls", "components.config.gateway"),
     ("gateway.quota_lora", "components.config.token_quotas"),
     ("planner.disagg_production", "components.planner.checks"),
