@@ -20,6 +20,7 @@ REGISTERED = (  # name -> the module it lives in, in the order the report lists 
     ("cache.revisions", "components.cache.checks"),
     ("serving.scale_to_zero", "components.serving.checks"),
     ("serving.ray_upgrades", "components.serving.checks"),
+    ("serving.runtime_lora_cache", "components.serving.checks"),
     ("gateway.production_tls", "components.config.gateway"),
     ("gateway.quota_lora", "components.config.token_quotas"),
     ("planner.disagg_production", "components.planner.checks"),
@@ -32,7 +33,7 @@ def test_every_check_is_registered_once_in_order():
     assert got == list(REGISTERED)
     assert problems.ORDER == tuple(name for name, _ in REGISTERED)
     checks = [check for _, check in problems.registered()]
-    assert len(set(checks)) == len(checks) == 12
+    assert len(set(checks)) == len(checks) == 13
 
 
 def test_the_registry_imports_nothing_of_the_project():

@@ -138,7 +138,7 @@ def cmd_plan(a) -> int:
 
     import pulumi
 
-    stack = a.stack or DEFAULT_STACK
+    stack = source = a.stack or DEFAULT_STACK  # source: the name or the path given (a path outside stacks/)
     started = time.perf_counter()
     problem = _out_problem(Path(a.out)) if a.out else None
     if problem:
@@ -176,7 +176,7 @@ def cmd_plan(a) -> int:
     except OSError as e:  # what the check before the plan cannot see (a read-only file system, a full disk)
         return _fail(EXIT_BAD_INPUT, f"--out: cannot write the plan to {out}: {e.strerror or e}; "
                                      f"give a directory you can write")
-    permissions = _deployer_permissions(stack, topology)
+    permissions = _deployer_permissions(source, topology)
     if permissions is not None:  # what the principal running `pulumi up` needs in the account (docs/clusters.md)
         (out / PERMISSIONS_FILE).write_text(json.dumps(permissions, indent=2) + "\n")
     for note in result.notes:

@@ -40,6 +40,8 @@ def serving_lines(s: dict) -> str:
         lines.append(f"  first deploy within {s['firstDeployS']} s (GPU nodes, cache fill, image pull, start-up budget)")
     if s.get("coldStart"):
         lines.append(f"  {s['coldStart']['text']}")
+    if s.get("lora"):
+        lines.append(f"  {s['lora']['text']}")
     if s.get("rollout"):
         r = s["rollout"]
         lines.append(f"  rollout: maxSurge {r['maxSurge']} / maxUnavailable {r['maxUnavailable']}; "

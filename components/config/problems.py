@@ -15,6 +15,7 @@ collect() runs the checks in ORDER, not in import order, so the report's order i
     cache.revisions            models[].revision: two pins of one repository (cache/checks.py)
     serving.scale_to_zero      replicas.min 0 where it cannot hold (serving/checks.py)
     serving.ray_upgrades       serving.rayUpgradeStrategy NewCluster without room (serving/checks.py)
+    serving.runtime_lora_cache engine.lora.runtimeUpdates on a node-local cache (serving/checks.py)
     gateway.production_tls     production TLS of the gateway (config/gateway.py)
     gateway.quota_lora         token quotas beside LoRA adapters (config/token_quotas.py)
     planner.disagg_production  a production P/D fleet (planner/checks.py)
@@ -29,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 ORDER = ("cluster", "cache.nvme", "cache.sources", "cache.cross_cloud", "cache.loader", "cache.revisions",
-         "serving.scale_to_zero", "serving.ray_upgrades", "gateway.production_tls", "gateway.quota_lora",
+         "serving.scale_to_zero", "serving.ray_upgrades", "serving.runtime_lora_cache",
+         "gateway.production_tls", "gateway.quota_lora",
          "planner.disagg_production", "planner.margin_production")
 
 

@@ -3,6 +3,8 @@ second cluster (serving.rayUpgradeStrategy NewCluster); each as `field: problem`
 from __future__ import annotations
 
 from ..config.problems import PlanContext, plan_check
+from ..kube.k8s import CACHE_MOUNT
+from .runtime_lora import RESOLVER_ROOT
 from .shape import on_ray, ray_topologies, workload
 from .upgrades import no_room, upgrade_problems
 
@@ -43,3 +45,17 @@ def _ray_upgrades(ctx: PlanContext) -> list[str]:
                       ctx.gcp.reservation if ctx.gcp else None)
     return upgrade_problems(ctx.serving.ray_upgrade_strategy, ray_topologies(ctx.serving, dict(ctx.topologies)),
                             blocked)
+
+
+@plan_check("serving.runtime_lora_cache")
+def runtime_lora_cache_problems(ctx: PlanContext) -> list[str]:
+    """engine.lora.runtimeUpdates needs one resolver directory every replica reads (serving/runtime_lora.py): a
+    node-local cache (modelCache.kind nvme, each GPU node's own disk) cannot be one, so an adapter published there
+    reaches the pods of one node while the endpoint picker sends its requests to any pod (404 elsewhere)."""
+    if ctx.model_cache.kind != "nvme":
+        return []
+    return [f"models[{i}].engine.lora.runtimeUpdates: modelCache.kind nvme is each GPU node's own disk, so the LoRA "
+            f"resolver directory ({RESOLVER_ROOT}/{dep.name}) would differ from node to node and a replica on another "
+            f"node (a scale-up, a restart, a drain) answers 404 for an adapter published on the first; use "
+            f"modelCache.kind rwx, whose one volume every replica mounts at {CACHE_MOUNT} (docs/lora.md)"
+            for i, dep in enumerate(ctx.models) if dep.engine.lora and dep.engine.lora.runtime_updates]

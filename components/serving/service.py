@@ -38,6 +38,7 @@ from .rayservice import HEAD_RESOURCES, IN_PLACE, NEEDS_WINDOW, first_deploy_s, 
 from .shape import LWS, on_ray, shape
 from .upgrades import upgrade_note
 from .redis import GcsRedis
+from .runtime_lora import lora_summary
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,12 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
                     f"1.6x slower per token than the capacity model estimates (Mixtral on vLLM's V0 engine up to "
                     f"3.7x), beyond its planning margin (docs/capacity.md#known-gaps): measure one replica with "
                     f"bench/bench_serve.py before trusting the knee")
+    if (lora := lora_summary(t, cache.revision(t.model_repo))):  # engine.lora.runtimeUpdates (docs/lora.md)
+        out["lora"] = lora
+        if not lora["exactBase"]:
+            warn.append(f"UNPINNED LoRA BASE: {t.served_model_name} resolves adapters whose adapter_config.json names "
+                        f"the snapshot vLLM loaded ({lora['baseModel']}); a later cache fill of a new main commit "
+                        f"moves it and published adapters stop resolving (404): set models[].revision")
     if args.production and not cache.revision(t.model_repo):
         warn.append(f"UNPINNED MODEL in production: {t.model_repo} is served at whatever its main branch was when "
                     f"the cache filled; set models[].revision to the commit you tested")

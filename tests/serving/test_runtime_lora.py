@@ -166,3 +166,125 @@ def test_a_multi_node_replica_refuses_runtime_updates():
         multi_node = True
     assert ray_engine_problem(Dep, T) == ("a multi-node replica (Ray Serve LLM) cannot take engine.lora.runtimeUpdates "
                                           "(Serve LLM has no /v1/load_lora_adapter; docs/lora.md)")
+
+
+# --- the adapters hold across replicas: vLLM 0.31's filesystem resolver on the shared cache (docs/lora.md) ---------
+
+RESOLVER_DIR = "/models/lora/llama-lora"
+
+
+def _pod(plan) -> dict:
+    return _manifest(plan, "deployment_llm_llama-lora.yaml")["spec"]["template"]["spec"]
+
+
+def _container(spec: dict, name: str, init: bool = False) -> dict:
+    return next(c for c in spec["initContainers" if init else "containers"] if c["name"] == name)
+
+
+def test_every_replica_resolves_adapters_from_one_directory_of_the_shared_cache(plan):
+    spec = _pod(plan)
+    vllm = _container(spec, "vllm")
+    env = {e["name"]: e.get("value") for e in vllm["env"]}
+    # vllm/envs.py names; the resolver resolves only with runtime updating on (serving.py _check_model)
+    assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "true"
+    assert env["VLLM_LORA_RESOLVER_CACHE_DIR"] == RESOLVER_DIR
+    # the resolver is a vllm.general_plugins entry point: loaded while VLLM_PLUGINS is unset, dropped if it names others
+    assert "VLLM_PLUGINS" not in env or "lora_filesystem_resolver" in env["VLLM_PLUGINS"].split(",")
+    # the directory lies on the model cache volume, mounted at the same path in every pod, and that volume is the one
+    # ReadWriteMany claim every replica mounts (not a node's own disk, not an emptyDir)
+    mount = next(m for m in vllm["volumeMounts"] if RESOLVER_DIR.startswith(m["mountPath"].rstrip("/") + "/"))
+    volume = next(v for v in spec["volumes"] if v["name"] == mount["name"])
+    claim = _manifest(plan, f"persistentvolumeclaim_llm_{volume['persistentVolumeClaim']['claimName']}.yaml")
+    assert mount["mountPath"] == "/models" and claim["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def test_the_directory_exists_before_vllm_starts(plan):
+    """register_filesystem_resolver raises when VLLM_LORA_RESOLVER_CACHE_DIR is no directory: vLLM would not start."""
+    spec = _pod(plan)
+    assert [c["name"] for c in spec["initContainers"]] == ["wait-for-cache", "lora-adapters"]
+    init = _container(spec, "lora-adapters", init=True)
+    script = init["command"][2]
+    assert f"mkdir -p {RESOLVER_DIR} && chmod a+rwx {RESOLVER_DIR}" in script.splitlines()
+    vllm_mount = next(m for m in _container(spec, "vllm")["volumeMounts"] if m["mountPath"] == "/models")
+    assert init["volumeMounts"] == [{"name": vllm_mount["name"], "mountPath": "/models"}]  # the same volume, writable
+    assert init["securityContext"]["runAsUser"] == 0 and init["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_a_path_adapter_is_waited_for_instead_of_crash_looping_vllm(plan):
+    script = _container(_pod(plan), "lora-adapters", init=True)["command"][2]
+    p = "/models/adapters/support"
+    assert (f"until [ -f {p}/adapter_config.json ] && {{ [ -f {p}/adapter_model.safetensors ] || "
+            f"[ -f {p}/adapter_model.bin ] || [ -f {p}/adapter_model.pt ]; }}; do echo 'waiting for LoRA adapter "
+            f"support (engine.lora.adapters[0].path {p}): vLLM does not start without its adapter_config.json and "
+            f"adapter_model.safetensors (or .bin / .pt) there; copy the adapter on the shared model cache "
+            f"(modelCache.kind rwx: any pod mounting it) (docs/lora.md#adapters-given-by-path)'; sleep 15; done"
+            ) in script.splitlines()
+
+
+def test_the_wait_ends_once_the_adapter_can_be_loaded(tmp_path):
+    import subprocess
+    from components.serving.runtime_lora import adapter_ready_test
+    d = tmp_path / "my adapter"
+    d.mkdir()
+
+    def ready() -> bool:
+        return subprocess.run(["/bin/sh", "-c", adapter_ready_test(str(d))]).returncode == 0
+    assert not ready()
+    (d / "adapter_config.json").write_text("{}")
+    assert not ready()  # the weights are still missing: vLLM would exit
+    (d / "adapter_model.safetensors").write_bytes(b"")
+    assert ready()
+
+
+def test_the_plan_says_where_to_publish_and_what_an_unknown_adapter_gets(capsys):
+    assert main(["plan", str(STACK)]) == 0
+    out = capsys.readouterr().out
+    base = "/models/hf/hub/models--meta-llama--Llama-3.1-8B-Instruct"
+    assert (f'  LoRA resolver: an adapter published as {RESOLVER_DIR}/NAME/ (adapter_config.json with "peft_type": '
+            f'"LORA" and the base below, adapter_model.safetensors) is served as "model": "NAME" by every replica, '
+            f'loaded on its first request there (docs/lora.md#publishing-an-adapter); base_model_name_or_path '
+            f'"{base}/snapshots/$(cat {base}/refs/main)" (no models[].revision: the commit the cache filled, read it '
+            f'there); an adapter neither loaded nor published: every replica answers 404 "The model `<name>` does not '
+            f'exist." and the gateway passes it on (one found that fails to load: 400 "LoRA adapter \'<name>\' was '
+            f'found but could not be loaded.")\n') in out
+    assert "WARNING: UNPINNED LoRA BASE: llama-lora resolves adapters" in out
+
+
+def test_a_pinned_revision_gives_the_exact_base_vllm_compares():
+    """HF_HUB_OFFLINE: vLLM's model_config.model is the snapshot path (arg_utils.py / repo_utils.get_model_path)."""
+    from types import SimpleNamespace
+    from components.serving.runtime_lora import resolver_base_model
+    sha = "0e9e39f249a16976918f6564b8830bc894c89659"
+    t = SimpleNamespace(model_repo="meta-llama/Llama-3.1-8B-Instruct")
+    assert resolver_base_model(t, sha) == (
+        f"/models/hf/hub/models--meta-llama--Llama-3.1-8B-Instruct/snapshots/{sha}", True)
+    assert resolver_base_model(SimpleNamespace(model_repo="/models/sources/s3-b-llama"), None) == (
+        "/models/sources/s3-b-llama", True)
+
+
+def test_a_node_local_cache_cannot_hold_the_resolver(tmp_path, capsys):
+    raw = yaml.safe_load(STACK.read_text())
+    raw["config"]["vllm-platform:modelCache"] = {"kind": "nvme"}
+    raw["config"]["vllm-platform:models"][0]["engine"]["lora"]["adapters"] = []
+    stack = tmp_path / "Pulumi.lora-nvme.yaml"
+    stack.write_text(yaml.safe_dump(raw))
+    assert main(["plan", str(stack)]) != 0
+    assert ("models[0].engine.lora.runtimeUpdates: modelCache.kind nvme is each GPU node's own disk, so the LoRA "
+            "resolver directory (/models/lora/llama-lora) would differ from node to node and a replica on another node "
+            "(a scale-up, a restart, a drain) answers 404 for an adapter published on the first; use modelCache.kind "
+            "rwx, whose one volume every replica mounts at /models (docs/lora.md)") in capsys.readouterr().err
+
+
+def test_a_path_adapter_without_runtime_updates_is_gated_read_only_and_unprivileged():
+    from types import SimpleNamespace
+    from components.planner.engine_args import LoraSlots
+    from components.serving.runtime_lora import lora_init_container
+    lora = LoraSlots(2, 16, None, (("sql", "org/sql-lora"), ("support", "/opt/adapters/support")))
+    t = SimpleNamespace(engine=SimpleNamespace(options=SimpleNamespace(lora=lora)), served_model_name="m")
+    init = lora_init_container(t, "img", "nvme", {"name": "model-cache", "mountPath": "/models"}, {})
+    assert init["volumeMounts"] == [{"name": "model-cache", "mountPath": "/models", "readOnly": True}]
+    assert init["securityContext"]["runAsNonRoot"] is True and "mkdir" not in init["command"][2]
+    assert "engine.lora.adapters[1].path /opt/adapters/support" in init["command"][2]  # the repo one is the cache's
+    assert "copy the adapter in the vLLM image" in init["command"][2]
+    no_path = SimpleNamespace(engine=SimpleNamespace(options=SimpleNamespace(lora=LoraSlots(2, 16))), served_model_name="m")
+    assert lora_init_container(no_path, "img", "rwx", {}, {}) is None
