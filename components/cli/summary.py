@@ -33,7 +33,7 @@ def summary(t: Topology, serve: str | None = None) -> str:
 def serving_lines(s: dict) -> str:
     """The serving summary of one model (serving.service.serving_summary): start-up terms, the cold start a
     first request waits after scaling to zero, rollout, warnings."""
-    lines = []
+    lines = [f"  {s['image']}"] if s.get("image") else []
     if s.get("startup"):
         lines.append(f"  {s['startup']['text']}")
     if s.get("firstDeployS"):

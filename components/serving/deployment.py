@@ -7,8 +7,7 @@ import math
 from ..cache.component import WAIT_RESOURCES, CacheFacts, download_seconds, guaranteed
 from ..cluster.facts import GpuPool
 from ..planner import Topology
-from ..upstream.versions import VLLM_IMAGE
-from .fabric import capabilities, single_node_env
+from .fabric import capabilities, single_node_env, vllm_image, vllm_image_env
 from ..kube.k8s import (container_security, http_port, offline_cache_env, pod_security, probes, scratch_env,
                   scratch_mounts, scratch_volumes)
 from ..kube.pods import SHM_MOUNT, gpu_placement, gpu_resources, pod_metadata, selector, shm_volume, spread
@@ -75,15 +74,16 @@ def template_mounts(t: Topology) -> list[dict]:
 def vllm_container(t: Topology, cache: CacheFacts, budget_s: int) -> dict:
     return {
         "name": "vllm",
-        "image": VLLM_IMAGE,
-        "imagePullPolicy": "IfNotPresent",  # pinned by digest: the node's copy is the right one
-        # the image's entrypoint is `vllm serve`: args are the model, then the flags, as planned
+        "image": vllm_image(t),  # the fabric's where P/D moves the KV cache over it (fabric.py VLLM_IMAGES)
+        "imagePullPolicy": "IfNotPresent",  # pinned: the node's copy is the right one
+        # the image's entrypoint is `vllm serve` (the EFA image's runs it after its telemetry): args are the model,
+        # then the flags, as planned
         "args": vllm_args(t, cache),
         "ports": [http_port()],
         # no HF_TOKEN: the pod reads the cache offline; only the prefetch talks to the Hub
         "env": [*offline_cache_env(), engine_ready_env(budget_s), *scratch_env(), *single_node_env(t),
                 {"name": "VLLM_NO_USAGE_STATS", "value": "1"}, {"name": "DO_NOT_TRACK", "value": "1"},
-                *runtime_lora_env(t)],
+                *vllm_image_env(t), *runtime_lora_env(t)],
         "resources": gpu_resources(t.gpus_per_replica, t.pod_cpu, t.pod_memory_gib),
         "volumeMounts": [SHM_MOUNT, cache.mount, *scratch_mounts(), *template_mounts(t)],
         "securityContext": container_security(capabilities(t)),
@@ -96,7 +96,7 @@ def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int, match
     main = vllm_container(t, cache, budget_s)
     cpu_memory = {k: {r: v for r, v in main["resources"][k].items() if r in ("cpu", "memory")}
                   for k in ("requests", "limits")}
-    init = cache.init_container(t.model_repo, VLLM_IMAGE, pod_resources=cpu_memory, expected_gib=t.weights_gib,
+    init = cache.init_container(t.model_repo, main["image"], pod_resources=cpu_memory, expected_gib=t.weights_gib,
                                 warm=cache.warms(t))
     # after the cache: the runtime-LoRA resolver directory, and the `path:` adapters vLLM would exit without
     lora = lora_init_container(t, VLLM_IMAGE, cache.kind, cache.mount, guaranteed(WAIT_RESOURCES))

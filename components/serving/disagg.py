@@ -49,14 +49,62 @@ SIDECAR_ARGS = (f"--port={VLLM_PORT}", f"--model-server-port={ENGINE_PORT}", "--
 # NIXL's libfabric backend on EFA: the same provider settings as NCCL's (serving/fabric.py, the EFA row: no huge
 # pages, fork-safe registrations); UCX (InfiniBand, RoCE, GKE RDMA, TCP) finds its devices itself (UCX_TLS and
 # UCX_NET_DEVICES unset: UCX picks RDMA verbs where the pod has a device, TCP where not).
-TRANSPORT_ENV = {"LIBFABRIC": {"FI_EFA_FORK_SAFE": "1", "FI_EFA_USE_HUGE_PAGE": "0"}, "UCX": {}}
+# FI_PROVIDER=efa: NIXL's LIBFABRIC plugin picks the efa provider (aws/deep-learning-containers test/efa/scripts/
+# nixl_disagg_pd.sh, the two-node P/D test of the image serving/fabric.py VLLM_IMAGES runs on EFA).
+TRANSPORT_ENV = {"LIBFABRIC": {"FI_PROVIDER": "efa", "FI_EFA_FORK_SAFE": "1", "FI_EFA_USE_HUGE_PAGE": "0"}, "UCX": {}}
+# engine.kvOffloadGiB on a P/D model. vLLM 0.31.0 vllm/config/vllm.py _post_init_kv_transfer_config: with
+# --kv-offloading-size (backend native) it OVERWRITES kv_connector with "OffloadingConnector" (keeping the extra config),
+# so the NixlConnector would be silently gone and no KV cache would reach the decode pods. Both are composed instead,
+# with the offloading flags left out (kv_offloading_size is None: _post_init_kv_transfer_config returns untouched):
+# - kv_connector/factory.py registers "MultiConnector"; kv_connector/v1/multi_connector.py builds each child from
+#   kv_connector_extra_config.connectors as its own KVTransferConfig (so each child names its kv_role: kv_transfer.py
+#   __post_init__ refuses a connector without one, and reads its own kv_connector_extra_config), loads a request's KV
+#   from the FIRST child reporting matched tokens and saves to all: NIXL first, so a decode pod reads the prefill
+#   pod's KV and the host tier serves the prefix hits NIXL does not claim; request_finished merges the children's
+#   kv_transfer_params (NIXL's reach the sidecar unchanged);
+# - the OffloadingConnector child's extra config is what --kv-offloading-size would have set: cpu_bytes_to_use =
+#   GiB x 2^30 (v1/kv_offload/cpu/spec.py reads it; spec_name defaults to CPUOffloadingSpec, v1/kv_offload/factory.py);
+# - KV cache layouts agree (MultiConnector.get_required_kvcache_layout refuses a mismatch): NixlConnector asks for
+#   LBHNC (None for MLA), OffloadingConnector for LBHNC (nixl/connector.py, offloading_connector.py).
+# vLLM's own tests compose the same pair (tests/v1/kv_connector/unit, "MultiConnector with NIXLConnector +
+# OffloadingConnector", connectors [NixlConnector kv_both, OffloadingConnector kv_both]).
+OFFLOAD_FLAGS = ("--kv-offloading-size", "--kv-offloading-backend")
 
 
-def kv_transfer_config(backend: str = "UCX") -> dict:
-    """vLLM's --kv-transfer-config for both roles (KVTransferConfig, vllm/config/kv_transfer.py)."""
+def nixl_connector(backend: str = "UCX") -> dict:
+    """The NixlConnector's KVTransferConfig fields (vllm/config/kv_transfer.py KVTransferConfig)."""
     out: dict = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
     if backend != "UCX":  # nixl/base_worker.py: kv_connector_extra_config.backends, default ["UCX"]
         out["kv_connector_extra_config"] = {"backends": [backend]}
+    return out
+
+
+def offloading_connector(offload_gib: float) -> dict:
+    """The host KV tier as --kv-offloading-size S --kv-offloading-backend native configures it (cpu_bytes_to_use)."""
+    return {"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+            "kv_connector_extra_config": {"cpu_bytes_to_use": round(offload_gib * (1 << 30))}}
+
+
+def kv_transfer_config(backend: str = "UCX", offload_gib: float = 0.0) -> dict:
+    """vLLM's --kv-transfer-config for both roles: the NixlConnector, or with a host tier (engine.kvOffloadGiB) a
+    MultiConnector of it and the OffloadingConnector (see above)."""
+    if not offload_gib:
+        return nixl_connector(backend)
+    return {"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config": {
+        "connectors": [nixl_connector(backend), offloading_connector(offload_gib)]}}
+
+
+def without_offload_flags(args: list[str]) -> list[str]:
+    """The arguments less --kv-offloading-size / --kv-offloading-backend and their values (the MultiConnector holds
+    the tier instead: either flag would replace the NixlConnector)."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in OFFLOAD_FLAGS:
+            skip = True
+        elif not a.startswith(tuple(f + "=" for f in OFFLOAD_FLAGS)):
+            out.append(a)
     return out
 
 
@@ -70,14 +118,15 @@ def deployment_name(model: str, role: str) -> str:
 
 
 def role_args(t: Topology, role: str) -> tuple[str, ...]:
-    """The plan's vLLM arguments with the connector; decode pods' vLLM listens behind the sidecar."""
-    args = list(t.vllm_args)
+    """The plan's vLLM arguments with the connector (the host tier inside it, never as --kv-offloading-size: that
+    would replace the NixlConnector); decode pods' vLLM listens behind the sidecar."""
+    args = without_offload_flags(list(t.vllm_args))
     if role == DECODE:  # behind the sidecar; the batch the planner sized decode for (within engine.maxNumSeqs)
         for flag, value in (("--port", ENGINE_PORT), ("--max-num-seqs", t.disaggregation.decode_concurrency)):
             if flag in args:
                 args[args.index(flag) + 1] = str(value)
-    return (*args, "--kv-transfer-config", json.dumps(kv_transfer_config(t.disaggregation.backend),
-                                                      separators=(",", ":")))
+    config = kv_transfer_config(t.disaggregation.backend, t.kv_offload_gib)
+    return (*args, "--kv-transfer-config", json.dumps(config, separators=(",", ":")))
 
 
 def role_topology(t: Topology, role: str) -> Topology:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from ..cluster.facts import GpuPool
 from ..config import ConfigError
 from ..planner import Topology
-from ..upstream.versions import RAY_LLM_EFA_IMAGE, RAY_LLM_IMAGE
+from ..upstream.versions import RAY_LLM_EFA_IMAGE, RAY_LLM_IMAGE, VLLM_EFA_IMAGE, VLLM_IMAGE
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"  # aws-efa-k8s-device-plugin
 IPC_LOCK = "IPC_LOCK"
@@ -127,6 +127,89 @@ def fabric_for(t: Topology) -> Fabric:
 
 def ray_image(t: Topology, override: str | None = None) -> str:
     return override or fabric_for(t).image
+
+
+@dataclass(frozen=True)
+class VllmImage:
+    """The vLLM image a fabric family's cross-node traffic needs (LWS multi-node NCCL, P/D's NIXL)."""
+    image: str
+    carries: str  # what it carries for the fabric, for the plan's line
+    env: dict[str, str] = field(default_factory=dict)  # what the image itself reads
+    source: str = ""
+
+
+# The upstream image (pinned by digest; every flag was checked against its vLLM) everywhere its NCCL and NIXL reach the
+# fabric themselves: NCCL's IB verbs (InfiniBand, RoCE), the gIB plugin from the host (GKE RDMA, fabric.py host
+# mounts), sockets (TCPX/TCPXO pools, no fabric), NIXL's UCX (finds verbs devices itself, TCP where there are none).
+# EFA needs libfabric's efa provider and aws-ofi-nccl inside the image (vllm-project/vllm#55635, open): without them
+# NCCL falls back to sockets with the EFA devices allocated and idle, and NIXL's LIBFABRIC plugin finds no provider.
+UPSTREAM = VllmImage(VLLM_IMAGE, "vLLM's own NCCL and NIXL (UCX)", source="components/upstream/versions.py VLLM_IMAGE")
+VLLM_IMAGES: dict[str, VllmImage] = {
+    # OPT_OUT_TRACKING: the DLC entrypoint's usage report (scripts/docker/telemetry/bash_telemetry.sh.template skips
+    # it when "true"); the EFA provider settings are the family's (FABRICS["efa"], disagg.TRANSPORT_ENV).
+    "efa": VllmImage(VLLM_EFA_IMAGE, "the EFA installer's libfabric (efa provider) and aws-ofi-nccl, NIXL's "
+                                     "LIBFABRIC plugin", {"OPT_OUT_TRACKING": "true"},
+                     source="aws/deep-learning-containers docker/vllm/Dockerfile, scripts/docker/common/install_efa.sh, "
+                            "test/efa (components/upstream/versions.py VLLM_EFA_IMAGE)"),
+}
+EFA_CAPABLE_IMAGES = frozenset({VLLM_IMAGES["efa"].image})
+
+
+def crosses_fabric(t: Topology) -> bool:
+    """Whether the model's engines talk over the GPU fabric: NCCL between a replica's nodes, or NIXL moving the
+    KV cache between P/D instances over RDMA. A single-node aggregated replica keeps its traffic on NVLink."""
+    return t.multi_node or bool(t.disaggregated and t.disaggregation.transport == "rdma")
+
+
+def vllm_image_for(t: Topology) -> VllmImage:
+    """The image the model's vLLM pods run: the fabric family's where its traffic crosses the fabric, else upstream."""
+    if not crosses_fabric(t):
+        return UPSTREAM
+    return VLLM_IMAGES.get(family(t.cloud, t.fabric), UPSTREAM)
+
+
+def vllm_image(t: Topology) -> str:
+    image = vllm_image_for(t).image
+    check_image(t, image)
+    return image
+
+
+def check_image(t: Topology, image: str) -> None:
+    """Refuses an image that cannot carry the model's traffic: EFA (P/D over NIXL's LIBFABRIC backend, NCCL across a
+    replica's nodes) without the EFA userspace. The LIBFABRIC backend is planned for EFA pools only
+    (planner/disagg.py LIBFABRIC_FABRICS), so P/D with it on a pool without EFA is refused too."""
+    d, model = t.disaggregation, t.served_model_name
+    libfabric = bool(t.disaggregated and d.backend == "LIBFABRIC")
+    efa = family(t.cloud, t.fabric) == "efa"
+    if libfabric and not efa:
+        raise FabricError(f"serving.disaggregation: {model} is planned P/D over NIXL's LIBFABRIC backend on "
+                          f"{t.instance_type}, whose pool has no EFA (fabric {t.fabric!r}): LIBFABRIC is EFA's; pin "
+                          f"models[].instanceTypes to an EFA type, or serve it aggregated (serving.disaggregation: off)")
+    if efa and crosses_fabric(t) and image not in EFA_CAPABLE_IMAGES:
+        what, key = (("P/D over NIXL's LIBFABRIC backend", "serving.disaggregation") if libfabric
+                     else ("NCCL across its nodes", "serving.multiNode"))
+        raise FabricError(f"{key}: {model} runs {what} on EFA "
+                          f"({t.instance_type}), but {image} carries no EFA userspace (libfabric's efa provider, "
+                          f"aws-ofi-nccl, NIXL's LIBFABRIC plugin): its traffic would fall back to TCP sockets with "
+                          f"the EFA devices idle; run {VLLM_IMAGES['efa'].image} (components/serving/fabric.py "
+                          f"VLLM_IMAGES), or serve it on one node aggregated")
+
+
+def vllm_image_env(t: Topology) -> list[dict]:
+    """What the model's image reads beside vLLM (the EFA image's telemetry opt-out)."""
+    return _env_list(vllm_image_for(t).env)
+
+
+def vllm_image_text(t: Topology) -> str:
+    """The plan's line: which image the model's vLLM pods run, and why."""
+    img = vllm_image_for(t)
+    if img is UPSTREAM:
+        why = ("its traffic crosses the fabric with " + img.carries if crosses_fabric(t)
+               else "one node per replica: no NCCL or NIXL traffic on the fabric")
+        return f"image: {img.image} ({why})"
+    what = "P/D's KV cache over NIXL LIBFABRIC" if t.disaggregated else "NCCL across the replica's nodes"
+    pin = "" if "@sha256:" in img.image else "; ⚠ by tag, no digest verified"
+    return f"image: {img.image} ({what} on {t.fabric}: it carries {img.carries}{pin})"
 
 
 def fabric_resources(t: Topology, pool: GpuPool) -> dict[str, int]:

@@ -1,6 +1,7 @@
 """A replica that spans nodes as a LeaderWorkerSet (serving.multiNode lws, the default): one group per replica,
 one pod per GPU node, vLLM 0.31's own multiprocess executor across the group's nodes. No Ray: the pods run
-the pinned vllm/vllm-openai image (the version every flag and option was checked against), the leader serves
+the pinned vllm/vllm-openai image (the version every flag and option was checked against; on EFA AWS's build of the
+same release with the EFA userspace, fabric.py VLLM_IMAGES), the leader serves
 the OpenAI API like a single-node replica's pod, and KEDA scales the groups through the set's scale
 subresource. docs/lws.md has the worked example and what was checked upstream.
 
@@ -26,10 +27,10 @@ from __future__ import annotations
 from ..cache.component import CacheFacts
 from ..cluster.facts import GpuPool
 from ..planner import Topology
-from ..upstream.versions import VLLM_IMAGE
 from .deployment import (PRESTOP_S, drain_s, first_start_s, grace_s, template_metadata, template_mounts,
                          template_volumes, vllm_args)
 from ..kube.k8s import MODEL_LABEL, http_port, probes
+from .fabric import vllm_image, vllm_image_env
 from .node_pod import node_pod
 from ..kube.pods import pod_metadata
 
@@ -82,6 +83,11 @@ def worker_args(t: Topology, cache: CacheFacts) -> list[str]:
     return [*mp_args(vllm_args(t, cache)), *_nodes(t, WORKER_INDEX), "--headless"]
 
 
+def _env(t: Topology) -> list[dict]:
+    """No usage reports (vLLM's, and on EFA the image's own: fabric.py VLLM_IMAGES)."""
+    return [{"name": "DO_NOT_TRACK", "value": "1"}, *vllm_image_env(t)]
+
+
 def _sleep(seconds: int) -> dict:
     return {"preStop": {"exec": {"command": ["/bin/sh", "-c", f"sleep {seconds}"]}}}
 
@@ -90,8 +96,8 @@ def leader_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict)
     budget = cache.budget(t).total_s
     container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "args": leader_args(t, cache),
                  "ports": [http_port()], "lifecycle": _sleep(PRESTOP_S), **probes(budget)}
-    pod = node_pod(t, pool, cache, VLLM_IMAGE, container, grace_s(t), env=[{"name": "DO_NOT_TRACK", "value": "1"}],
-                   mounts=template_mounts(t), volumes=template_volumes(t))
+    pod = node_pod(t, pool, cache, vllm_image(t), container, grace_s(t), env=_env(t), mounts=template_mounts(t),
+                   volumes=template_volumes(t))
     return {"metadata": template_metadata(t, pod_metadata(labels, pool)), "spec": pod}
 
 
@@ -101,7 +107,7 @@ def worker_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict)
     before its own SIGTERM."""
     container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "args": worker_args(t, cache),
                  "lifecycle": _sleep(PRESTOP_S + drain_s(t))}
-    pod = node_pod(t, pool, cache, VLLM_IMAGE, container, grace_s(t), env=[{"name": "DO_NOT_TRACK", "value": "1"}])
+    pod = node_pod(t, pool, cache, vllm_image(t), container, grace_s(t), env=_env(t))
     return {"metadata": pod_metadata(labels, pool), "spec": pod}
 
 

@@ -23,12 +23,12 @@ from ..gateway.objects import with_api_key
 from ..planner import Topology
 from ..planner.disagg import tcp_warning
 from ..planner.vllm_args import VLLM_PORT
-from ..upstream.versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_IMAGE, VLLM_VERSION
+from ..upstream.versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_VERSION
 from .autoscaling import scaled_object_spec, waiting_threshold
 from .cold_start import cold_start, cold_start_seconds, hold_warning
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .disagg import DECODE, ROLES, deployment_name, role_deployment_spec
-from .fabric import ray_image
+from .fabric import family, ray_image, vllm_image, vllm_image_text
 from . import lws
 from .network import lws_network_policy_spec, network_policy_spec, pdb_spec, service_spec
 from .observability import dashboard_json, pod_monitor_spec, rules_spec, service_monitor_spec
@@ -62,7 +62,20 @@ class ServingArgs:
 def serving_images(args: ServingArgs, t: Topology) -> list[str]:
     """The images a model's GPU pods run (for the pre-pull DaemonSet)."""
     with as_run_error():
-        return [ray_image(t, args.serving.ray_image)] if on_ray(t, args.serving) else [VLLM_IMAGE]
+        return [ray_image(t, args.serving.ray_image)] if on_ray(t, args.serving) else [vllm_image(t)]
+
+
+def image_line(args: ServingArgs, t: Topology) -> str:
+    """The plan's line: the image the model's pods run, and why (fabric.py VLLM_IMAGES; the Ray image on RayServices)."""
+    if not on_ray(t, args.serving):
+        return vllm_image_text(t)
+    image = ray_image(t, args.serving.ray_image)
+    if args.serving.ray_image:
+        why = "serving.rayImage" + (": on EFA it must carry libfabric's efa provider and aws-ofi-nccl, or NCCL falls "
+                                    "back to TCP sockets" if family(t.cloud, t.fabric) == "efa" else "")
+    else:
+        why = f"the Ray Serve LLM image for fabric {t.fabric or 'none'} (fabric.py FABRICS)"
+    return f"image: {image} ({why})"
 
 
 def endpoint(model: str, namespace: str) -> str:
@@ -99,6 +112,8 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
     unpinned model). `node_ready_s`: ClusterFacts.gpu_node_ready_s."""
     b = cache.budget(t)
     out: dict = {"startup": {**b.terms(), "text": b.describe()}, "warnings": []}
+    with as_run_error():
+        out["image"] = image_line(args, t)
     if t.min_replicas == 0:
         c = cold_start(t, cache, node_ready_s)
         out["coldStart"] = {**c.terms(), "text": c.describe()}

@@ -20,6 +20,20 @@ VLLM_VERSION = "v0.31.0"
 # in several independent pins of that release. A tag can be re-pushed; a digest cannot.
 VLLM_IMAGE_DIGEST = "sha256:c1c9f6fd5c109ba7f0546a59f5b2f15fb87f64c77782e90a27b648b42a8e67c3"
 VLLM_IMAGE = f"vllm/vllm-openai:{VLLM_VERSION}@{VLLM_IMAGE_DIGEST}"
+# The same vLLM on AWS EFA (components/serving/fabric.py VLLM_IMAGES: P/D over NIXL's LIBFABRIC backend, LWS multi-node
+# NCCL): the upstream image has no EFA userspace (vllm-project/vllm#55635), so NCCL falls back to sockets and NIXL's
+# LIBFABRIC plugin finds no efa provider. AWS Deep Learning Containers' Ubuntu vLLM image is that upstream image plus
+# the EFA installer (libfabric with the efa provider, aws-ofi-nccl in /opt/amazon/ofi-nccl/lib on LD_LIBRARY_PATH):
+# aws/deep-learning-containers docker/vllm/Dockerfile (FROM $BASE_IMAGE, install_efa.sh ${EFA_VERSION}, ENTRYPOINT
+# dockerd_entrypoint.sh = telemetry then `vllm serve "$@"`), .github/config/image/vllm/ec2-ubuntu.yml (base_image
+# vllm/vllm-openai:v<version>, efa_version 1.47.0), the tag from docs/src/data/vllm/0.31.0-gpu-ec2.yml (commit
+# c6e3ca189bf92a6c0c5abffa60b4694a61e377b1). NIXL comes from the upstream base; the DLC's EFA tests
+# (test/efa/scripts/nixl_libfabric_smoke.py, nixl_disagg_pd.sh: LIBFABRIC backend with provider efa, a two-node P/D
+# request) run on every *-ubuntu.yml image PR (.github/workflows/vllm.pr-ubuntu.yml run-efa-test).
+# ⚠ pinned by tag: no digest of this tag could be checked from here (set it when `docker buildx imagetools inspect`
+# answers); ⚠ the EFA tests' result for the 0.31.0 build itself was not seen, only the workflow that runs them.
+VLLM_EFA_IMAGE_TAG = f"{VLLM_VERSION.lstrip('v')}-gpu-py312-cu130-ubuntu24.04-ec2"
+VLLM_EFA_IMAGE = f"public.ecr.aws/deep-learning-containers/vllm:{VLLM_EFA_IMAGE_TAG}"
 
 # Multi-node replicas run Ray Serve LLM (KubeRay RayService). The image carries Ray, Serve LLM and its
 # own vLLM (ray-llm 2.58.0 bundles vLLM 0.26.0); the metric names the stack uses exist in both releases.

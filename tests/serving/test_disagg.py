@@ -67,7 +67,9 @@ def test_decode_pods_run_the_sidecar_in_front_of_vllm():
     assert vllm["readinessProbe"]["httpGet"]["port"] == "engine"
     env = _env(vllm)
     assert env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == {"fieldRef": {"fieldPath": "status.podIP"}}
-    assert (env["VLLM_NIXL_SIDE_CHANNEL_PORT"], env["FI_EFA_USE_HUGE_PAGE"], env["FI_EFA_FORK_SAFE"]) == ("5600", "0", "1")
+    assert (env["VLLM_NIXL_SIDE_CHANNEL_PORT"], env["FI_EFA_USE_HUGE_PAGE"], env["FI_EFA_FORK_SAFE"],
+            env["FI_PROVIDER"]) == ("5600", "0", "1", "efa")
+    assert vllm["image"] == "public.ecr.aws/deep-learning-containers/vllm:0.31.0-gpu-py312-cu130-ubuntu24.04-ec2"
     # TP 4 of a p5's 8 GPUs: half its 32 EFA interfaces; the sidecar's CPU and memory come out of vLLM's share
     limits = vllm["resources"]["limits"]
     assert (limits["vpc.amazonaws.com/efa"], limits["nvidia.com/gpu"], limits["cpu"]) == ("16", "4", "92")

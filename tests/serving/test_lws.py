@@ -64,8 +64,8 @@ def _container(objs, template: str) -> dict:
 
 def test_leader_args_run_the_api_server_as_node_rank_0(objs):
     c = _container(objs, "leaderTemplate")
-    assert c["image"] == ("vllm/vllm-openai:v0.31.0@sha256:"
-                          "c1c9f6fd5c109ba7f0546a59f5b2f15fb87f64c77782e90a27b648b42a8e67c3")
+    # EFA: AWS's build of vLLM 0.31.0 with the EFA userspace (tests/serving/test_vllm_image.py)
+    assert c["image"] == "public.ecr.aws/deep-learning-containers/vllm:0.31.0-gpu-py312-cu130-ubuntu24.04-ec2"
     assert c["args"] == ENGINE + ["--nnodes", "2", "--node-rank", "0", "--master-addr", "$(LWS_LEADER_ADDRESS)",
                                   "--master-port", "29501"]
     assert c["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
