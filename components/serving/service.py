@@ -113,7 +113,9 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         out["firstDeployS"] = lws.first_deploy_s(t, cache, node_ready_s)
         out["rollout"] = lws.rollout_strategy(t)["rollingUpdateConfiguration"]
         out["drainS"] = drain_s(t)
-        warn.append(lws.shape_note(t, f"{HEAD_RESOURCES['cpu']} CPU / {HEAD_RESOURCES['memory']}"))
+        out["recovery"] = {"detectS": (r := lws.recovery(t, cache)).detect_s, "teardownS": r.teardown_s,
+                           "startupS": r.startup_s, "readinessS": r.readiness_s, "totalS": r.total_s}
+        warn.append(lws.shape_note(t, f"{HEAD_RESOURCES['cpu']} CPU / {HEAD_RESOURCES['memory']}", cache))
         # what the leader really runs (mp executor, node ranks), not the planner's Ray form of the arguments
         out["serve"] = "vllm serve " + " ".join(lws.leader_args(t, cache)) + "  (workers: --node-rank " \
             f"{lws.WORKER_INDEX} ... --headless)"
