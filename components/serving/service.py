@@ -26,6 +26,7 @@ from ..planner.vllm_args import VLLM_PORT
 from ..upstream.versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_IMAGE, VLLM_VERSION
 from .autoscaling import scaled_object_spec, waiting_threshold
 from .cold_start import cold_start, cold_start_seconds, hold_warning
+from ..gateway.wake import RETRY_AFTER_S, WAKE_HOLD_S, WAKE_STATUS
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .disagg import DECODE, ROLES, deployment_name, role_deployment_spec
 from .fabric import ray_image
@@ -104,6 +105,7 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         held = hold_warning(t.served_model_name, c.total_s)
         if held:
             out["warnings"].append(held)
+            out["firstRequest"] = {"holdS": WAKE_HOLD_S, "status": WAKE_STATUS, "retryAfterS": RETRY_AFTER_S}
     out["shape"] = shape(t, args.serving)
     if not t.multi_node:
         out["rollout"] = rollout_strategy(t)["rollingUpdate"]
