@@ -102,10 +102,10 @@ def engine_options(dep: ModelDeployment) -> EngineOptions:
 
 
 def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], production: bool = False,
-                       planning: Planning | None = None) -> PlanRequest:
+                       planning: Planning | None = None, multi_node: str = "lws") -> PlanRequest:
     """The planner's request for one validated model deployment: what a stack file's `models` entry and
     `python -m components topology` (components/cli/topology.py) both plan, engine options included; `planning`:
-    the stack's latency margin and its measurements of this deployment's model."""
+    the stack's latency margin and its measurements of this deployment's model; `multi_node`: serving.multiNode."""
     s, planning = dep.sla, planning or Planning()
     return PlanRequest(
         model=dep.spec, precision=dep.effective_precision, candidates=candidates(pool, dep),
@@ -120,12 +120,12 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
         spread_nodes=PRODUCTION_SPREAD_NODES if production else 1,
         engine=engine_options(dep), model_source=weights_source(dep).local_dir if dep.source.kind != "hf" else None,
         market=pool, latency_margin=planning.latency_margin,
-        measurements=tuple(m for m in planning.shapes if measures(m, dep)),
+        measurements=tuple(m for m in planning.shapes if measures(m, dep)), multi_node=multi_node,
     )
 
 
 def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
-    return deployment_request(dep, priced_pool(cfg), cfg.production, cfg.planning)
+    return deployment_request(dep, priced_pool(cfg), cfg.production, cfg.planning, cfg.serving.multi_node)
 
 
 def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
@@ -133,7 +133,7 @@ def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
     from .costs.notes import cost_notes
 
     pool = priced_pool(cfg)
-    req = deployment_request(dep, pool, cfg.production, cfg.planning)
+    req = deployment_request(dep, pool, cfg.production, cfg.planning, cfg.serving.multi_node)
     unpinned = tuple(i for i in pool if not dep.accelerator or i.accelerator == dep.accelerator)
     # serving.disaggregation auto | on: the P/D verdict, and the P/D fleet where it is chosen (planner/disagg.py)
     planned = plan_disaggregation(req, plan_topology(req), cfg.serving.disaggregation, cfg.gateway.enabled)

@@ -60,11 +60,19 @@ class Replicas(_Base):
                                           "gateway) scales to zero when idle and the first request waits a cold start "
                                           "(docs/scale-to-zero.md)")
     max: int = Field(8, ge=1, description="ceiling for the autoscaler")
+    first_request: Literal["retry"] | None = Field(
+        None, description="min 0 only: 'retry' accepts the wake contract (docs/scale-to-zero.md): a request that "
+                          "finds the model at zero is held up to 270 s, then answered 503 with Retry-After while the "
+                          "model keeps starting, and the clients retry; every cold start is longer than the gateway "
+                          "holds a request, so min 0 is refused without it")
 
     @model_validator(mode="after")
     def _order(self):
         if self.min > self.max:
             raise field_error("min", f"{self.min} is above max ({self.max}); set min <= max")
+        if self.first_request is not None and self.min != 0:
+            raise field_error("firstRequest", f"{self.first_request!r} is the contract of a model at zero replicas; "
+                                              f"min is {self.min}, so no request finds it at zero: remove it")
         return self
 
 

@@ -23,6 +23,7 @@ from ..upstream.versions import CHARTS
 from . import objects as o
 from . import quotas as q
 from . import shared as sh
+from . import wake
 from .quota_store import QuotaStore
 from .values import ai_gateway_values, envoy_gateway_values, epp_values
 
@@ -317,7 +318,10 @@ class InferenceGateway(pulumi.ComponentResource):
             policies = [cr(f"{r.model}-limits", sh.EG_API, "BackendTrafficPolicy", meta,
                            o.backend_traffic_policy_spec(r.model, args.clients, args.requests_per_second,
                                                          args.concurrency(r), args.max_request_mib, args.auth,
-                                                         targets=targets, token_rules=tokens), ready)]
+                                                         targets=targets, token_rules=tokens,
+                                                         response_override=wake.response_override(
+                                                             r.model, r.cold_start_s) if r.cold_start_s else None),
+                           ready)]
             if args.auth and args.per_model_paths:
                 policies.append(cr(f"{r.model}-auth", sh.EG_API, "SecurityPolicy", meta,
                                    o.security_policy_spec(r.model, KEYS_SECRET, args.namespace),

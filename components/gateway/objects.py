@@ -42,8 +42,9 @@ class ModelRoute:
     pod_selector: dict[str, str] = field(default_factory=dict)  # single-node: the vLLM pods' labels
     port: int = 8000         # the vLLM container's port (single-node)
     # Scale to zero (replicas.min 0; serving/cold_start.py): the EPP holds the first request in its flow-control
-    # queue for cold_start_s (its queue TTL), and the route allows first_request_s for it (cold start + the
-    # longest answer). None: a model that keeps a warm replica (flow control off, the stack's timeout).
+    # queue for the cold start, at most wake.WAKE_HOLD_S (its queue TTL), then the gateway answers the wake contract
+    # (503 + Retry-After, wake.py); the route allows first_request_s (cold start + the longest answer). None: a
+    # model that keeps a warm replica (flow control off, the stack's timeout).
     cold_start_s: int | None = None
     first_request_s: int | None = None
     # The plan's ceiling on the model's concurrent requests: max replicas x the requests one replica holds within
@@ -240,13 +241,15 @@ def security_policy_spec(model: str, keys_secret: str, keys_namespace: str) -> d
 
 def backend_traffic_policy_spec(model: str, clients: list[str], requests_per_second: int, concurrent: int | None,
                                 max_request_mib: int, auth: bool, targets: list[dict] | None = None,
-                                token_rules: list[dict] | None = None) -> dict:
+                                token_rules: list[dict] | None = None,
+                                response_override: list[dict] | None = None) -> dict:
     """Per key: requests/s (local rate limit per client id, 429 beyond it); per model: concurrent requests
     (circuit breaker on the model's backend, 503 beyond it; None: no breaker, for a route without a backend of its
     own) and the request size (buffered up to the limit, 413 beyond it). targets: the HTTPRoute (rules) it
     governs, by default the model's own route. token_rules: the per-key token budgets (gateway/quotas.py), global
     rules beside the local request limits (Envoy Gateway v1.9.0 takes both when `type`, deprecated, is unset:
-    internal/gatewayapi/backendtrafficpolicy.go buildBothRateLimit)."""
+    internal/gatewayapi/backendtrafficpolicy.go buildBothRateLimit). response_override: a model at zero's wake
+    contract (gateway/wake.py: the picker's 503 for an empty pool answered with Retry-After)."""
     if auth:
         rules = [{"clientSelectors": [{"headers": [{"name": CLIENT_HEADER, "type": "Exact", "value": c}]}],
                   "limit": {"requests": requests_per_second, "unit": "Second"}} for c in clients]
@@ -261,6 +264,8 @@ def backend_traffic_policy_spec(model: str, clients: list[str], requests_per_sec
         # maxPendingRequests only queues for an upstream connection; a request beyond maxParallelRequests is
         # refused at once (Envoy: 503 with x-envoy-overloaded: true)
         spec["circuitBreaker"] = {"maxParallelRequests": concurrent, "maxPendingRequests": concurrent}
+    if response_override:
+        spec["responseOverride"] = list(response_override)
     return spec
 
 

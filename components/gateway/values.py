@@ -7,6 +7,7 @@ import yaml
 from ..upstream.versions import EPP_IMAGE_TAG
 from .disagg import PD_CONFIG, pd_config
 from .objects import AI_GATEWAY_NAMESPACE, CONTROLLER_NAME, ModelRoute
+from .wake import queue_ttl_s
 
 # The AI Gateway controller is Envoy Gateway's extension server (envoyproxy/ai-gateway v1.1.0
 # manifests/envoy-gateway-values.yaml: Service ai-gateway-controller, port 1063); with InferencePool listed as a
@@ -168,7 +169,8 @@ def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
     elif r.cold_start_s or r.lora:
         name = FLOW_CONTROL_CONFIG if r.cold_start_s else LORA_CONFIG
         epp["pluginsConfigFile"] = name
-        epp["pluginsCustomConfig"] = {name: flow_control_config(r.cold_start_s, r.lora)}
+        ttl = queue_ttl_s(r.cold_start_s) if r.cold_start_s else None
+        epp["pluginsCustomConfig"] = {name: flow_control_config(ttl, r.lora)}
     return {
         "provider": {"name": "none"},
         "router": {

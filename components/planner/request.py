@@ -40,6 +40,11 @@ class Sla:
         return self.prompt_tokens + self.output_tokens / 2
 
 
+# serving.multiNode -> the words a refusal uses for a replica across nodes
+MULTI_NODE_SHAPES = {"lws": "a LeaderWorkerSet group, vLLM's mp executor",
+                     "rayservice": "a RayService, Ray Serve LLM"}
+
+
 @dataclass(frozen=True)
 class PlanRequest:
     model: ModelSpec
@@ -66,6 +71,14 @@ class PlanRequest:
     # stack's measurements of this model (planning.measurements: planner/measured.py reads those shapes' knees)
     latency_margin: float | None = None
     measurements: tuple[MeasuredShape, ...] = ()
+    # serving.multiNode: what runs a replica that spans nodes ("lws": a LeaderWorkerSet group running vLLM's mp
+    # executor, the default; "rayservice": a KubeRay RayService running Ray Serve LLM). Refusals name it.
+    multi_node: str = "lws"
+
+    @property
+    def multi_node_shape(self) -> str:
+        """The multi-node shape as a refusal names it (components/serving/shape.py decides the workload)."""
+        return MULTI_NODE_SHAPES.get(self.multi_node, self.multi_node)
 
     @property
     def margin(self) -> float:

@@ -128,7 +128,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         return refuse("pp-layers", f"PP {pp} > {m.layers} layers")
     if req.engine.kv_offload_gib and pp > 1:
         return refuse("host-tier-nodes", f"engine.kvOffloadGiB: the host tier is planned for single-node replicas; "
-                                     f"a replica across {pp} nodes (Ray Serve LLM) gets none")
+                                     f"a replica across {pp} nodes ({req.multi_node_shape}) gets none")
 
     budget = acc.visible_gib * req.gpu_memory_utilization
     opts = req.engine  # a speculative draft and LoRA slots add weights (extras.py)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from ..config.problems import PlanContext, plan_check
 from ..kube.k8s import CACHE_MOUNT
 from .runtime_lora import RESOLVER_ROOT
+from ..gateway.wake import WAKE_HOLD_S
+from .cold_start import COLD_START_FLOOR_S
 from .shape import on_ray, ray_topologies, workload
 from .upgrades import no_room, upgrade_problems
 
@@ -12,9 +14,10 @@ from .upgrades import no_room, upgrade_problems
 @plan_check("serving.scale_to_zero")
 def scale_to_zero_problems(ctx: PlanContext) -> list[str]:
     """Where replicas.min 0 cannot hold, one `field: problem` line per model (all at once): production keeps a
-    replica warm; the model must be a single-node Deployment KEDA scales; and the gateway must run, because
-    the request that wakes the model waits in its endpoint picker's flow-control queue, the metric KEDA reads
-    (docs/scale-to-zero.md)."""
+    replica warm; the model must be a single-node Deployment KEDA scales; the gateway must run, because
+    the request that wakes the model waits in its endpoint picker's flow-control queue, the metric KEDA reads; and
+    the stack must accept the wake contract (replicas.firstRequest: retry) wherever a cold start outlasts what the
+    gateway holds a request, which every cold start does (cold_start.COLD_START_FLOOR_S; docs/scale-to-zero.md)."""
     problems = []
     for i, dep in enumerate(ctx.models):
         if dep.replicas.min != 0:
@@ -36,6 +39,12 @@ def scale_to_zero_problems(ctx: PlanContext) -> list[str]:
             problems.append(f"{field}: 0 (scale to zero) needs the gateway (gateway.enabled is false): the first "
                             f"request waits in the endpoint picker's flow-control queue, whose size wakes "
                             f"{dep.name}; set gateway.enabled: true, or min >= 1")
+        elif dep.replicas.first_request is None and COLD_START_FLOOR_S > WAKE_HOLD_S:
+            problems.append(f"{field}: 0 (scale to zero) answers the first request after an idle spell with 503 + "
+                            f"Retry-After: {dep.name} takes at least {COLD_START_FLOOR_S} s to start from zero (the "
+                            f"plan prints its figure) and the gateway holds a request at most {WAKE_HOLD_S} s, so "
+                            f"clients must retry while it wakes; set replicas.firstRequest: retry to accept that "
+                            f"contract (docs/scale-to-zero.md), or min >= 1")
     return problems
 
 

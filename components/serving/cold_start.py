@@ -1,8 +1,10 @@
 """How long the first request waits when a model scaled to zero (replicas.min 0) has to start again.
 
-The gateway must hold that request at least this long instead of failing it: its route timeout and the
-endpoint picker's flow-control queue TTL come from `first_request_timeout_s` / `cold_start_seconds`, and the
-plan prints the wait (docs/scale-to-zero.md). Built from the same terms as the rollout deadlines
+The gateway holds that request at most gateway/wake.WAKE_HOLD_S (270 s, below Envoy AI Gateway's 300 s ext-proc
+timeout), which every cold start outlasts (COLD_START_FLOOR_S): past it the client gets the wake contract, 503 with
+Retry-After while the model keeps starting (gateway/wake.py), and the model must say it accepts that
+(replicas.firstRequest: retry, serving/checks.py). The route timeout comes from `first_request_timeout_s`, the
+picker's queue TTL from `cold_start_seconds` capped at the hold, and the plan prints the wait (docs/scale-to-zero.md). Built from the same terms as the rollout deadlines
 (deployment.first_start_s) and the start-up budget (probes.py), so the figures cannot drift apart:
 
   activation   the EPP's queue gauge reaches Prometheus (one scrape) and KEDA reads it (one poll)
@@ -20,11 +22,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..cache.component import download_seconds
+from ..gateway.wake import WAKE_HOLD_S, contract_line
 from ..planner import Topology
 from .autoscaling import POLLING_S
 from .deployment import drain_s
 from ..kube.k8s import PROBE_PERIOD_S
-from ..kube.probes import IMAGE_PULL_S
+from ..kube.probes import IMAGE_PULL_S, MIN_BUDGET_S
 
 if TYPE_CHECKING:
     from ..cache.component import CacheFacts
@@ -32,21 +35,19 @@ if TYPE_CHECKING:
 # Prometheus scrapes the EPP's metrics at the stack's scrape interval (observability.SCRAPE_INTERVAL, 15 s).
 EPP_SCRAPE_S = 15
 ACTIVATION_S = EPP_SCRAPE_S + POLLING_S
-# The longest the gateway holds a request while the EPP queues it: Envoy AI Gateway v1.1.0 programs the
-# InferencePool's ext-proc filter with MessageTimeout 300 s and FailureModeAllow false
-# (envoyproxy/ai-gateway v1.1.0 internal/extensionserver/inferencepool.go, buildHTTPFilterForInferencePool; no
-# annotation changes it), so a request the EPP still holds after 300 s fails however long the route allows.
-GATEWAY_HOLD_MAX_S = 300
+# The shortest cold start there is: activation, the smallest start-up budget the startupProbe allows (probes.py
+# MIN_BUDGET_S) and one readiness period, on a GPU node that stayed with the image and the weights on it. It is
+# already longer than the gateway holds a request (WAKE_HOLD_S), so no model at zero has its first request held
+# end to end: serving/checks.py asks every one to accept the wake contract.
+COLD_START_FLOOR_S = ACTIVATION_S + MIN_BUDGET_S + PROBE_PERIOD_S
 
 
 def hold_warning(model: str, total_s: int) -> str | None:
-    """What the plan warns when a cold start outlasts what the gateway can hold a request (None: it does not)."""
-    if total_s <= GATEWAY_HOLD_MAX_S:
+    """What the plan says when a cold start outlasts what the gateway holds a request (None: it does not): the
+    wake contract the clients get (gateway/wake.py)."""
+    if total_s <= WAKE_HOLD_S:
         return None
-    return (f"COLD START LONGER THAN THE GATEWAY HOLDS: {model} takes up to {total_s} s to start from zero, and "
-            f"the gateway holds a request at most {GATEWAY_HOLD_MAX_S} s (Envoy AI Gateway's ext-proc timeout), so "
-            f"the first request after an idle spell fails while the model keeps starting; the client retries "
-            f"after ~{total_s} s, or set replicas.min: 1")
+    return contract_line(model, total_s)
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,8 @@ class ColdStart:
         if self.image_pull_s:
             parts.append(f"image pull {self.image_pull_s} s")
         parts += [f"start-up {self.startup_s} s", f"readiness {self.readiness_s} s"]
-        return (f"scale to zero: idle replicas go to 0; the first request after that waits up to {self.total_s} s "
-                f"(~{-(-self.total_s // 60)} min: {' + '.join(parts)}) while the gateway holds it")
+        return (f"scale to zero: idle replicas go to 0; the model is back up to {self.total_s} s "
+                f"(~{-(-self.total_s // 60)} min: {' + '.join(parts)}) after the first request")
 
 
 def cold_start(t: Topology, cache: "CacheFacts", node_ready_s: int = 0) -> ColdStart:

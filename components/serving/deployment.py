@@ -99,7 +99,7 @@ def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int, match
     init = cache.init_container(t.model_repo, main["image"], pod_resources=cpu_memory, expected_gib=t.weights_gib,
                                 warm=cache.warms(t))
     # after the cache: the runtime-LoRA resolver directory, and the `path:` adapters vLLM would exit without
-    lora = lora_init_container(t, VLLM_IMAGE, cache.kind, cache.mount, guaranteed(WAIT_RESOURCES))
+    lora = lora_init_container(t, main["image"], cache.kind, cache.mount, guaranteed(WAIT_RESOURCES))
     return {
         # Service links would put e.g. VLLM_PORT=tcp://... into the environment for a Service named
         # "vllm", which vLLM reads as its own setting and fails on.

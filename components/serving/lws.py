@@ -24,12 +24,14 @@ expands them; the upstream sglang example does the same).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..cache.component import CacheFacts
 from ..cluster.facts import GpuPool
 from ..planner import Topology
-from .deployment import (PRESTOP_S, drain_s, first_start_s, grace_s, template_metadata, template_mounts,
+from .deployment import (PRESTOP_S, first_start_s, grace_s, template_metadata, template_mounts,
                          template_volumes, vllm_args)
-from ..kube.k8s import MODEL_LABEL, http_port, probes
+from ..kube.k8s import MODEL_LABEL, PROBE_PERIOD_S, http_port, probes
 from .fabric import vllm_image, vllm_image_env
 from .node_pod import node_pod
 from ..kube.pods import pod_metadata
@@ -56,6 +58,28 @@ RESTART_POLICY = "RecreateGroupOnPodRestart"
 # The workers' StatefulSet is created with the leader pod, not once it is Ready: the leader's /health answers
 # only after every rank has joined, so LeaderReady would never create the workers it waits for.
 STARTUP_POLICY = "LeaderCreated"
+# A worker's way out. It holds no client connection (no port, no probe): its preStop covers only the leader's
+# (PRESTOP_S, the endpoint removal reaching the gateway), while the leader still sends work through its ranks.
+# When are a group's pods told together? Only when the group is torn down whole: the gang restart deletes the
+# leader with propagationPolicy Foreground (kubernetes-sigs/lws v0.10.0 pkg/controllers/pod_controller.go
+# handleRestartPolicy), and the worker StatefulSet, owned by the leader pod with blockOwnerDeletion
+# (setControllerReferenceWithStatefulSet), is deleted with it; the leader pod object, and so its replacement (the
+# leader StatefulSet recreates the same name only once it is gone), waits until every worker pod has terminated.
+# A worker preStop of the leader's preStop + drain (343 s on the 405B example) therefore delayed every gang restart
+# by ~6 minutes, to drain requests on an engine that had already lost a rank. A scale-in or a rollout deletes only
+# the leader pod (its StatefulSet, default background propagation): the garbage collector deletes the worker
+# StatefulSet once the leader pod is gone, so the leader's drain keeps its ranks whatever the workers' preStop.
+WORKER_PRESTOP_S = PRESTOP_S
+WORKER_EXIT_S = 15  # SIGTERM to exit of a headless rank (no requests of its own), before the kubelet's SIGKILL
+# What detects a group that must restart: a container that exits or a pod deleted is seen at once (the pod
+# controller watches the pods); a hung engine only when the leader's livenessProbe fails (kube/k8s.py probes).
+_LIVENESS = probes(PROBE_PERIOD_S)["livenessProbe"]
+LIVENESS_DETECT_S = _LIVENESS["periodSeconds"] * _LIVENESS["failureThreshold"]
+
+
+def worker_grace_s() -> int:
+    """A worker's terminationGracePeriodSeconds: its preStop, then its exit."""
+    return WORKER_PRESTOP_S + WORKER_EXIT_S
 
 
 def mp_args(args: list[str]) -> list[str]:
@@ -102,12 +126,13 @@ def leader_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict)
 
 
 def worker_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict) -> dict:
-    """A group goes away whole (scale-down, rollout, gang restart), every pod told at once: a worker keeps its
-    ranks up through the leader's preStop and drain (vLLM's --shutdown-timeout finishing in-flight requests)
-    before its own SIGTERM."""
+    """A worker keeps its ranks up through the leader's preStop only (WORKER_PRESTOP_S): all pods of a group are
+    told at once only when the group is recreated (gang restart, foreground deletion), where a long worker
+    preStop would hold back the replacement group; a scale-in or rollout lets the leader drain before the
+    workers are deleted at all."""
     container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "args": worker_args(t, cache),
-                 "lifecycle": _sleep(PRESTOP_S + drain_s(t))}
-    pod = node_pod(t, pool, cache, vllm_image(t), container, grace_s(t), env=_env(t))
+                 "lifecycle": _sleep(WORKER_PRESTOP_S)}
+    pod = node_pod(t, pool, cache, vllm_image(t), container, worker_grace_s(), env=_env(t))
     return {"metadata": pod_metadata(labels, pool), "spec": pod}
 
 
@@ -168,13 +193,39 @@ def first_deploy_s(t: Topology, cache: CacheFacts, node_ready_s: int = 0) -> int
     return first_start_s(t, cache, node_ready_s)
 
 
-def shape_note(t: Topology, ray_head: str) -> str:
+@dataclass(frozen=True)
+class Recovery:
+    """A gang restart, from the failure to the replacement group serving again, on the group's own nodes (the
+    image is there, the cache keeps the weights): detection, the old group's teardown, the start-up, readiness."""
+    detect_s: int
+    teardown_s: int
+    startup_s: int
+    readiness_s: int
+
+    @property
+    def total_s(self) -> int:
+        return self.detect_s + self.teardown_s + self.startup_s + self.readiness_s
+
+    def describe(self) -> str:
+        return (f"a failed pod takes its group down and back in up to {self.total_s} s (~{-(-self.total_s // 60)} "
+                f"min: detection {self.detect_s} s (a hung engine's liveness; a crash is seen at once) + teardown "
+                f"{self.teardown_s} s (the workers' {WORKER_PRESTOP_S} s preStop and exit) + start-up "
+                f"{self.startup_s} s + readiness {self.readiness_s} s)")
+
+
+def recovery(t: Topology, cache: CacheFacts) -> Recovery:
+    return Recovery(detect_s=LIVENESS_DETECT_S, teardown_s=worker_grace_s(), startup_s=cache.budget(t).total_s,
+                    readiness_s=PROBE_PERIOD_S)
+
+
+def shape_note(t: Topology, ray_head: str, cache: CacheFacts) -> str:
     """What the plan says about the shape: the set, its rollout, and what it saves against a RayService."""
     r = rollout_strategy(t)["rollingUpdateConfiguration"]
     roll = ("one surge group beside the fleet" if r["maxSurge"] else
             f"one group at a time in place (the pool holds no spare {t.nodes_per_replica} nodes at replicas.max)")
     return (f"MULTI-NODE SHAPE: {t.served_model_name} runs as a LeaderWorkerSet ({t.replicas} group(s) of "
             f"{t.nodes_per_replica} x {t.instance_type}, vLLM's mp executor, gang restart), scaled by KEDA between "
-            f"{t.min_replicas} and {t.max_replicas} groups; a template change rolls {roll}. Same GPU nodes as a "
+            f"{t.min_replicas} and {t.max_replicas} groups; a template change rolls {roll}; "
+            f"{recovery(t, cache).describe()}. Same GPU nodes as a "
             f"RayService, without its Ray head ({ray_head} on a system node) and its production Redis; "
             f"serving.multiNode: rayservice selects KubeRay instead")

@@ -26,6 +26,7 @@ from ..planner.vllm_args import VLLM_PORT
 from ..upstream.versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_VERSION
 from .autoscaling import scaled_object_spec, waiting_threshold
 from .cold_start import cold_start, cold_start_seconds, hold_warning
+from ..gateway.wake import RETRY_AFTER_S, WAKE_HOLD_S, WAKE_STATUS
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
 from .disagg import DECODE, ROLES, deployment_name, role_deployment_spec
 from .fabric import family, ray_image, vllm_image, vllm_image_text
@@ -120,6 +121,7 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         held = hold_warning(t.served_model_name, c.total_s)
         if held:
             out["warnings"].append(held)
+            out["firstRequest"] = {"holdS": WAKE_HOLD_S, "status": WAKE_STATUS, "retryAfterS": RETRY_AFTER_S}
     out["shape"] = shape(t, args.serving)
     if not t.multi_node:
         out["rollout"] = rollout_strategy(t)["rollingUpdate"]
@@ -129,7 +131,9 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         out["firstDeployS"] = lws.first_deploy_s(t, cache, node_ready_s)
         out["rollout"] = lws.rollout_strategy(t)["rollingUpdateConfiguration"]
         out["drainS"] = drain_s(t)
-        warn.append(lws.shape_note(t, f"{HEAD_RESOURCES['cpu']} CPU / {HEAD_RESOURCES['memory']}"))
+        out["recovery"] = {"detectS": (r := lws.recovery(t, cache)).detect_s, "teardownS": r.teardown_s,
+                           "startupS": r.startup_s, "readinessS": r.readiness_s, "totalS": r.total_s}
+        warn.append(lws.shape_note(t, f"{HEAD_RESOURCES['cpu']} CPU / {HEAD_RESOURCES['memory']}", cache))
         # what the leader really runs (mp executor, node ranks), not the planner's Ray form of the arguments
         out["serve"] = "vllm serve " + " ".join(lws.leader_args(t, cache)) + "  (workers: --node-rank " \
             f"{lws.WORKER_INDEX} ... --headless)"

@@ -91,3 +91,26 @@ def test_extra_args_may_not_set_the_offload_flags():
         check_extra_args({"--kv-offloading-size": 10})
     with pytest.raises(ValueError, match="--kv-offloading-backend: set by the platform; use engine.kvOffloadGiB"):
         check_extra_args({"--kv-offloading-backend": "lmcache"})
+
+
+LWS_STACK = ROOT / "tests" / "stacks" / "Pulumi.lws-aws-p5.yaml"
+
+
+@pytest.mark.parametrize("multi_node, shape", [
+    (None, "a LeaderWorkerSet group, vLLM's mp executor"),  # serving.multiNode's default, lws
+    ("rayservice", "a RayService, Ray Serve LLM")])
+def test_a_tier_across_nodes_is_refused_naming_the_stacks_multi_node_shape(tmp_path, capsys, multi_node, shape):
+    """The refusal names what actually runs the replica (serving.multiNode), not Ray Serve LLM on an LWS stack."""
+    text = LWS_STACK.read_text().replace("      replicas: {min: 2, max: 3}",
+                                         "      replicas: {min: 2, max: 3}\n      engine: {kvOffloadGiB: 100}")
+    if multi_node:
+        text = text.replace("  vllm-platform:modelCache:", f"  vllm-platform:serving:\n    multiNode: {multi_node}\n"
+                                                           "  vllm-platform:modelCache:")
+    stack = tmp_path / "Pulumi.lws-kv.yaml"
+    stack.write_text(text)
+    assert main(["plan", str(stack)]) != 0
+    err = capsys.readouterr()
+    out = err.out + err.err
+    assert (f"engine.kvOffloadGiB: the host tier is planned for single-node replicas; a replica across 8 nodes "
+            f"({shape}) gets none") in out
+    assert (multi_node == "rayservice") == ("Ray Serve LLM" in out)

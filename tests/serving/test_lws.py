@@ -78,10 +78,25 @@ def test_worker_args_are_headless_and_ranked_by_the_group(objs):
     assert c["args"] == ENGINE + ["--nnodes", "2", "--node-rank", "$(LWS_WORKER_INDEX)", "--master-addr",
                                   "$(LWS_LEADER_ADDRESS)", "--master-port", "29501", "--headless"]
     assert not {"ports", "startupProbe", "readinessProbe", "livenessProbe"} & set(c)
-    # the worker keeps its ranks up through the leader's 15 s preStop and 328 s drain
-    assert c["lifecycle"]["preStop"]["exec"]["command"] == ["/bin/sh", "-c", "sleep 343"]
+    # the worker keeps its ranks up through the leader's 15 s preStop only: a gang restart (foreground deletion of
+    # the leader) waits for every worker to terminate, so the old 343 s (preStop + the leader's drain) held back
+    # every group's recovery by ~6 minutes; the leader's drain keeps its ranks on scale-in (background deletion)
+    assert c["lifecycle"]["preStop"]["exec"]["command"] == ["/bin/sh", "-c", "sleep 15"]
     assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == "32"
     assert {"name": "FI_EFA_USE_HUGE_PAGE", "value": "0"} in c["env"]
+
+
+def test_a_worker_leaves_in_30_s_and_the_leader_keeps_its_drain(objs):
+    lwt = one(objs, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
+    assert lwt["workerTemplate"]["spec"]["terminationGracePeriodSeconds"] == 30  # 15 s preStop + 15 s to exit
+    leader = lwt["leaderTemplate"]["spec"]
+    assert leader["terminationGracePeriodSeconds"] == 358  # 15 s preStop + 328 s drain + 15 s
+    assert leader["containers"][0]["lifecycle"]["preStop"]["exec"]["command"] == ["/bin/sh", "-c", "sleep 15"]
+
+
+def test_the_plan_states_a_groups_recovery_time(plan):
+    s = plan.exports["serving"]["llama-405b"]
+    assert s["recovery"] == {"detectS": 120, "teardownS": 30, "startupS": 1460, "readinessS": 10, "totalS": 1620}
 
 
 def test_every_flag_exists_in_vllm_031():
@@ -132,7 +147,10 @@ def test_the_plan_names_the_shape_and_its_cost(plan):
     assert (s["rollout"], s["drainS"]) == ({"maxSurge": 0, "maxUnavailable": 1}, 328)
     assert ("MULTI-NODE SHAPE: llama-405b runs as a LeaderWorkerSet (3 group(s) of 2 x p5.48xlarge, vLLM's mp "
             "executor, gang restart), scaled by KEDA between 2 and 3 groups; a template change rolls one group at a "
-            "time in place (the pool holds no spare 2 nodes at replicas.max). Same GPU nodes as a RayService, "
+            "time in place (the pool holds no spare 2 nodes at replicas.max); a failed pod takes its group down and "
+            "back in up to 1620 s (~27 min: detection 120 s (a hung engine's liveness; a crash is seen at once) + "
+            "teardown 30 s (the workers' 15 s preStop and exit) + start-up 1460 s + readiness 10 s). Same GPU nodes "
+            "as a RayService, "
             "without its Ray head (4 CPU / 16Gi on a system node) and its production Redis; serving.multiNode: "
             "rayservice selects KubeRay instead") in s["warnings"]
     assert not [w for w in s["warnings"] if w.startswith(("RAYSERVICE UPGRADES", "ENGINE VERSION"))]

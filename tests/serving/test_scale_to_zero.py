@@ -25,7 +25,7 @@ RULE = "no-scale-to-zero-in-production"
 def at_zero(base: dict = G6, environment: str = "dev") -> dict:
     cfg = copy.deepcopy(base)
     cfg["environment"] = environment
-    cfg["models"][0]["replicas"] = {"min": 0, "max": 3}
+    cfg["models"][0]["replicas"] = {"min": 0, "max": 3, "firstRequest": "retry"}
     if environment == "prod":
         cfg["gateway"] = prod_gateway(cfg["cloud"])
     return cfg
@@ -85,10 +85,12 @@ def test_the_plan_prints_the_wait_of_the_first_request(dev_zero):
     line = serving_lines(summary)
     # EKS: activation 15 s scrape + 15 s KEDA poll, a new g6 node 900 s, the image 300 s, the start-up budget
     # 300 s (15 GiB over EFS with the Run:ai streamer), one readiness period 10 s
-    assert ("  scale to zero: idle replicas go to 0; the first request after that waits up to 1540 s (~26 min: "
-            "activation 30 s + GPU node 900 s + image pull 300 s + start-up 300 s + readiness 10 s) while the "
-            "gateway holds it") in line.splitlines()
+    assert ("  scale to zero: idle replicas go to 0; the model is back up to 1540 s (~26 min: activation 30 s + "
+            "GPU node 900 s + image pull 300 s + start-up 300 s + readiness 10 s) after the first request"
+            ) in line.splitlines()
     assert summary["coldStart"]["totalS"] == 1540
+    # what the client gets meanwhile: held 270 s, then 503 with Retry-After 30 (gateway/wake.py)
+    assert summary["firstRequest"] == {"holdS": 270, "status": 503, "retryAfterS": 30}
 
 
 def test_a_model_with_a_minimum_prints_no_cold_start():
@@ -149,6 +151,34 @@ def test_scale_to_zero_needs_the_gateway_whose_queue_wakes_the_model():
         "min >= 1"]
     cfg["models"][0]["replicas"] = {"min": 1, "max": 3}
     assert validated_plan(parse(cfg, {"hfToken"}))["small"].min_replicas == 1  # a warm model needs no gateway
+
+
+def test_scale_to_zero_without_the_wake_contract_is_refused():
+    """Every cold start (at least 340 s) outlasts what the gateway holds a request (270 s): the stack must say its
+    clients retry on 503 + Retry-After."""
+    cfg = at_zero()
+    del cfg["models"][0]["replicas"]["firstRequest"]
+    with pytest.raises(ConfigError) as e:
+        validated_plan(parse(cfg, {"hfToken"}))
+    assert e.value.errors == [
+        "models[0].replicas.min: 0 (scale to zero) answers the first request after an idle spell with 503 + "
+        "Retry-After: small takes at least 340 s to start from zero (the plan prints its figure) and the gateway "
+        "holds a request at most 270 s, so clients must retry while it wakes; set replicas.firstRequest: retry to "
+        "accept that contract (docs/scale-to-zero.md), or min >= 1"]
+
+
+def test_the_wake_contract_is_for_a_model_at_zero_only():
+    cfg = at_zero()
+    cfg["models"][0]["replicas"]["min"] = 1
+    with pytest.raises(ConfigError) as e:
+        parse(cfg, {"hfToken"})
+    assert any("firstRequest" in x and "min is 1" in x for x in e.value.errors), e.value.errors
+
+
+def test_the_shortest_cold_start_outlasts_the_gateways_hold():
+    from components.gateway.wake import GATEWAY_HOLD_MAX_S, WAKE_HOLD_S
+    from components.serving.cold_start import COLD_START_FLOOR_S
+    assert (COLD_START_FLOOR_S, WAKE_HOLD_S, GATEWAY_HOLD_MAX_S) == (340, 270, 300)
 
 
 def test_a_multi_node_rayservice_cannot_scale_to_zero():
