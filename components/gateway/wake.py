@@ -40,7 +40,8 @@ EPP_HOLD_MARGIN_S = 30
 WAKE_HOLD_S = GATEWAY_HOLD_MAX_S - EPP_HOLD_MARGIN_S  # 270: the picker's queue TTL for a model at zero
 # What the 503 tells the client to wait before it asks again. Short on purpose: each retry is held again up to
 # WAKE_HOLD_S (a long poll, answered the moment the model is ready), and a retry re-queues well within KEDA's
-# cooldownPeriod (serving/autoscaling.py COOLDOWN_S, 300 s), so a retrying client keeps the model waking.
+# cooldownPeriod (serving/autoscaling.py cooldown_s: the cold start for a model at zero), so a retrying client
+# keeps the model waking, and one that gave up does not cancel a start in progress.
 RETRY_AFTER_S = 30
 WAKE_STATUS = 503
 DROPPED_HEADER = "x-llm-d-request-dropped-reason"

@@ -77,9 +77,18 @@ def scales_to_zero(t: Topology) -> bool:
 ACTIVATION = {"waiting-requests": 0, "kv-cache-usage": 1, "running-requests": 0, "gateway-queue": 0}
 
 
+def cooldown_s(t: Topology, cold_start_s: int = 0) -> int:
+    """KEDA's wait after the last active trigger before 1 -> 0. A scale-to-zero model woken by one request that
+    gave up (the gateway answers 503 + Retry-After after its hold, gateway/wake.py) must not be sent back to zero
+    while its first replica still starts (a new GPU node, the weights): the wait covers the cold start, so a
+    client that retries within it finds the model up."""
+    return max(COOLDOWN_S, cold_start_s) if scales_to_zero(t) else COOLDOWN_S
+
+
 def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_url: str,
-                       serving: Serving, target: dict | None = None) -> dict:
-    """target: the scaleTargetRef when it is not the Deployment of that name (a LeaderWorkerSet, lws.py)."""
+                       serving: Serving, target: dict | None = None, cold_start_s: int = 0) -> dict:
+    """target: the scaleTargetRef when it is not the Deployment of that name (a LeaderWorkerSet, lws.py);
+    cold_start_s: the plan's cold start of one replica (cold_start.py), the cooldown of a scale-to-zero model."""
     q = queries(namespace, t)
     zero = scales_to_zero(t)
 
@@ -101,7 +110,7 @@ def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_
     return {
         "scaleTargetRef": target or {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
         "pollingInterval": POLLING_S,
-        "cooldownPeriod": COOLDOWN_S,
+        "cooldownPeriod": cooldown_s(t, cold_start_s),
         "minReplicaCount": t.min_replicas,
         "maxReplicaCount": t.max_replicas,
         "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {

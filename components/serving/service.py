@@ -261,7 +261,8 @@ class VllmService(pulumi.ComponentResource):
                 f"{name}-scaledobject", api_version="keda.sh/v1alpha1", kind="ScaledObject",
                 metadata=meta(model, "server"),
                 spec=scaled_object_spec(model, ns, t, addons.prometheus_url, args.serving,
-                                        target=lws.scale_target(model) if kind == LWS else None),
+                                        target=lws.scale_target(model) if kind == LWS else None,
+                                        cold_start_s=cold_start_seconds(t, cache, facts.gpu_node_ready_s)),
                 opts=pulumi.ResourceOptions.merge(needs("keda"), pulumi.ResourceOptions(depends_on=[self.workload])))
             self.monitor = k8s.apiextensions.CustomResource(
                 f"{name}-servicemonitor", api_version="monitoring.coreos.com/v1", kind="ServiceMonitor",

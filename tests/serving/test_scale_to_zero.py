@@ -47,7 +47,10 @@ def test_a_dev_model_may_scale_to_zero(dev_zero):
     assert so.inputs["spec"]["minReplicaCount"] == 0
     assert so.inputs["spec"]["maxReplicaCount"] == 3
     assert "idleReplicaCount" not in so.inputs["spec"]  # must be below minReplicaCount: meaningless at 0
-    assert so.inputs["spec"]["cooldownPeriod"] == 300  # idle 5 min before 1 -> 0
+    # idle before 1 -> 0: the cold start (1540 s, test_the_plan_prints_the_wait_of_the_first_request), not KEDA's
+    # 300 s: a client that gave up after the gateway's 503 does not send a half-started model back to zero
+    assert so.inputs["spec"]["cooldownPeriod"] == 1540
+
 
 
 def test_the_gateway_queue_wakes_the_model(dev_zero):
@@ -78,6 +81,7 @@ def test_models_with_a_minimum_keep_their_two_triggers():
     assert all("activationThreshold" not in x["metadata"] for x in t.values())
     (so,) = by_type(resources, SCALEDOBJECT)
     assert so.inputs["spec"]["minReplicaCount"] == 1
+    assert so.inputs["spec"]["cooldownPeriod"] == 300  # KEDA's wait only matters at 0; kept at its 5 min
 
 
 def test_the_plan_prints_the_wait_of_the_first_request(dev_zero):
