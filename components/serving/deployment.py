@@ -7,7 +7,7 @@ import math
 from ..cache.component import WAIT_RESOURCES, CacheFacts, download_seconds, guaranteed
 from ..cluster.facts import GpuPool
 from ..planner import Topology
-from .fabric import capabilities, single_node_env, vllm_image, vllm_image_env
+from .fabric import VLLM_COMMAND, capabilities, single_node_env, vllm_image, vllm_image_env
 from ..kube.k8s import (container_security, http_port, offline_cache_env, pod_security, probes, scratch_env,
                   scratch_mounts, scratch_volumes)
 from ..kube.pods import SHM_MOUNT, gpu_placement, gpu_resources, pod_metadata, selector, shm_volume, spread
@@ -76,8 +76,8 @@ def vllm_container(t: Topology, cache: CacheFacts, budget_s: int) -> dict:
         "name": "vllm",
         "image": vllm_image(t),  # the fabric's where P/D moves the KV cache over it (fabric.py VLLM_IMAGES)
         "imagePullPolicy": "IfNotPresent",  # pinned: the node's copy is the right one
-        # the image's entrypoint is `vllm serve` (the EFA image's runs it after its telemetry): args are the model,
-        # then the flags, as planned
+        # `vllm serve` as PID 1 on every image (fabric.py VLLM_COMMAND): args are the model, then the flags
+        "command": VLLM_COMMAND,
         "args": vllm_args(t, cache),
         "ports": [http_port()],
         # no HF_TOKEN: the pod reads the cache offline; only the prefetch talks to the Hub

@@ -143,6 +143,12 @@ class VllmImage:
 # mounts), sockets (TCPX/TCPXO pools, no fabric), NIXL's UCX (finds verbs devices itself, TCP where there are none).
 # EFA needs libfabric's efa provider and aws-ofi-nccl inside the image (vllm-project/vllm#55635, open): without them
 # NCCL falls back to sockets with the EFA devices allocated and idle, and NIXL's LIBFABRIC plugin finds no provider.
+# Every vLLM container names its command instead of relying on the image's entrypoint: vllm/vllm-openai's is
+# `vllm serve` (exec form, vLLM is PID 1 and gets SIGTERM), but the EFA image's (aws/deep-learning-containers
+# scripts/docker/vllm/dockerd_entrypoint.sh) runs `vllm serve "$@"` from bash without exec: bash stays PID 1,
+# ignores SIGTERM, and every pod would run out its grace period to SIGKILL, never draining. With the command set,
+# both images run vLLM as PID 1 (the DLC image's LD_LIBRARY_PATH comes from its ENV; its telemetry is opted out).
+VLLM_COMMAND = ["vllm", "serve"]
 UPSTREAM = VllmImage(VLLM_IMAGE, "vLLM's own NCCL and NIXL (UCX)", source="components/upstream/versions.py VLLM_IMAGE")
 VLLM_IMAGES: dict[str, VllmImage] = {
     # OPT_OUT_TRACKING: the DLC entrypoint's usage report (scripts/docker/telemetry/bash_telemetry.sh.template skips

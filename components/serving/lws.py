@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cache.component import CacheFacts
+from ..cache.component import WAIT_RESOURCES, CacheFacts, guaranteed
 from ..cluster.facts import GpuPool
 from ..planner import Topology
 from .deployment import (PRESTOP_S, first_start_s, grace_s, template_metadata, template_mounts,
                          template_volumes, vllm_args)
 from ..kube.k8s import MODEL_LABEL, PROBE_PERIOD_S, http_port, probes
-from .fabric import vllm_image, vllm_image_env
+from .fabric import VLLM_COMMAND, vllm_image, vllm_image_env
+from .runtime_lora import lora_init_container, runtime_lora_env
 from .node_pod import node_pod
 from ..kube.pods import pod_metadata
 
@@ -77,6 +78,19 @@ _LIVENESS = probes(PROBE_PERIOD_S)["livenessProbe"]
 LIVENESS_DETECT_S = _LIVENESS["periodSeconds"] * _LIVENESS["failureThreshold"]
 
 
+# How long the leader's engine waits on a rank that is gone, with requests in flight, before it fails and the
+# leader exits: vLLM 0.31.0 vllm/envs.py VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (default 300; the mp executor's
+# collective_rpc timeout, v1/executor/multiproc_executor.py). Under the gang restart's foreground deletion the
+# replacement group waits for the leader pod too.
+EXECUTE_MODEL_TIMEOUT_S = 300
+
+
+def teardown_s(t: Topology) -> int:
+    """The old group's teardown before a gang restart's replacement starts: the workers' grace, or the leader's
+    preStop and its engine's wait on the lost rank, bounded by the leader's grace, whichever is longer."""
+    return max(worker_grace_s(), min(grace_s(t), PRESTOP_S + EXECUTE_MODEL_TIMEOUT_S))
+
+
 def worker_grace_s() -> int:
     """A worker's terminationGracePeriodSeconds: its preStop, then its exit."""
     return WORKER_PRESTOP_S + WORKER_EXIT_S
@@ -108,8 +122,16 @@ def worker_args(t: Topology, cache: CacheFacts) -> list[str]:
 
 
 def _env(t: Topology) -> list[dict]:
-    """No usage reports (vLLM's, and on EFA the image's own: fabric.py VLLM_IMAGES)."""
-    return [{"name": "DO_NOT_TRACK", "value": "1"}, *vllm_image_env(t)]
+    """No usage reports (vLLM's, and on EFA the image's own: fabric.py VLLM_IMAGES); runtime LoRA's resolver on
+    the shared cache (runtime_lora.py), as on a Deployment's pods."""
+    return [{"name": "DO_NOT_TRACK", "value": "1"}, *vllm_image_env(t), *runtime_lora_env(t)]
+
+
+def _lora_init(t: Topology, cache: CacheFacts) -> list[dict]:
+    """The runtime-LoRA resolver directory and the `path:` adapters' gate (runtime_lora.py), on every pod of the
+    group: the leader's API server resolves adapters, and every rank loads their weights for its own layers."""
+    lora = lora_init_container(t, vllm_image(t), cache.kind, cache.mount, guaranteed(WAIT_RESOURCES))
+    return [lora] if lora else []
 
 
 def _sleep(seconds: int) -> dict:
@@ -118,10 +140,11 @@ def _sleep(seconds: int) -> dict:
 
 def leader_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict) -> dict:
     budget = cache.budget(t).total_s
-    container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "args": leader_args(t, cache),
+    container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "command": VLLM_COMMAND,
+                 "args": leader_args(t, cache),
                  "ports": [http_port()], "lifecycle": _sleep(PRESTOP_S), **probes(budget)}
     pod = node_pod(t, pool, cache, vllm_image(t), container, grace_s(t), env=_env(t), mounts=template_mounts(t),
-                   volumes=template_volumes(t))
+                   volumes=template_volumes(t), init=_lora_init(t, cache))
     return {"metadata": template_metadata(t, pod_metadata(labels, pool)), "spec": pod}
 
 
@@ -130,9 +153,10 @@ def worker_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict)
     told at once only when the group is recreated (gang restart, foreground deletion), where a long worker
     preStop would hold back the replacement group; a scale-in or rollout lets the leader drain before the
     workers are deleted at all."""
-    container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "args": worker_args(t, cache),
+    container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "command": VLLM_COMMAND,
+                 "args": worker_args(t, cache),
                  "lifecycle": _sleep(WORKER_PRESTOP_S)}
-    pod = node_pod(t, pool, cache, vllm_image(t), container, worker_grace_s(), env=_env(t))
+    pod = node_pod(t, pool, cache, vllm_image(t), container, worker_grace_s(), env=_env(t), init=_lora_init(t, cache))
     return {"metadata": pod_metadata(labels, pool), "spec": pod}
 
 
@@ -209,12 +233,13 @@ class Recovery:
     def describe(self) -> str:
         return (f"a failed pod takes its group down and back in up to {self.total_s} s (~{-(-self.total_s // 60)} "
                 f"min: detection {self.detect_s} s (a hung engine's liveness; a crash is seen at once) + teardown "
-                f"{self.teardown_s} s (the workers' {WORKER_PRESTOP_S} s preStop and exit) + start-up "
+                f"{self.teardown_s} s (the leader's {PRESTOP_S} s preStop and, with requests in flight on a lost rank, "
+                f"vLLM's {EXECUTE_MODEL_TIMEOUT_S} s execute-model timeout, within its grace) + start-up "
                 f"{self.startup_s} s + readiness {self.readiness_s} s)")
 
 
 def recovery(t: Topology, cache: CacheFacts) -> Recovery:
-    return Recovery(detect_s=LIVENESS_DETECT_S, teardown_s=worker_grace_s(), startup_s=cache.budget(t).total_s,
+    return Recovery(detect_s=LIVENESS_DETECT_S, teardown_s=teardown_s(t), startup_s=cache.budget(t).total_s,
                     readiness_s=PROBE_PERIOD_S)
 
 

@@ -24,9 +24,10 @@ def node_env(t: Topology, cache: CacheFacts) -> list[dict]:
 
 
 def node_pod(t: Topology, pool: GpuPool, cache: CacheFacts, image: str, container: dict, grace_s: int,
-             env: list[dict] = (), mounts: list[dict] = (), volumes: list[dict] = ()) -> dict:
+             env: list[dict] = (), mounts: list[dict] = (), volumes: list[dict] = (), init: list[dict] = ()) -> dict:
     """The pod spec. container: the shape's fields of its one container (name first, then e.g. args, ports,
-    probes); env / mounts / volumes: what the shape adds after the shared ones."""
+    probes); env / mounts / volumes / init (init containers after the cache's): what the shape adds after the
+    shared ones."""
     gpus = t.gpus_per_replica // t.nodes_per_replica
     caps = capabilities(t)  # IPC_LOCK on RDMA fabrics: that pod runs as uid 0 (fabric.py)
     host_vols, host_mounts = host_volumes(t)
@@ -45,7 +46,7 @@ def node_pod(t: Topology, pool: GpuPool, cache: CacheFacts, image: str, containe
         "securityContext": pod_security(root=bool(caps) or cache.kind == "nvme"),
         "terminationGracePeriodSeconds": grace_s,
         "initContainers": [cache.init_container(t.model_repo, image, pod_resources=cpu_memory,
-                                                expected_gib=t.weights_gib, warm=cache.warms(t))],
+                                                expected_gib=t.weights_gib, warm=cache.warms(t)), *init],
         "containers": [main],
         "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type), *scratch_volumes(), *host_vols, *volumes],
         **gpu_placement(pool),

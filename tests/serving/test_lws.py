@@ -96,7 +96,9 @@ def test_a_worker_leaves_in_30_s_and_the_leader_keeps_its_drain(objs):
 
 def test_the_plan_states_a_groups_recovery_time(plan):
     s = plan.exports["serving"]["llama-405b"]
-    assert s["recovery"] == {"detectS": 120, "teardownS": 30, "startupS": 1460, "readinessS": 10, "totalS": 1620}
+    # teardown: the leader's 15 s preStop + vLLM's 300 s execute-model timeout on the lost rank (within its 358 s
+    # grace), longer than the workers' 30 s
+    assert s["recovery"] == {"detectS": 120, "teardownS": 315, "startupS": 1460, "readinessS": 10, "totalS": 1905}
 
 
 def test_every_flag_exists_in_vllm_031():
@@ -148,8 +150,9 @@ def test_the_plan_names_the_shape_and_its_cost(plan):
     assert ("MULTI-NODE SHAPE: llama-405b runs as a LeaderWorkerSet (3 group(s) of 2 x p5.48xlarge, vLLM's mp "
             "executor, gang restart), scaled by KEDA between 2 and 3 groups; a template change rolls one group at a "
             "time in place (the pool holds no spare 2 nodes at replicas.max); a failed pod takes its group down and "
-            "back in up to 1620 s (~27 min: detection 120 s (a hung engine's liveness; a crash is seen at once) + "
-            "teardown 30 s (the workers' 15 s preStop and exit) + start-up 1460 s + readiness 10 s). Same GPU nodes "
+            "back in up to 1905 s (~32 min: detection 120 s (a hung engine's liveness; a crash is seen at once) + "
+            "teardown 315 s (the leader's 15 s preStop and, with requests in flight on a lost rank, vLLM's 300 s "
+            "execute-model timeout, within its grace) + start-up 1460 s + readiness 10 s). Same GPU nodes "
             "as a RayService, "
             "without its Ray head (4 CPU / 16Gi on a system node) and its production Redis; serving.multiNode: "
             "rayservice selects KubeRay instead") in s["warnings"]
