@@ -13,6 +13,8 @@ Pure data and arguments; the resources are made by the components (addons/compon
 """
 from __future__ import annotations
 
+import functools
+
 from pathlib import Path
 
 import yaml
@@ -55,13 +57,18 @@ CHART_CRDS: dict[str, tuple[str, ...]] = {
 }
 
 
+@functools.lru_cache(maxsize=None)
+def _crd_file(rel: str) -> tuple[dict, ...]:
+    """The CRDs of one vendored file, parsed once per process (Envoy Gateway's and LWS's are megabytes of YAML:
+    libyaml's loader where PyYAML has it). Shared: callers read them, never change them."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(d for d in yaml.load_all((SCHEMAS / rel).read_text(), Loader=loader)
+                 if d and d.get("kind") == "CustomResourceDefinition")
+
+
 def crd_documents(key: str) -> list[dict]:
     """Every CRD of CHART_CRDS[key], in file order."""
-    docs = []
-    for rel in CHART_CRDS[key]:
-        docs += [d for d in yaml.safe_load_all((SCHEMAS / rel).read_text())
-                 if d and d.get("kind") == "CustomResourceDefinition"]
-    return docs
+    return [d for rel in CHART_CRDS[key] for d in _crd_file(rel)]
 
 
 def applied_crds(key: str, platform_groups: frozenset[str] | set[str] = frozenset()) -> list[dict]:
