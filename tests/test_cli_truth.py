@@ -165,9 +165,10 @@ def test_capacity_takes_a_config_json_as_topology_does(capsys):
 def test_every_secret_is_in_the_deploy_runbook_with_its_command():
     from components.config.load import SECRET_KEYS
     # a new secret belongs in the runbook
-    assert set(SECRET_KEYS) == {"hfToken", "kubeconfig", "gatewayApiKeys", "chartMirrorPassword"}
+    assert set(SECRET_KEYS) == {"hfToken", "kubeconfig", "gatewayApiKeys", "chartMirrorPassword", "gatewayTlsCert",
+                                "gatewayTlsKey", "alertmanagerHeartbeatUrl"}
     runbook = (ROOT / "docs" / "deploy.md").read_text()
-    for key in ("hfToken", "gatewayApiKeys", "kubeconfig", "chartMirrorPassword"):
+    for key in SECRET_KEYS:
         assert f"pulumi config set --secret {key} " in runbook, key
 
 

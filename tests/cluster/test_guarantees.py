@@ -77,7 +77,7 @@ def claims(p: Plan) -> list[tuple[str, dict]]:
     volumeClaimTemplate(s) anywhere in an object or in Helm values, and Helm `persistence` blocks enabled."""
     out = [(f"PVC {c['metadata']['name']}", c["spec"]) for c in p.kind("PersistentVolumeClaim")]
     sources = [(f"{o['kind']} {o['metadata'].get('name')}", {k: v for k, v in o.items() if k != "_inputs"})
-               for o in p.objects]
+               for o in p.objects if o["kind"] != "CustomResourceDefinition"]  # a CRD's schema claims nothing
     sources += [(f"Helm release {name}", r.get("values") or {}) for name, r in p.releases.items()]
     for where, source in sources:
         for path, value in walk(source):

@@ -34,8 +34,13 @@ def test_a_pool_whose_replicas_fit_one_node_has_no_fabric():
         assert spec(itype, multi_node=False).gpu_pool().fabric is None
 
 
+def is_system(group: dict) -> bool:
+    """The system label, beside each EKS zone group's topology.ebs.csi.aws.com/zone."""
+    return SYSTEM.items() <= group["labels"].items()
+
+
 def test_system_pools_carry_the_same_label_and_root_disk_on_both_clouds():
-    aws_groups = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if g["labels"] == SYSTEM]  # one per zone
+    aws_groups = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if is_system(g)]  # one per zone
     (gke,) = [p for p in inputs("prod-qwen72b-gcp", NODE_POOL) if p["name"] == "system"]
     assert gke["nodeConfig"]["labels"] == SYSTEM and gke["nodeConfig"]["diskSizeGb"] == 100
     sizes = sorted(m["ebs"]["volumeSize"] for t in inputs("prod-llama70b-aws", LAUNCH_TEMPLATE)
@@ -45,7 +50,7 @@ def test_system_pools_carry_the_same_label_and_root_disk_on_both_clouds():
 
 
 def test_gpu_pools_are_tainted_and_sized_alike_on_both_clouds():
-    aws_gpu = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if g["labels"] != SYSTEM]
+    aws_gpu = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if not is_system(g)]
     gke_gpu = [p for p in inputs("prod-qwen72b-gcp", NODE_POOL) if p["name"] != "system"]
     assert aws_gpu and gke_gpu
     assert all(g["taints"] == [GPU_TAINT] for g in aws_gpu)
@@ -56,7 +61,7 @@ def test_gpu_pools_are_created_empty_on_both_clouds_and_grow_to_the_plans_max():
     """A pool created at its planned size fails the run on a capacity shortage; both clouds create GPU pools with
     no node and leave the count to the autoscaler (prod-llama70b-aws: up to 4 p5 nodes, replicas.max 4 x one TP 8
     replica per node; prod-qwen72b-gcp: up to 3 a3-highgpu-8g nodes, replicas.max 3 x TP 8)."""
-    (aws_gpu,) = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if g["labels"] != SYSTEM]
+    (aws_gpu,) = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if not is_system(g)]
     (gke_gpu,) = [p for p in inputs("prod-qwen72b-gcp", NODE_POOL) if p["name"] != "system"]
     assert aws_gpu["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
     assert (gke_gpu["initialNodeCount"], gke_gpu["autoscaling"]["minNodeCount"],

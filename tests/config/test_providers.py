@@ -9,7 +9,7 @@ import json
 import pytest
 
 from components.config import ConfigError, parse
-from components.offline.runner import OFFLINE_SECRET, load_stack_yaml, run_program, stack_file
+from components.offline.runner import OFFLINE_PEM, OFFLINE_SECRET, load_stack_yaml, run_program, stack_file
 from tests.support.plans import one
 
 
@@ -69,13 +69,16 @@ def program_config(raw: dict, **provider: str) -> dict[str, str]:
     config["vllm-platform:hfToken"] = OFFLINE_SECRET
     # the gateway's API keys (one placeholder per default client; components/config/gateway.py)
     config["vllm-platform:gatewayApiKeys"] = json.dumps({"default": f"{OFFLINE_SECRET}-default"})
+    if ((raw.get("gateway") or {}).get("tls") or {}).get("mode") == "certificate":  # prod-qwen72b-gcp: the PEM pair
+        config.update({f"vllm-platform:{k}": v for k, v in OFFLINE_PEM.items()})
     config.update(provider)
     return config
 
 
 def run(raw: dict, **provider: str):
-    return run_program(program_config(raw, **provider), ["vllm-platform:hfToken", "vllm-platform:gatewayApiKeys"],
-                       "provider-test")
+    config = program_config(raw, **provider)
+    return run_program(config, [k for k in config if k.split(":", 1)[1] in
+                                ("hfToken", "gatewayApiKeys", *OFFLINE_PEM)], "provider-test")
 
 
 def test_the_explicit_aws_provider_gets_the_stack_files_aws_settings():
