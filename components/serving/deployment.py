@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..cache.component import WAIT_RESOURCES, CacheFacts, download_seconds, guaranteed
+from ..cache.component import CacheFacts, download_seconds
 from ..cluster.facts import GpuPool
 from ..planner import Topology
 from .fabric import VLLM_COMMAND, capabilities, single_node_env, vllm_image, vllm_image_env
@@ -12,7 +12,7 @@ from ..kube.k8s import (container_security, http_port, offline_cache_env, pod_se
                   scratch_mounts, scratch_volumes)
 from ..kube.pods import SHM_MOUNT, gpu_placement, gpu_resources, pod_metadata, selector, shm_volume, spread
 from ..kube.probes import IMAGE_PULL_S, engine_ready_env
-from .runtime_lora import lora_init_container, runtime_lora_env
+from .runtime_lora import lora_init_containers, runtime_lora_env
 
 ROLE = "server"
 # Drain: the preStop sleep lets the endpoint removal reach every kube-proxy / gateway before SIGTERM
@@ -99,7 +99,7 @@ def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int, match
     init = cache.init_container(t.model_repo, main["image"], pod_resources=cpu_memory, expected_gib=t.weights_gib,
                                 warm=cache.warms(t))
     # after the cache: the runtime-LoRA resolver directory, and the `path:` adapters vLLM would exit without
-    lora = lora_init_container(t, main["image"], cache.kind, cache.mount, guaranteed(WAIT_RESOURCES))
+    lora = lora_init_containers(t, main["image"], cache)
     return {
         # Service links would put e.g. VLLM_PORT=tcp://... into the environment for a Service named
         # "vllm", which vLLM reads as its own setting and fails on.
@@ -108,7 +108,7 @@ def pod_spec(t: Topology, pool: GpuPool, cache: CacheFacts, budget_s: int, match
         # a node-local cache is filled by a uid 0 init container (the host path is root's)
         "securityContext": pod_security(root=cache.kind == "nvme"),
         "terminationGracePeriodSeconds": grace_s(t),
-        "initContainers": [init, *([lora] if lora else [])],
+        "initContainers": [init, *lora],
         "containers": [main],
         "volumes": [shm_volume(t.shm_gib), cache.volume(t.instance_type), *scratch_volumes(), *template_volumes(t)],
         **gpu_placement(pool),

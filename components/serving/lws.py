@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cache.component import WAIT_RESOURCES, CacheFacts, guaranteed
+from ..cache.component import CacheFacts
 from ..cluster.facts import GpuPool
 from ..planner import Topology
 from .deployment import (PRESTOP_S, first_start_s, grace_s, template_metadata, template_mounts,
                          template_volumes, vllm_args)
 from ..kube.k8s import MODEL_LABEL, PROBE_PERIOD_S, http_port, probes
 from .fabric import VLLM_COMMAND, vllm_image, vllm_image_env
-from .runtime_lora import lora_init_container, runtime_lora_env
+from .runtime_lora import lora_init_containers, runtime_lora_env
 from .node_pod import node_pod
 from ..kube.pods import pod_metadata
 
@@ -127,13 +127,6 @@ def _env(t: Topology) -> list[dict]:
     return [{"name": "DO_NOT_TRACK", "value": "1"}, *vllm_image_env(t), *runtime_lora_env(t)]
 
 
-def _lora_init(t: Topology, cache: CacheFacts) -> list[dict]:
-    """The runtime-LoRA resolver directory and the `path:` adapters' gate (runtime_lora.py), on every pod of the
-    group: the leader's API server resolves adapters, and every rank loads their weights for its own layers."""
-    lora = lora_init_container(t, vllm_image(t), cache.kind, cache.mount, guaranteed(WAIT_RESOURCES))
-    return [lora] if lora else []
-
-
 def _sleep(seconds: int) -> dict:
     return {"preStop": {"exec": {"command": ["/bin/sh", "-c", f"sleep {seconds}"]}}}
 
@@ -144,7 +137,7 @@ def leader_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict)
                  "args": leader_args(t, cache),
                  "ports": [http_port()], "lifecycle": _sleep(PRESTOP_S), **probes(budget)}
     pod = node_pod(t, pool, cache, vllm_image(t), container, grace_s(t), env=_env(t), mounts=template_mounts(t),
-                   volumes=template_volumes(t), init=_lora_init(t, cache))
+                   volumes=template_volumes(t), init=lora_init_containers(t, vllm_image(t), cache))
     return {"metadata": template_metadata(t, pod_metadata(labels, pool)), "spec": pod}
 
 
@@ -156,7 +149,8 @@ def worker_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict)
     container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "command": VLLM_COMMAND,
                  "args": worker_args(t, cache),
                  "lifecycle": _sleep(WORKER_PRESTOP_S)}
-    pod = node_pod(t, pool, cache, vllm_image(t), container, worker_grace_s(), env=_env(t), init=_lora_init(t, cache))
+    pod = node_pod(t, pool, cache, vllm_image(t), container, worker_grace_s(), env=_env(t),
+                   init=lora_init_containers(t, vllm_image(t), cache))
     return {"metadata": pod_metadata(labels, pool), "spec": pod}
 
 

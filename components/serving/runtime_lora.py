@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import shlex
 
+from ..cache.component import WAIT_RESOURCES, guaranteed
 from ..kube.k8s import CACHE_MOUNT, HF_HOME, container_security, root_container_security
 
 RUNTIME_LORA_ENV = "VLLM_ALLOW_RUNTIME_LORA_UPDATING"
@@ -152,3 +153,10 @@ def lora_summary(t, revision: str | None) -> dict | None:
               f" and the gateway passes it on (one found that fails to load: "
               f"{NOT_LOADED.replace('NAME', '<name>')})")
     return {"resolverDir": resolver_dir(t), "env": RESOLVER_ENV, "baseModel": base, "exactBase": exact, "text": text}
+
+
+def lora_init_containers(t, image: str, cache) -> list[dict]:
+    """What a vLLM pod runs after the cache's init container, on every shape (a Deployment's pods, an LWS group's
+    pods): lora_init_container at the wait's guaranteed resources, or nothing."""
+    lora = lora_init_container(t, image, cache.kind, cache.mount, guaranteed(WAIT_RESOURCES))
+    return [lora] if lora else []
