@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .performance import StepCost
+from .estimators import StepTime
 
 
 @dataclass
@@ -43,7 +43,7 @@ class BurstResult:
     peak_running: int
 
 
-def burst(cost: StepCost, prompts: int, prompt_tokens: int, output_tokens: int, kv_tokens: int,
+def burst(cost: StepTime, prompts: int, prompt_tokens: int, output_tokens: int, kv_tokens: int,
           max_num_batched_tokens: int, max_num_seqs: int) -> BurstResult:
     P, O = max(1, prompt_tokens), max(2, output_tokens)
     waiting, running = prompts, []

@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass, replace
 
 from ..catalog import Accelerator, InstanceType, ModelSpec
 from . import memory as mem
-from .performance import EFFICIENCY, Efficiency, StepCost, step_cost
+from .estimators import StepTime, replica_step_cost
+from .performance import EFFICIENCY, Efficiency
 
 DEFAULT_PROMPT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 256
@@ -145,15 +146,15 @@ def _steps(r: ReplicaShape, w: Workload, decode: float, eff: Efficiency) -> tupl
 _COSTS: dict = {}
 
 
-def _cost(r: ReplicaShape, w: Workload, eff: Efficiency) -> StepCost:
+def _cost(r: ReplicaShape, w: Workload, eff: Efficiency) -> StepTime:
     key = (id(r.model), r.model.id, r.precision, r.acc, r.inst, r.tp, r.pp, r.kv_cache_dtype, w.prompt_tokens,
            w.output_tokens, eff)
     cost = _COSTS.get(key)
     if cost is None:
         if len(_COSTS) > 4096:
             _COSTS.clear()
-        cost = _COSTS[key] = step_cost(r.model, r.precision, r.acc, r.inst, r.tp, r.pp, r.kv_cache_dtype,
-                                       w.decode_context, w.prompt_tokens / 2, eff)
+        cost = _COSTS[key] = replica_step_cost(r.model, r.precision, r.acc, r.inst, r.tp, r.pp, r.kv_cache_dtype,
+                                               w.decode_context, w.prompt_tokens / 2, eff)
     return cost
 
 

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 
 from . import memory as mem
 from .capacity import Workload
-from .performance import step_cost
+from .estimators import replica_step_cost
 from .request import PlanRequest
 from .search import evaluate, fleet_nodes
 from .topology import Disaggregation, NoFeasibleTopology, Topology  # noqa: F401  (Disaggregation: re-exported)
@@ -103,7 +103,8 @@ def _size(req: PlanRequest, fit) -> _Pd | str:
     r, sla, margin = fit.replica, req.sla, req.margin  # the stack's planning.latencyMargin (P/D is estimated)
     w = Workload(sla.prompt_tokens, sla.output_tokens)
     P, n = w.prompt_tokens, max(w.output_tokens - 1, 1)
-    cost = step_cost(r.model, r.precision, r.acc, r.inst, r.tp, r.pp, r.kv_cache_dtype, w.decode_context, P / 2)
+    cost = replica_step_cost(r.model, r.precision, r.acc, r.inst, r.tp, r.pp, r.kv_cache_dtype, w.decode_context,
+                             P / 2)
     chunk = max(1, min(P, r.max_num_batched_tokens))
     service = math.ceil(P / chunk) * cost(0, chunk)
     cap = r.kv_limit(w, req.max_model_len)

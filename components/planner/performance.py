@@ -79,6 +79,9 @@ class Efficiency:
     gpu_factor: float = 1.0  # GPU time of a step over what the terms above give (the pinned engine's: 1)
     v0_gpu_factor: float = 1.0  # the V0 engine's kernels against today's (older attention, MoE and GEMM kernels)
     early_gpu_factor: float = 1.0  # V1 releases 0.8-0.18 against today's
+    # which model prices a step (planner/estimators.py): this module's fitted step model, or AIConfigurator's
+    # per-operation silicon database; the terms above are the step model's and ride along unused otherwise
+    estimator: str = "step-model"
 
     def for_engine(self, vllm_version: str) -> "Efficiency":
         """The terms a measurement taken on `vllm_version` ran with: its engine era's CPU costs (ENGINE_ERAS)."""
