@@ -57,7 +57,7 @@ def render() -> str:
     from .cluster.pools import ACCELERATOR_LABEL, pool_name
     from .config.bounds import GPU_MEMORY_UTILIZATION_RANGE, OPEN_CIDRS
     from .planner.capacity import LATENCY_MARGIN
-    from .kube.k8s import KNEE_ANNOTATION, MARGIN_ANNOTATION
+    from .kube.k8s import CALIBRATED_MARGIN_ANNOTATION, KNEE_ANNOTATION, MARGIN_ANNOTATION
     from .kube.probes import MIN_BUDGET_S
 
     lines = [HEADER,
@@ -75,10 +75,13 @@ def render() -> str:
              f"OPEN_CIDRS = frozenset({sorted(OPEN_CIDRS)!r})",
              f"MIN_STARTUP_BUDGET_S = {MIN_BUDGET_S!r}",
              f"PRICES_AS_OF = {PRICES_AS_OF!r}",
-             "# on a serving workload's metadata: its knee's source and margin; the calibration's margin, the least an",
-             "# estimated knee keeps in production (components/kube/k8s.py, components/planner/capacity.py)",
+             "# on a serving workload's metadata: its knee's source, its margin and the calibration's margin for its",
+             "# model class and load (the least an estimated knee keeps in production; LATENCY_MARGIN_FLOOR, the",
+             "# margin of every held-out row together, where a workload carries none) (components/kube/k8s.py,",
+             "# components/planner/margins.py)",
              f"KNEE_ANNOTATION = {KNEE_ANNOTATION!r}",
              f"MARGIN_ANNOTATION = {MARGIN_ANNOTATION!r}",
+             f"CALIBRATED_MARGIN_ANNOTATION = {CALIBRATED_MARGIN_ANNOTATION!r}",
              f"LATENCY_MARGIN_FLOOR = {LATENCY_MARGIN!r}",
              "",
              "INSTANCE_TYPES: dict[str, InstanceType] = {"]

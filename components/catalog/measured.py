@@ -8,8 +8,8 @@ Pure. Two kinds of file:
   bench_serve.parse_result writes exactly that);
 * what `vllm bench serve --save-result` writes (vLLM 0.31 vllm/benchmarks/serve.py: `date` "%Y%m%d-%H%M%S",
   `model_id`, `max_concurrency`, `completed`, `failed`, `total_input_tokens`, `total_output_tokens`,
-  `request_throughput`, `output_throughput`, `total_token_throughput`, `mean_tpot_ms`, `mean_ttft_ms` and, with the
-  default --metric-percentiles 99, `p99_tpot_ms`, `p99_ttft_ms`): one JSON object, a file of them one per line
+  `request_throughput`, `output_throughput`, `total_token_throughput`, `mean_tpot_ms`, `mean_ttft_ms` and, per
+  --metric-percentiles (bench_serve.py asks 90,99), `p90_tpot_ms`, `p90_ttft_ms`, `p99_tpot_ms`, `p99_ttft_ms`): one JSON object, a file of them one per line
   (--append-result), or a directory of them (the c{C}.json files bench_serve.py keeps beside its rows file). Such a
   result records neither the GPU nor the TP: the stack states them beside the file.
 
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from .accelerators import ACCELERATORS
 
-BENCH_NOTES = re.compile(r"p99 TPOT (?P<tpot>[\d.]+|None) ms, p99 TTFT (?P<ttft>[\d.]+|None) ms, (?P<done>\d+) "
+BENCH_NOTES = re.compile(r"(?:p90 TPOT (?P<tpot90>[\d.]+|None) ms, p90 TTFT (?P<ttft90>[\d.]+|None) ms, )?"
+                         r"p99 TPOT (?P<tpot>[\d.]+|None) ms, p99 TTFT (?P<ttft>[\d.]+|None) ms, (?P<done>\d+) "
                          r"requests, (?P<failed>\d+) failed")
 VLLM_KEYS = ("completed", "total_input_tokens", "total_output_tokens", "mean_tpot_ms", "mean_ttft_ms",
              "output_throughput")
@@ -51,9 +52,15 @@ class MeasuredPoint:
     output_tps: float
     total_tps: float
     date: str  # YYYY-MM-DD
+    tpot_p90_ms: float | None = None  # None: the run did not report it (--metric-percentiles without 90)
+    ttft_p90_ms: float | None = None
 
     def latency(self, percentile: str) -> tuple[float | None, float | None]:
-        return (self.tpot_p99_ms, self.ttft_p99_ms) if percentile == "p99" else (self.tpot_ms, self.ttft_ms)
+        if percentile == "p99":
+            return self.tpot_p99_ms, self.ttft_p99_ms
+        if percentile == "p90":
+            return self.tpot_p90_ms, self.ttft_p90_ms
+        return self.tpot_ms, self.ttft_ms
 
 
 @dataclass(frozen=True)
@@ -129,12 +136,14 @@ def _rows(file: str, rows: list) -> list[MeasuredShape]:
         out = _number(file, where, row, "output_tokens")
         if not out:
             raise _fail(file, f"{where}output_tokens is 0: nothing was generated; {RERUN}")
-        p99 = {k: (float(notes[k]) if notes and notes[k] != "None" else None) for k in ("tpot", "ttft")}
+        p99 = {k: (float(notes[k]) if notes and notes[k] not in (None, "None") else None)
+               for k in ("tpot", "ttft", "tpot90", "ttft90")}
         point = MeasuredPoint(row["concurrency"], _number(file, where, row, "prompt_tokens"), out,
                               _number(file, where, row, "tpot_ms"), _number(file, where, row, "ttft_ms"),
                               p99["tpot"], p99["ttft"], _number(file, where, row, "output_tps") / out,
                               _number(file, where, row, "output_tps"),
-                              _number(file, where, row, "total_tps", optional=True) or 0.0, str(row.get("date", "")))
+                              _number(file, where, row, "total_tps", optional=True) or 0.0, str(row.get("date", "")),
+                              p99["tpot90"], p99["ttft90"])
         key = (row["model"], row["gpu"], row["tp"], row["pp"], row["precision"])
         shapes.setdefault(key, []).append(point)
     if not shapes:
@@ -165,7 +174,8 @@ def _result(file: str, doc: dict) -> tuple[str, MeasuredPoint]:
         _number(file, "", doc, "p99_ttft_ms", optional=True),
         _number(file, "", doc, "request_throughput", optional=True) or _number(file, "", doc, "output_throughput") / out,
         _number(file, "", doc, "output_throughput"), _number(file, "", doc, "total_token_throughput", optional=True)
-        or 0.0, date)
+        or 0.0, date, _number(file, "", doc, "p90_tpot_ms", optional=True),
+        _number(file, "", doc, "p90_ttft_ms", optional=True))
 
 
 def read(path: Path, file: str, accelerator: str | None = None, tp: int | None = None, pp: int = 1,

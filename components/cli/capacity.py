@@ -75,7 +75,7 @@ def capacity_arguments(cp) -> None:
     cp.add_argument("--tpot-ms", type=float, default=Sla.tpot_ms, help="SLA: time per output token, ms")
     cp.add_argument("--ttft-ms", type=float, default=Sla.ttft_ms, help="SLA: time to first token, ms")
     cp.add_argument("--percentile", choices=list(PERCENTILES), default=Sla.latency_percentile,
-                    help="what the SLA bounds: the mean latencies or the p99 ones (sla.latencyPercentile)")
+                    help="what the SLA bounds: the p90 latencies (default), the p99 ones or the means (sla.latencyPercentile)")
     cp.add_argument("--max-model-len", type=int, help="default: min(32768, the model's limit)")
     cp.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
     cp.add_argument("--json", action="store_true", help="print the table as JSON")
@@ -127,7 +127,7 @@ def capacity_report(a) -> int:
     print(f"{model.name} {precision} on {fit.inst.name} ({par}, KV {fit.kv_dtype}, {fit.kv_tokens:,} tokens); "
           f"{a.prompt_tokens} prompt + {a.output_tokens} output tokens; "
           f"SLA TPOT {a.tpot_ms:g} ms, TTFT {a.ttft_ms:g} ms ({a.percentile})")
-    print(f"estimates are the model's; {margin_text(knee.percentile, knee.margin)}")
+    print(f"estimates are the model's; {margin_text(knee.percentile, knee.margin, knee.margin_cell)}")
     if relaxed:
         print("no shape meets the SLA even for one request; the cheapest shape that fits is shown")
     rows = []

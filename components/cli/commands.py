@@ -282,7 +282,6 @@ def version() -> str:
 
 def parser() -> argparse.ArgumentParser:
     from .capacity import capacity_arguments
-    from ..planner.capacity import LATENCY_MARGIN
 
     f = _HelpFormatter
     # `vllm-platform` when run as the installed console script, else the module form the README uses.
@@ -304,7 +303,8 @@ def parser() -> argparse.ArgumentParser:
                         description="TPOT and TTFT (mean and p99 model), output and total tokens/s of one replica "
                                     "at concurrency 1, 2, 4, ... up to what its KV cache holds, whether the SLA "
                                     "holds, and the knee (the highest concurrency that meets it with the planning "
-                                    f"margin: estimate x {1 + LATENCY_MARGIN:g} <= SLA, the calibration's default; a stack sets its own "
+                                    "margin: estimate x (1 + margin) <= SLA, the calibration's margin for the model's "
+                                    "class and load, planner/margins.py; a stack sets its own "
                                     "with planning.latencyMargin, docs/measurements.md). The replica is "
                                     "the shape the planner picks for the model on that GPU (or --tp).")
     capacity_arguments(cp)

@@ -20,7 +20,7 @@ def summary(t: Topology, serve: str | None = None) -> str:
         f"{t.concurrency_at_full_length:g} requests at max_model_len {t.max_model_len:,}; "
         f"{t.concurrency_per_replica} concurrent/replica (bound: {t.concurrency_bound})",
         f"  {'measured' if t.knee_measured else 'est.'} TPOT {t.est_tpot_ms:.2f} ms (SLA {t.sla_tpot_ms:g}), TTFT {t.est_ttft_ms:.0f} ms (SLA {t.sla_ttft_ms:g})"
-        + ("; the SLA bounds the p99 figures" if t.latency_percentile == "p99" else ""),
+        + (f"; the SLA bounds the {t.latency_percentile} figures" if t.latency_percentile != "mean" else ""),
         *knee_lines(t),
         *cost_lines(t),
         *disagg_lines(t),  # serving.disaggregation auto | on (planner/disagg.py)
@@ -50,21 +50,19 @@ def serving_lines(s: dict) -> str:
     return "\n".join(lines)
 
 
-def margin_text(percentile: str, margin: float) -> str:
-    """What the knee's margin means, for `capacity`, `plan` and `topology`."""
-    from ..planner.capacity import HELD_OUT_COVERED, HELD_OUT_WORST_UNDER, LATENCY_MARGIN
+def margin_text(percentile: str, margin: float, cell: str = "") -> str:
+    """What the knee's margin means, for `capacity`, `plan` and `topology`: the calibration's cell it was read from
+    (planner/margins.py; `cell` is Cell.text()), or the stack's planning.latencyMargin."""
     pct = f"{margin * 100:g} %"
-    tail = "; p99 figures are a queueing model, not calibrated" if percentile == "p99" else ""
-    if abs(margin - LATENCY_MARGIN) > 1e-9:  # the stack's planning.latencyMargin, not the calibration's
-        below = (f"; below it the capacity model's own error lands on the SLA" if margin < LATENCY_MARGIN else "")
-        return (f"the knee keeps the {percentile} TPOT and TTFT a {pct} margin under the SLA (estimate x {1 + margin:g} <= "
-                f"SLA): planning.latencyMargin, where the calibration's default is {LATENCY_MARGIN * 100:g} %{below} "
-                f"(docs/measurements.md){tail}")
-    covered, rows = HELD_OUT_COVERED
-    return (f"the knee keeps the {percentile} TPOT and TTFT a {pct} margin under the SLA (estimate x {1 + margin:g} <= SLA): "
-            f"the measured mean TPOT of {covered} of the capacity model's {rows} held-out measurements was within that, "
-            f"the rest up to {HELD_OUT_WORST_UNDER:g}x the estimate (MoE models on old vLLM the worst); TTFT, the p99 "
-            f"figures and the pinned vLLM are not measured: a measured knee (planning.measurements) settles it "
+    head = (f"the knee keeps the {percentile} TPOT and TTFT a {pct} margin under the SLA (estimate x {1 + margin:g} "
+            f"<= SLA)")
+    tail = (f"; the {percentile} figures are the tail model's (docs/capacity.md compares it with published tails)"
+            if percentile != "mean" else "")
+    if not cell:  # the stack's planning.latencyMargin, not the calibration's
+        return (f"{head}: planning.latencyMargin, for every model of the stack in place of the calibration's margin "
+                f"by model class and load (docs/measurements.md){tail}")
+    return (f"{head}: the calibration's margin for {cell}; TTFT and the pinned vLLM are not in the held-out rows: a "
+            f"measured knee (planning.measurements, planning.profile) settles it "
             f"(docs/capacity.md#the-planning-margin-and-the-sla-percentile){tail}")
 
 
@@ -82,7 +80,8 @@ def knee_lines(t) -> list[str]:
                 f"{f['output_tokens_per_s']:,.0f} output tok/s")
     return [f"  knee: {t.concurrency_per_replica} concurrent/replica at {t.prompt_tokens}+{t.output_tokens} tokens "
             f"= {t.knee_requests_per_second:.2f} requests/s, {t.knee_output_tokens_per_s:,.0f} output tok/s "
-            f"(p99 TPOT {t.knee_tpot_tail_ms:.1f} ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}"
+            f"(p90 TPOT {t.knee_tpot_p90_ms:.1f} ms, TTFT {t.knee_ttft_p90_ms:.0f} ms; p99 TPOT {t.knee_tpot_tail_ms:.1f} "
+            f"ms, TTFT {t.knee_ttft_tail_ms:.0f} ms); sized for {target}"
             + (f"; {t.knee_source}" if t.knee_source else ""),
             *_source_lines(t),
             f"  fleet carries {fleet('min')}; {fleet('max')}"]
@@ -96,7 +95,7 @@ def _source_lines(t) -> list[str]:
                  f"x {1 + NOISE_MARGIN:g} meet the SLA ({NOISE_MARGIN * 100:g} % for measurement noise; "
                  f"planning.latencyMargin is for estimates, docs/measurements.md)"]
     elif t.knee_source or t.latency_margin:
-        lines = [f"  margin: {margin_text(t.latency_percentile, t.latency_margin)}"]
+        lines = [f"  margin: {margin_text(t.latency_percentile, t.latency_margin, t.margin_cell)}"]
     else:
         lines = []
     return lines + [f"  WARNING: {n}" for n in t.knee_notes]

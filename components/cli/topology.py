@@ -155,7 +155,7 @@ def add_topology_parser(sub, f) -> None:
     t.add_argument("--output-tokens", type=int, default=Sla.output_tokens,
                    help="SLA: average completion length, tokens")
     t.add_argument("--percentile", choices=list(PERCENTILES), default=Sla.latency_percentile,
-                   help="SLA: what --tpot-ms and --ttft-ms bound, the mean latencies or the p99 ones")
+                   help="SLA: what --tpot-ms and --ttft-ms bound: the p90 latencies (default), the p99 ones or the means")
     t.add_argument("--max-replicas", type=int, default=64, help="most replicas the fleet may scale to")
     t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
     t.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "allow-fp8"], default="auto",

@@ -20,11 +20,11 @@ class ConfigDeprecation(UserWarning):
 
 
 class Sla(_Base):
-    """What one deployment must meet, and the load it must carry. Latencies are means per request at that
-    load (latencyPercentile: p99 for the 99th percentile); the load is concurrentUsers (requests in flight) or
-    requestsPerSecond (arrival rate), default 16 concurrent users. The planner sizes replicas as load / one
-    replica's capacity at its knee, where the estimates stay the planning margin (capacity.LATENCY_MARGIN) under
-    the SLA (docs/capacity.md)."""
+    """What one deployment must meet, and the load it must carry. Latencies bound the 90th percentile of
+    requests at that load by default (latencyPercentile: p99 or mean); the load is concurrentUsers (requests in
+    flight) or requestsPerSecond (arrival rate), default 16 concurrent users. The planner sizes replicas as load / one
+    replica's capacity at its knee, where the estimates stay the planning margin (planner/margins.py, by model
+    class and load) under the SLA (docs/capacity.md)."""
     ttft_ms: float = Field(2000, gt=0, description="time to first token for an average prompt (ms)")
     tpot_ms: float = Field(100, gt=0, description="time per output token (ms)")
     concurrency: int | None = Field(None, ge=1, description="the same as concurrentUsers (the earlier name)")
@@ -34,9 +34,10 @@ class Sla(_Base):
                                                                       "the SLA, instead of concurrentUsers")
     prompt_tokens: int = Field(1024, ge=1, description="average prompt length (tokens)")
     output_tokens: int = Field(256, ge=1, description="average completion length (tokens)")
-    latency_percentile: Literal["mean", "p99"] = Field(
-        "mean", description="what ttftMs and tpotMs bound: the mean per request, or the 99th percentile (the "
-                            "capacity model's tail figures, not calibrated; docs/capacity.md)")
+    latency_percentile: Literal["p90", "p99", "mean"] = Field(
+        "p90", description="what ttftMs and tpotMs bound: the 90th percentile of requests (default), the 99th, or "
+                           "the mean (the capacity model's tail figures; docs/capacity.md \"The planning margin and "
+                           "the SLA percentile\")")
 
     @model_validator(mode="after")
     def _one_load(self):

@@ -1,8 +1,9 @@
 """The stack's `planning:` block: how the planner judges the SLA (docs/measurements.md).
 
 * latencyMargin: the share the knee keeps the estimated TPOT and TTFT under the SLA (estimate x (1 + margin) <=
-  SLA); unset, the calibration's default (planner/capacity.LATENCY_MARGIN, read when the plan is made, so a refit
-  that moves it moves every stack that did not choose its own).
+  SLA), for every model of the stack; unset, the calibration's cell for the model's class and load
+  (planner/margins.py, read when the plan is made, so a refit that moves it moves every stack that did not choose
+  its own).
 * measurements: what bench/bench_serve.py (or `vllm bench serve --save-result`) measured for the stack's model on
   one shape; the planner reads that shape's knee from them instead of estimating it (planner/measured.py). Paths are
   relative to the stack file's directory, as models[].configFile is. The files are read here, once: a bad file is a
@@ -91,11 +92,6 @@ class Planning(_Base):
     def shapes(self) -> tuple[MeasuredShape, ...]:
         return tuple(s for src in self.measurements for s in src.shapes)
 
-    @property
-    def margin(self) -> float:
-        """The latency margin the planner applies: the stack's, else the calibration's default."""
-        from .bounds import LATENCY_MARGIN
-        return LATENCY_MARGIN if self.latency_margin is None else self.latency_margin
 
 
 def unmatched(planning: Planning, models) -> list[tuple[str, str]]:

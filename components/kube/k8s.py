@@ -29,11 +29,14 @@ def selector(model: str, role: str) -> dict[str, str]:
 # On the serving workload's own metadata (not the pod template: a change rolls no pod).
 KNEE_ANNOTATION = "vllm-platform/knee"  # "measured" (planning.measurements) or "estimated" (the capacity model)
 MARGIN_ANNOTATION = "vllm-platform/latency-margin"  # the planning margin an estimated knee was judged with
+# the calibration's margin for the model's class and load at the knee (planner/margins.py): the production floor
+CALIBRATED_MARGIN_ANNOTATION = "vllm-platform/calibrated-margin"
 
 
 def sizing_annotations(t) -> dict[str, str]:
     """The Topology's knee source and latency margin (planner/measured.py), as the workload's annotations."""
-    return {KNEE_ANNOTATION: "measured" if t.knee_measured else "estimated", MARGIN_ANNOTATION: f"{t.latency_margin:g}"}
+    return {KNEE_ANNOTATION: "measured" if t.knee_measured else "estimated", MARGIN_ANNOTATION: f"{t.latency_margin:g}",
+            CALIBRATED_MARGIN_ANNOTATION: f"{t.calibrated_margin:g}"}
 
 
 # --- ports ------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..catalog.measurements import Measurement, usable
 from . import memory as mem
 from .burst import burst
 from .capacity import LoadPoint, ReplicaShape, Workload, _cost, at_load
+from .margins import CONCURRENCY_BUCKETS, Cell, concurrency_bucket, fit_cells, model_class  # noqa: F401  (re-exported)
 from .performance import EFFICIENCY, Efficiency
 
 GPU_MEMORY_UTILIZATION = 0.90  # vLLM's default; every usable source runs with it
@@ -192,16 +193,6 @@ def margin_for(rows: list[Measurement], coverage: float, eff: Efficiency = EFFIC
     return round(k * step, 10)
 
 
-# The error is reported by load, as the issue that reworked the step model asked (1, 2-8, 16-64, 128+ concurrent
-# requests), made contiguous so that no row falls between buckets: a burst row counts at its peak running batch.
-CONCURRENCY_BUCKETS: tuple[tuple[str, int, float], ...] = (
-    ("1", 1, 1), ("2-8", 2, 8), ("9-64", 9, 64), ("65-127", 65, 127), ("128+", 128, float("inf")))
-
-
-def concurrency_bucket(concurrency: float) -> str:
-    return next(name for name, low, high in CONCURRENCY_BUCKETS if concurrency <= high)
-
-
 def error_by(rows: list[Measurement], by: str, eff: Efficiency = EFFICIENCY) -> dict[str, dict]:
     """TPOT error grouped `by` "concurrency" (CONCURRENCY_BUCKETS) or "tp": {group: {points, median (absolute),
     bias (median signed: + the model is slower than measured), worst}}, groups in order."""
@@ -218,3 +209,14 @@ def error_by(rows: list[Measurement], by: str, eff: Efficiency = EFFICIENCY) -> 
     return {k: {"points": len(groups[k]), "median": statistics.median(abs(e) for e in groups[k]),
                 "bias": statistics.median(groups[k]), "worst": max(abs(e) for e in groups[k])}
             for k in order if groups.get(k)}
+
+
+def margin_cells(rows: list[Measurement], eff: Efficiency = EFFICIENCY) -> tuple[Cell, ...]:
+    """The planning margin's cells (margins.py) read off `rows` (the held-out half): each row's measured mean TPOT
+    over the estimate, by model class and the regime of the load it ran at."""
+    ratios = []
+    for m in rows:
+        p = predict(m, eff) if m.tpot_ms else None
+        if p is not None:
+            ratios.append((model_class(MODELS[m.model]), concurrency_bucket(p.concurrency), m.tpot_ms / p.tpot_ms))
+    return fit_cells(ratios, eff.estimator)

@@ -15,13 +15,15 @@ state at request rate lambda (requests/s) with prompts of P and outputs of O tok
   lambda is the rate at which C = lambda x (TTFT + (O - 1) x t) (bisection; the left side grows with
   lambda).
 
-Tail figures (p99, a model, not fitted): tail TPOT = a request whose O - 1 decode steps hold the 99th
-percentile of chunk-carrying steps (binomial, normal approximation); tail TTFT = the M/M/1 99th
-percentile wait, S x ln(100 f) / (1 - f), instead of the mean wait (conservative for a closed loop).
+Tail figures (p90 and p99, a model; docs/capacity.md compares it with the measured tails that published runs
+carry): tail TPOT = a request whose O - 1 decode steps hold the q-th percentile of chunk-carrying steps (binomial,
+normal approximation); tail TTFT = the M/M/1 q-th percentile wait, S x ln(f / (1 - q)) / (1 - f), instead of the
+mean wait (conservative for a closed loop).
 
-The knee is the highest concurrency whose TPOT and TTFT (the means, or the p99 figures with
-sla.latencyPercentile: p99) stay LATENCY_MARGIN under the SLA (estimate x (1 + margin) <= SLA), capped by what
-the KV cache holds at the workload's request length and by max_num_seqs.
+The knee is the highest concurrency whose TPOT and TTFT (at sla.latencyPercentile: p90 by default, p99 or the mean)
+stay the planning margin under the SLA (estimate x (1 + margin) <= SLA), capped by what the KV cache holds at the
+workload's request length and by max_num_seqs. The margin is the stack's planning.latencyMargin, else the
+calibration's cell for the model's class and the load (planner/margins.py), read at each load point.
 """
 from __future__ import annotations
 
@@ -31,25 +33,26 @@ from dataclasses import asdict, dataclass, replace
 from ..catalog import Accelerator, InstanceType, ModelSpec
 from . import memory as mem
 from .estimators import StepTime, replica_step_cost
+from .margins import cell_for
 from .performance import EFFICIENCY, Efficiency
 
 DEFAULT_PROMPT_TOKENS = 1024
 DEFAULT_OUTPUT_TOKENS = 256
 Z99 = 2.326  # one-sided 99th percentile of the standard normal
+Z90 = 1.2816  # one-sided 90th
 # The planning margin: the knee keeps the estimated TPOT and TTFT this share under the SLA (estimate x (1 + margin) <=
 # SLA), so a deployment misses its SLA only where the real TPOT exceeds the estimate by more than the margin: the
-# margin is set by the model's unsafe side, not by its average error. MARGIN_COVERAGE is the share of the
-# calibration's held-out rows whose measured mean TPOT must lie within estimate x (1 + margin); LATENCY_MARGIN is the
-# smallest 5 % step that reaches it. Fitted 2026-12-05 (docs/capacity.md "The planning margin"): the model is slower
-# than measured on 53 of 79 held-out rows and faster on 26; within x 1.30 lie 70 (88.6 %), within x 1.35 72 (91.1 %).
-# tests/planner/test_calibration.py recomputes the coverage, so a refit that moves it fails there until these follow.
-# A stack sets its own (planning.latencyMargin, docs/measurements.md); a measured knee (planning.measurements)
-# replaces the estimate.
+# margin is set by the model's unsafe side, not by its average error. It is read per model class and load regime
+# (planner/margins.py CELLS: dense models 5-10 %, MoE models 35-120 %); LATENCY_MARGIN is the cell of every held-out
+# row together (79 rows, 72 within x 1.35), the fallback for a class without enough rows and the figure the
+# policy pack's floor reads when a workload carries no calibrated cell. A stack sets its own
+# (planning.latencyMargin, docs/measurements.md); a measured knee (planning.measurements) replaces the estimate.
 MARGIN_COVERAGE = 0.90
 from ..config.bounds import LATENCY_MARGIN  # noqa: E402  (the value lives beside the other bounds a stack is judged by)
 HELD_OUT_COVERED = (72, 79)  # held-out rows within estimate x (1 + LATENCY_MARGIN), of those with a measured TPOT
 HELD_OUT_WORST_UNDER = 3.66  # the held-out row furthest on the unsafe side: its measured TPOT over the estimate
-PERCENTILES = ("mean", "p99")  # what the SLA judges: the mean latencies, or the tail model's p99
+PERCENTILES = ("mean", "p90", "p99")  # what the SLA judges: the mean latencies, or the tail model's p90 / p99
+DEFAULT_PERCENTILE = "p90"  # sla.latencyPercentile unset (docs/capacity.md "The planning margin and the SLA percentile")
 
 
 @dataclass(frozen=True)
@@ -116,10 +119,16 @@ class LoadPoint:
     output_tps: float
     total_tps: float
     saturated: bool = False  # the arrival rate exceeds what the replica can prefill
+    tpot_p90_ms: float = 0.0  # the tail model's 90th percentiles (tpot_tail_ms / ttft_tail_ms: the 99th)
+    ttft_p90_ms: float = 0.0
 
     def latency(self, percentile: str = "mean") -> tuple[float, float]:
-        """(TPOT, TTFT) in ms: the means, or the p99 figures."""
-        return (self.tpot_tail_ms, self.ttft_tail_ms) if percentile == "p99" else (self.tpot_ms, self.ttft_ms)
+        """(TPOT, TTFT) in ms: the means, or the p90 / p99 figures."""
+        if percentile == "p99":
+            return self.tpot_tail_ms, self.ttft_tail_ms
+        if percentile == "p90":
+            return self.tpot_p90_ms, self.ttft_p90_ms
+        return self.tpot_ms, self.ttft_ms
 
     def misses(self, tpot_ms: float, ttft_ms: float, percentile: str = "mean",
                margin: float = LATENCY_MARGIN) -> str | None:
@@ -173,18 +182,25 @@ def _at_decode(r: ReplicaShape, w: Workload, decode: float, eff: Efficiency) -> 
     rate = decode / (n * t)
     service = math.ceil(P / chunk) * t_chk
     ttft = t / 2 + f / (2 * (1 - f)) * service + service
-    wait99 = service * math.log(100 * f) / (1 - f) if f > 0.01 else 0.0
-    ttft_tail = max(ttft, t / 2 + wait99 + service)
-    k99 = min(n, n * g + Z99 * math.sqrt(n * g * (1 - g)))
-    tpot_tail = t_dec + k99 / n * (t_chk - t_dec)
+
+    def tails(q: float, z: float) -> tuple[float, float]:
+        """(TPOT, TTFT) at the q-th percentile, s: the M/M/1 waiting-time quantile for TTFT (P(wait > x) =
+        f exp(-(1 - f) x / S)), the binomial share of chunk steps a request's O - 1 decode steps see for TPOT."""
+        wait = service * math.log(f / (1 - q)) / (1 - f) if f > 1 - q else 0.0
+        k = min(n, n * g + z * math.sqrt(n * g * (1 - g)))
+        return max(t_dec + k / n * (t_chk - t_dec), t), max(ttft, t / 2 + wait + service)
+
+    tpot99, ttft99 = tails(0.99, Z99)
+    tpot90, ttft90 = tails(0.90, Z90)
     concurrency = rate * (ttft + n * t)
-    return LoadPoint(concurrency, rate, decode, f, t * 1e3, max(tpot_tail, t) * 1e3, ttft * 1e3,
-                     ttft_tail * 1e3, rate * w.output_tokens, rate * w.request_tokens)
+    return LoadPoint(concurrency, rate, decode, f, t * 1e3, tpot99 * 1e3, ttft * 1e3, ttft99 * 1e3,
+                     rate * w.output_tokens, rate * w.request_tokens, tpot_p90_ms=tpot90 * 1e3, ttft_p90_ms=ttft90 * 1e3)
 
 
 def _saturated(rate: float) -> LoadPoint:
     inf = math.inf
-    return LoadPoint(inf, rate, inf, 1.0, inf, inf, inf, inf, 0.0, 0.0, saturated=True)
+    return LoadPoint(inf, rate, inf, 1.0, inf, inf, inf, inf, 0.0, 0.0, saturated=True, tpot_p90_ms=inf,
+                     ttft_p90_ms=inf)
 
 
 def _saturation(r: ReplicaShape, w: Workload) -> float:
@@ -232,13 +248,26 @@ class Knee:
     bound: str  # what stops it going higher: "tpot", "ttft", "kv-cache" or "max-num-seqs"
     kv_limit: int
     percentile: str = "mean"  # the latencies it judged
-    margin: float = LATENCY_MARGIN  # estimate x (1 + margin) <= SLA
+    margin: float = LATENCY_MARGIN  # estimate x (1 + margin) <= SLA, at the knee
+    margin_cell: str = ""  # the calibration's cell that margin came from (margins.Cell.text); "": the stack's own
+
+
+def margin_judge(r: ReplicaShape, margin: float | None, eff: Efficiency = EFFICIENCY):
+    """concurrency -> (margin, cell text): the stack's planning.latencyMargin everywhere, else the calibration's
+    cell for the model's class at that load (margins.cell_for)."""
+    if margin is not None:
+        return lambda c: (margin, "")
+
+    def judge(c: float) -> tuple[float, str]:
+        cell = cell_for(r.model, c if math.isfinite(c) else 1e9, eff.estimator)
+        return cell.margin, cell.text()
+    return judge
 
 
 def knee(r: ReplicaShape, w: Workload, tpot_ms: float, ttft_ms: float, max_model_len: int | None = None,
-         eff: Efficiency = EFFICIENCY, percentile: str = "mean", margin: float = LATENCY_MARGIN) -> Knee:
-    """The highest concurrency (1 .. the KV limit) whose TPOT and TTFT (means, or p99) times 1 + margin
-    meet the SLA.
+         eff: Efficiency = EFFICIENCY, percentile: str = DEFAULT_PERCENTILE, margin: float | None = None) -> Knee:
+    """The highest concurrency (1 .. the KV limit) whose TPOT and TTFT (means, p90 or p99) times 1 + margin
+    meet the SLA (margin None: the calibration's cell at each load, margin_judge).
 
     TPOT, TTFT and the concurrency all grow with the arrival rate, so this bisects the rate for the
     highest one that meets the SLA within the KV limit; the knee is the concurrency there (rounded down).
@@ -246,28 +275,30 @@ def knee(r: ReplicaShape, w: Workload, tpot_ms: float, ttft_ms: float, max_model
     if percentile not in PERCENTILES:
         raise ValueError(f"percentile: {percentile!r}; allowed: {', '.join(PERCENTILES)}")
     cap = r.kv_limit(w, max_model_len)
+    judge = margin_judge(r, margin, eff)
     if cap < 1:
-        return Knee(0, None, "kv-cache", cap, percentile, margin)
+        return Knee(0, None, "kv-cache", cap, percentile, *judge(1))
 
     def ok(p: LoadPoint) -> bool:
-        return p.meets(tpot_ms, ttft_ms, percentile, margin) and p.concurrency <= cap
+        return p.meets(tpot_ms, ttft_ms, percentile, judge(p.concurrency)[0]) and p.concurrency <= cap
 
     edge, over = _solve(r, w, eff, ok, steps=20, both=True)
     c = min(cap, math.floor(edge.concurrency + 1e-6)) if ok(edge) else 0
     if c < 1:
         first = at_load(r, Workload(w.prompt_tokens, w.output_tokens, concurrency=1), eff)
-        miss = first.misses(tpot_ms, ttft_ms, percentile, margin)
+        miss = first.misses(tpot_ms, ttft_ms, percentile, judge(1)[0])
         if miss:
-            return Knee(0, first, miss, cap, percentile, margin)
+            return Knee(0, first, miss, cap, percentile, *judge(1))
         c = 1
-    if c < cap and over.meets(tpot_ms, ttft_ms, percentile, margin):  # only the cap stopped the bisection
+    over_margin = judge(over.concurrency)[0]
+    if c < cap and over.meets(tpot_ms, ttft_ms, percentile, over_margin):  # only the cap stopped the bisection
         c = cap
     if c >= cap:
         bound = "max-num-seqs" if cap == r.max_num_seqs else "kv-cache"
     else:
-        bound = over.misses(tpot_ms, ttft_ms, percentile, margin) or "tpot"
+        bound = over.misses(tpot_ms, ttft_ms, percentile, over_margin) or "tpot"
     point = at_load(r, Workload(w.prompt_tokens, w.output_tokens, concurrency=c), eff)
-    return Knee(c, point, bound, cap, percentile, margin)
+    return Knee(c, point, bound, cap, percentile, *judge(c))
 
 
 def sweep_levels(cap: int) -> list[int]:
@@ -280,8 +311,8 @@ def sweep_levels(cap: int) -> list[int]:
 
 
 def sweep(r: ReplicaShape, w: Workload, tpot_ms: float, ttft_ms: float, max_model_len: int | None = None,
-          eff: Efficiency = EFFICIENCY, percentile: str = "mean",
-          margin: float = LATENCY_MARGIN) -> tuple[list[LoadPoint], Knee]:
+          eff: Efficiency = EFFICIENCY, percentile: str = DEFAULT_PERCENTILE,
+          margin: float | None = None) -> tuple[list[LoadPoint], Knee]:
     k = knee(r, w, tpot_ms, ttft_ms, max_model_len, eff, percentile, margin)
     levels = sorted(set(sweep_levels(k.kv_limit)) | ({k.concurrency} if k.concurrency else set()))
     pts = [at_load(r, Workload(w.prompt_tokens, w.output_tokens, concurrency=c), eff) for c in levels]

@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from . import memory as mem
-from .capacity import Workload
+from .capacity import Workload, margin_judge
 from .estimators import replica_step_cost
 from .request import PlanRequest
 from .search import evaluate, fleet_nodes
@@ -93,14 +93,16 @@ def kv_transfer_s(model, tp: int, kv_dtype: str, inst, prompt_tokens: int) -> fl
 def _wait(rho: float, service: float, percentile: str) -> float:
     if rho <= 0:
         return 0.0
-    if percentile == "p99":
-        return service * math.log(100 * rho) / (1 - rho) if rho > 0.01 else 0.0
+    if percentile in ("p90", "p99"):  # the M/M/1 waiting-time quantile, as capacity.py's tail model
+        q = 0.99 if percentile == "p99" else 0.90
+        return service * math.log(rho / (1 - q)) / (1 - rho) if rho > 1 - q else 0.0
     return rho / (2 * (1 - rho)) * service
 
 
 def _size(req: PlanRequest, fit) -> _Pd | str:
     """One shape's P/D fleet, or why it cannot meet the SLA."""
-    r, sla, margin = fit.replica, req.sla, req.margin  # the stack's planning.latencyMargin (P/D is estimated)
+    r, sla = fit.replica, req.sla
+    judge = margin_judge(r, req.margin)  # the stack's planning.latencyMargin, else the calibration's cell (estimated)
     w = Workload(sla.prompt_tokens, sla.output_tokens)
     P, n = w.prompt_tokens, max(w.output_tokens - 1, 1)
     cost = replica_step_cost(r.model, r.precision, r.acc, r.inst, r.tp, r.pp, r.kv_cache_dtype, w.decode_context,
@@ -111,10 +113,11 @@ def _size(req: PlanRequest, fit) -> _Pd | str:
     lo, hi = 0, cap  # the largest decode batch meeting the TPOT SLA (step time grows with the batch)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if cost(mid) * (1 + margin) * 1e3 <= sla.tpot_ms else (lo, mid - 1)
+        lo, hi = (mid, hi) if cost(mid) * (1 + judge(mid)[0]) * 1e3 <= sla.tpot_ms else (lo, mid - 1)
     if lo < 1:
         return f"TPOT: a decode step takes {cost(1) * 1e3:.1f} ms even for one request (SLA {sla.tpot_ms:g} ms)"
     d, t_dec = lo, cost(lo)
+    margin = judge(d)[0]
     kv = kv_transfer_s(r.model, r.tp, r.kv_cache_dtype, r.inst, P)
     fixed = service + kv + t_dec
     budget = sla.ttft_ms / 1e3 / (1 + margin) - fixed

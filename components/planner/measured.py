@@ -2,7 +2,7 @@
 
 Pure. Where the stack measured the candidate shape (model, GPU, TP, PP, precision) at the SLA's prompt and output
 lengths, the knee is the highest measured concurrency C such that every measured point at or below C meets the SLA
-(mean, or p99 with sla.latencyPercentile: p99) with NOISE_MARGIN: measured x (1 + NOISE_MARGIN) <= SLA. It is capped
+(at sla.latencyPercentile: p90, p99 or the mean) with NOISE_MARGIN: measured x (1 + NOISE_MARGIN) <= SLA. It is capped
 by what the KV cache holds (the memory model, capacity.ReplicaShape.kv_limit). Other shapes keep the estimate.
 
 * No interpolation between points: latency is knee-shaped in concurrency (flat, then steep once the batch turns
@@ -58,7 +58,9 @@ def _load_point(p: MeasuredPoint) -> LoadPoint:
     """A measured run as the planner's LoadPoint (the decode batch and prefill share are not measured: C and 0)."""
     return LoadPoint(float(p.concurrency), p.requests_per_s, float(p.concurrency), 0.0, p.tpot_ms,
                      p.tpot_p99_ms if p.tpot_p99_ms is not None else p.tpot_ms, p.ttft_ms,
-                     p.ttft_p99_ms if p.ttft_p99_ms is not None else p.ttft_ms, p.output_tps, p.total_tps)
+                     p.ttft_p99_ms if p.ttft_p99_ms is not None else p.ttft_ms, p.output_tps, p.total_tps,
+                     tpot_p90_ms=p.tpot_p90_ms if p.tpot_p90_ms is not None else p.tpot_ms,
+                     ttft_p90_ms=p.ttft_p90_ms if p.ttft_p90_ms is not None else p.ttft_ms)
 
 
 def _misses(p: MeasuredPoint, tpot_ms: float, ttft_ms: float, percentile: str) -> str | None:
@@ -84,12 +86,13 @@ def measured_knee(shapes: tuple[MeasuredShape, ...], r: ReplicaShape, prompt: in
             f"MEASUREMENT NOT USED: {what} was measured at {lengths} prompt+output tokens, not within "
             f"{LENGTH_TOLERANCE * 100:g} % of the SLA's {prompt}+{output}: the knee is estimated; measure at "
             f"--random-input-len {prompt} --random-output-len {output} (bench/bench_serve.py does)"))
-    if percentile == "p99":
-        points = [p for p in points if p.tpot_p99_ms is not None and p.ttft_p99_ms is not None]
+    if percentile in ("p90", "p99"):
+        points = [p for p in points if None not in p.latency(percentile)]
         if not points:
             return MeasuredKnee(None, warning=(
-                f"MEASUREMENT NOT USED: {what} reports no p99 TPOT and TTFT and sla.latencyPercentile is p99: the "
-                f"knee is estimated; measure with --percentile-metrics ttft,tpot --metric-percentiles 99"))
+                f"MEASUREMENT NOT USED: {what} reports no {percentile} TPOT and TTFT and sla.latencyPercentile is "
+                f"{percentile}: the knee is estimated; measure with --percentile-metrics ttft,tpot "
+                f"--metric-percentiles 90,99 (bench/bench_serve.py does)"))
     points.sort(key=lambda p: p.concurrency)
     date = max(p.date for p in points)
     source = f"measured: {files} ({len(points)} point{'s' if len(points) != 1 else ''}, {date})"
@@ -104,7 +107,7 @@ def measured_knee(shapes: tuple[MeasuredShape, ...], r: ReplicaShape, prompt: in
         p = points[0]
         tpot, ttft = p.latency(percentile)
         name, got, limit = ("TPOT", tpot, tpot_ms) if bound == "tpot" else ("TTFT", ttft, ttft_ms)
-        tail = "p99 " if percentile == "p99" else ""
+        tail = f"{percentile} " if percentile != "mean" else ""
         return MeasuredKnee(Knee(0, _load_point(p), bound, cap, percentile, NOISE_MARGIN), source, refusal=(
             f"measured {tail}{name} {got:.1f} ms at concurrency {p.concurrency} ({files}); {got * (1 + NOISE_MARGIN):.1f} "
             f"ms with the {NOISE_MARGIN * 100:g} % measurement margin > SLA {limit:g} ms"))
@@ -119,14 +122,19 @@ def measured_knee(shapes: tuple[MeasuredShape, ...], r: ReplicaShape, prompt: in
 
 def production_problems(production: bool, topologies: dict, floor: float | None = None) -> list[str]:
     """`planning.latencyMargin: problem` lines: in production an estimated knee keeps at least the calibration's
-    margin (capacity.LATENCY_MARGIN, its held-out error rounded up); a smaller one is for a shape the stack measured.
-    Policy latency-margin-in-production checks the same on the Deployment's annotations."""
+    margin for its model class and load (Topology.calibrated_margin, planner/margins.py; `floor` overrides it); a
+    smaller one is for a shape the stack measured. Policy latency-margin-in-production checks the same on the
+    workload's annotations."""
     if not production:
         return []
-    from .capacity import LATENCY_MARGIN
-    floor = LATENCY_MARGIN if floor is None else floor
-    return [f"planning.latencyMargin: {t.latency_margin:g} is below the calibration's {floor:g} and "
-            f"{t.served_model_name}'s knee on {shape_text(t.accelerator, t.tensor_parallel_size, t.pipeline_parallel_size)} "
-            f"is estimated, in production; measure that shape with bench/bench_serve.py and list the file under "
-            f"planning.measurements (docs/measurements.md), or set planning.latencyMargin to {floor:g} or more"
-            for t in topologies.values() if not t.knee_measured and t.latency_margin < floor - 1e-9]
+    out = []
+    for t in topologies.values():
+        least = floor if floor is not None else (t.calibrated_margin or 0.0)
+        if t.knee_measured or t.latency_margin >= least - 1e-9:
+            continue
+        out.append(f"planning.latencyMargin: {t.latency_margin:g} is below the calibration's {least:g} for "
+                   f"{t.served_model_name} ({t.margin_cell or 'its model class and load'}) and its knee on "
+                   f"{shape_text(t.accelerator, t.tensor_parallel_size, t.pipeline_parallel_size)} is estimated, in "
+                   f"production; measure that shape (planning.profile, or bench/bench_serve.py) and list the file under "
+                   f"planning.measurements (docs/measurements.md), or set planning.latencyMargin to {least:g} or more")
+    return out

@@ -20,9 +20,9 @@ class Sla:
     # The load as an arrival rate instead (requests/s, open loop); when set it sizes the fleet and
     # `concurrency` is ignored.
     requests_per_second: float | None = None
-    # What the latencies are judged at: "mean", or "p99" (the tail model's figures, capacity.py); either way
-    # with the planning margin (PlanRequest.margin).
-    latency_percentile: str = "mean"
+    # What the latencies are judged at: "p90" (the default), "p99" (the tail model's figures, capacity.py) or
+    # "mean"; either way with the planning margin (PlanRequest.margin).
+    latency_percentile: str = "p90"
 
     @property
     def load_text(self) -> str:
@@ -67,7 +67,7 @@ class PlanRequest:
     # Every instance type the stack can buy, any accelerator (planning.priced_pool): a no-fit error only advises
     # an accelerator sold there (a GKE stack on demand has no H200). Empty: the cloud's whole catalog.
     market: tuple[InstanceType, ...] = ()
-    # planning.latencyMargin (None: the calibration's capacity.LATENCY_MARGIN, read at planning time) and the
+    # planning.latencyMargin (None: the calibration's cell by model class and load, planner/margins.py) and the
     # stack's measurements of this model (planning.measurements: planner/measured.py reads those shapes' knees)
     latency_margin: float | None = None
     measurements: tuple[MeasuredShape, ...] = ()
@@ -81,7 +81,7 @@ class PlanRequest:
         return MULTI_NODE_SHAPES.get(self.multi_node, self.multi_node)
 
     @property
-    def margin(self) -> float:
-        """What the knee keeps the estimated TPOT and TTFT under the SLA: estimate x (1 + margin) <= SLA."""
-        from .capacity import LATENCY_MARGIN
-        return LATENCY_MARGIN if self.latency_margin is None else self.latency_margin
+    def margin(self) -> float | None:
+        """What the knee keeps the estimated TPOT and TTFT under the SLA (estimate x (1 + margin) <= SLA): the
+        stack's planning.latencyMargin, or None for the calibration's cell at each load (planner/margins.py)."""
+        return self.latency_margin

@@ -10,6 +10,7 @@ from ..catalog import ACCELERATORS, Accelerator, InstanceType
 from . import extras, host_tier
 from . import memory as mem
 from .capacity import LoadPoint, ReplicaShape, Workload, knee
+from .margins import cell_for
 from .measured import measured_knee, shape_text
 from .performance import hop_s
 from .request import PlanRequest
@@ -51,6 +52,9 @@ class _Fit:
     replica: ReplicaShape | None = None  # the replica the knee was computed for
     knee_source: str = ""  # "measured: FILE (...)" where planning.measurements held this shape (planner/measured.py)
     knee_warning: str = ""  # the shape's measurements could not be used: why
+    margin: float = 0.0  # the planning margin the knee was judged with (at the knee's load)
+    margin_cell: str = ""  # the calibration's cell it came from (margins.Cell.text); "": the stack's or measured
+    calibrated_margin: float = 0.0  # the calibration's cell margin at the knee (the production floor)
 
     @property
     def gpus_per_replica(self) -> int:
@@ -183,6 +187,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         return refuse("ttft", f"prefill of {sla.prompt_tokens} tokens needs ~{got:.0f} ms{_judged(k, got)} > SLA "
                               f"{limit:g} ms")
     concurrency, bound, at = k.concurrency, k.bound, k.point
+    calibrated = cell_for(m, concurrency).margin  # what the calibration asks of an estimate at this load
     if sla.requests_per_second is not None:
         replicas = max(req.min_replicas, math.ceil(sla.requests_per_second / at.arrival_rate - 1e-9))
     else:
@@ -211,12 +216,13 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         shm = host_tier.shm_with_offload(shm, opts.kv_offload_gib)
     return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, at.tpot_ms, at.ttft_ms,
                 replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm, at, k.kv_limit, shape,
-                got.source if got and got.knee else "", got.warning if got else "")
+                got.source if got and got.knee else "", got.warning if got else "", margin=k.margin,
+                margin_cell=k.margin_cell, calibrated_margin=calibrated)
 
 
 def _judged(k, got: float) -> str:
     """How a refused figure was judged: " (p99); 32.4 ms with the 20 % planning margin" (the stack's margin)."""
-    text = " (p99)" if k.percentile == "p99" else ""
+    text = f" ({k.percentile})" if k.percentile != "mean" else ""
     return text + (f"; {got * (1 + k.margin):.1f} ms with the {k.margin * 100:g} % planning margin" if k.margin else "")
 
 
@@ -284,7 +290,7 @@ def _next_shape(best: _Fit, alt: _Fit | None) -> str:
 def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Refusal]) -> Topology:
     m, inst = req.model, best.inst
     smaller = _smaller_refused(best, refusals)
-    tail = "p99 " if req.sla.latency_percentile == "p99" else ""
+    tail = f"{req.sla.latency_percentile} " if req.sla.latency_percentile != "mean" else ""
     bound_text = {
         "tpot": f"{tail}TPOT SLA {req.sla.tpot_ms:g} ms", "ttft": f"{tail}TTFT SLA {req.sla.ttft_ms:g} ms",
         "kv-cache": "KV-cache capacity", "measured": "the highest concurrency measured (planning.measurements)",
@@ -344,8 +350,10 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         knee_output_tokens_per_s=round(best.at_knee.output_tps, 1),
         knee_total_tokens_per_s=round(best.at_knee.total_tps, 1),
         knee_tpot_tail_ms=round(best.at_knee.tpot_tail_ms, 2), knee_ttft_tail_ms=round(best.at_knee.ttft_tail_ms, 1),
-        latency_percentile=req.sla.latency_percentile, latency_margin=req.margin,
-        knee_source=best.knee_source or f"estimated, margin {req.margin * 100:g} %", knee_measured=bool(best.knee_source),
+        knee_tpot_p90_ms=round(best.at_knee.tpot_p90_ms, 2), knee_ttft_p90_ms=round(best.at_knee.ttft_p90_ms, 1),
+        latency_percentile=req.sla.latency_percentile, latency_margin=best.margin,
+        knee_source=best.knee_source or f"estimated, margin {best.margin * 100:g} %", knee_measured=bool(best.knee_source),
+        margin_cell=best.margin_cell, calibrated_margin=best.calibrated_margin,
         knee_notes=_knee_notes(req, best),
         kv_offload_gib=offload, kv_offload_tokens=offload_tokens,
     )

@@ -124,12 +124,18 @@ class Topology:
     knee_requests_per_second: float = 0.0
     knee_output_tokens_per_s: float = 0.0
     knee_total_tokens_per_s: float = 0.0
-    knee_tpot_tail_ms: float = 0.0  # p99 model (capacity.py), not calibrated
+    knee_tpot_tail_ms: float = 0.0  # p99 model (capacity.py)
     knee_ttft_tail_ms: float = 0.0
+    knee_tpot_p90_ms: float = 0.0  # p90 model
+    knee_ttft_p90_ms: float = 0.0
     # how the knee judged the SLA (capacity.py): the "mean" or "p99" latencies, times 1 + latency_margin
     # (0.0: a topology planned before the margin)
     latency_percentile: str = "mean"
     latency_margin: float = 0.0
+    # the calibration's cell that margin was read from (planner/margins.py; "": the stack's planning.latencyMargin
+    # or a measured knee) and that cell's margin, the least an estimated knee keeps in production
+    margin_cell: str = ""
+    calibrated_margin: float = 0.0
     # where the knee came from (planner/measured.py): "measured: FILE (N points, DATE)" or "estimated, margin 20 %";
     # knee_notes: the stack's measurements the plan could not use for it, and why
     knee_source: str = ""

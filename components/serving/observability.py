@@ -67,14 +67,20 @@ def _quantile(q: float, metric: str, sel: str, runtime: str) -> str:
 # above the bound" is "more than 5 % of requests above it", a ratio of two cumulative counters.
 TPOT_QUANTILE = 0.95
 TTFT_QUANTILE = 0.90
-# A deployment whose SLA bounds the p99 (sla.latencyPercentile: p99) promised that only 1 % of requests are
-# slower: its alerts fire when more than 1 % are, on both latencies.
+# A deployment whose SLA bounds a percentile (sla.latencyPercentile: p90, the default, or p99) promised that only
+# 10 % (1 %) of requests are slower: its alerts fire when more than that share are, on both latencies.
+P90_QUANTILE = 0.90
 P99_QUANTILE = 0.99
 
 
 def alert_quantiles(t: Topology) -> tuple[float, float]:
-    """(TTFT, TPOT) quantiles the SLA alerts watch: the defaults above for a mean SLA, 0.99 for a p99 SLA."""
-    return (P99_QUANTILE, P99_QUANTILE) if t.latency_percentile == "p99" else (TTFT_QUANTILE, TPOT_QUANTILE)
+    """(TTFT, TPOT) quantiles the SLA alerts watch: the SLA's own percentile (p90 / p99), the defaults above for a
+    mean SLA."""
+    if t.latency_percentile == "p99":
+        return P99_QUANTILE, P99_QUANTILE
+    if t.latency_percentile == "p90":
+        return P90_QUANTILE, P90_QUANTILE
+    return TTFT_QUANTILE, TPOT_QUANTILE
 # A quantile over a handful of requests is noise: latency alerts need at least this much traffic.
 MIN_REQUESTS_PER_S = 0.05  # 3 a minute
 LATENCY_FOR = "10m"
@@ -164,8 +170,9 @@ def rules_spec(t: Topology, namespace: str, runtime: str, waiting_threshold: flo
         return f"sum(rate({n(metric, '_count')}{sel}[{RATE_WINDOW}])) > {MIN_REQUESTS_PER_S:g}"
 
     ttft_q, tpot_q = alert_quantiles(t)
-    planned = "p99" if t.latency_percentile == "p99" else "mean"
+    planned = t.latency_percentile if t.latency_percentile in ("p90", "p99") else "mean"
     ttft_est, tpot_est = ((t.knee_ttft_tail_ms, t.knee_tpot_tail_ms) if planned == "p99" and t.knee_tpot_tail_ms
+                          else (t.knee_ttft_p90_ms, t.knee_tpot_p90_ms) if planned == "p90" and t.knee_tpot_p90_ms
                           else (t.est_ttft_ms, t.est_tpot_ms))
     ttft_le = metrics.bucket_at_or_above(TTFT, t.sla_ttft_ms / 1000)
     tpot_le = metrics.bucket_at_or_above(TPOT, t.sla_tpot_ms / 1000)

@@ -43,10 +43,13 @@ GPU_MEMORY_UTILIZATION_RANGE = (0.8, 0.95)
 OPEN_CIDRS = frozenset(['0.0.0.0/0', '::/0'])
 MIN_STARTUP_BUDGET_S = 300
 PRICES_AS_OF = '2025-10'
-# on a serving workload's metadata: its knee's source and margin; the calibration's margin, the least an
-# estimated knee keeps in production (components/kube/k8s.py, components/planner/capacity.py)
+# on a serving workload's metadata: its knee's source, its margin and the calibration's margin for its
+# model class and load (the least an estimated knee keeps in production; LATENCY_MARGIN_FLOOR, the
+# margin of every held-out row together, where a workload carries none) (components/kube/k8s.py,
+# components/planner/margins.py)
 KNEE_ANNOTATION = 'vllm-platform/knee'
 MARGIN_ANNOTATION = 'vllm-platform/latency-margin'
+CALIBRATED_MARGIN_ANNOTATION = 'vllm-platform/calibrated-margin'
 LATENCY_MARGIN_FLOOR = 0.35
 
 INSTANCE_TYPES: dict[str, InstanceType] = {

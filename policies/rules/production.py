@@ -5,7 +5,7 @@ namespace the stack does not create can carry the label itself."""
 from __future__ import annotations
 
 from .core import ADVISORY, MANDATORY, StackResource, as_dict, as_list, as_number, get, stack_rule
-from .facts import KNEE_ANNOTATION, LATENCY_MARGIN_FLOOR, MARGIN_ANNOTATION
+from .facts import CALIBRATED_MARGIN_ANNOTATION, KNEE_ANNOTATION, LATENCY_MARGIN_FLOOR, MARGIN_ANNOTATION
 from .podspec import LWS, RAY_TYPES, RAYSERVICE, PodTemplate, is_serving_workload, pod_templates, serve_config
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -187,12 +187,12 @@ def pd_rdma_in_production(resources: list[StackResource]):
 
 @stack_rule("latency-margin-in-production", MANDATORY,
             "A production model's fleet sized from the capacity model's estimate keeps at least the calibration's "
-            f"planning margin ({LATENCY_MARGIN_FLOOR:g}: estimate x {1 + LATENCY_MARGIN_FLOOR:g} <= SLA, within which 9 in "
-            "10 held-out measurements ran); a smaller margin is for a shape the stack measured (planning.measurements), whose "
-            "knee is no estimate (docs/measurements.md). Reads the workload's "
-            f"{KNEE_ANNOTATION} and {MARGIN_ANNOTATION} annotations.",
-            "measure the shape with bench/bench_serve.py and list the file under planning.measurements, or set "
-            f"planning.latencyMargin to {LATENCY_MARGIN_FLOOR:g} or more")
+            "planning margin for its model class and load (within which 9 in 10 of that cell's held-out measurements "
+            f"ran; {LATENCY_MARGIN_FLOOR:g} where the workload names no cell); a smaller margin is for a shape the stack "
+            "measured (planning.measurements), whose knee is no estimate (docs/measurements.md). Reads the workload's "
+            f"{KNEE_ANNOTATION}, {MARGIN_ANNOTATION} and {CALIBRATED_MARGIN_ANNOTATION} annotations.",
+            "measure the shape (planning.profile or bench/bench_serve.py) and list the file under "
+            "planning.measurements, or set planning.latencyMargin to the calibrated margin or more")
 def latency_margin_in_production(resources: list[StackResource]):
     by_namespace = environments(resources)
     for r in resources:
@@ -205,7 +205,12 @@ def latency_margin_in_production(resources: list[StackResource]):
             margin = float(notes.get(MARGIN_ANNOTATION))
         except (TypeError, ValueError):
             continue
-        if margin < LATENCY_MARGIN_FLOOR - 1e-9:
+        try:
+            floor = float(notes.get(CALIBRATED_MARGIN_ANNOTATION))
+        except (TypeError, ValueError):
+            floor = LATENCY_MARGIN_FLOOR
+        if margin < floor - 1e-9:
             kind = r.type.rsplit(":", 1)[-1]
             yield r, (f"{kind} {metadata(r).get('name') or r.name} is sized from an estimated knee with a latency "
-                      f"margin of {margin:g}, below {LATENCY_MARGIN_FLOOR:g}, in production")
+                      f"margin of {margin:g}, below the calibration's {floor:g} for its model class and load, in "
+                      f"production")

@@ -44,7 +44,7 @@ def values(planning: dict | None = None, environment: str = "dev", **sla) -> dic
          "modelCache": {"storageClass": "nfs-client"},
          "models": [{"name": "chat", "model": "llama-3.1-8b", "maxModelLen": 8192, "replicas": {"min": 2, "max": 64},
                      "sla": {"tpotMs": 20, "ttftMs": 1000, "concurrency": 200, "promptTokens": 1024,
-                             "outputTokens": 256, **sla}}]}
+                             "outputTokens": 256, "latencyPercentile": "mean", **sla}}]}
     if planning is not None:
         v["planning"] = planning
     return v
