@@ -100,6 +100,7 @@ MODELS: dict[str, str] = {
 class DenseConfig:
     """What a config.json adds to the catalog's ModelSpec for a dense model AIC does not ship."""
     architecture: str
+    model_type: str
     intermediate_size: int
     rope_theta: float
     source: str
@@ -108,10 +109,11 @@ class DenseConfig:
 # Written into a local config.json with the ModelSpec's shapes (hidden, layers, heads, KV heads, head_dim, vocab,
 # max_context) for AIC to read; AIC prices Qwen2ForCausalLM as its Llama family.
 MODEL_CONFIGS: dict[str, DenseConfig] = {
-    "qwen2.5-7b": DenseConfig("Qwen2ForCausalLM", 18_944, 1e6, "huggingface.co/Qwen/Qwen2.5-7B-Instruct config.json"),
-    "qwen2.5-32b": DenseConfig("Qwen2ForCausalLM", 27_648, 1e6,
+    "qwen2.5-7b": DenseConfig("Qwen2ForCausalLM", "qwen2", 18_944, 1e6,
+                              "huggingface.co/Qwen/Qwen2.5-7B-Instruct config.json"),
+    "qwen2.5-32b": DenseConfig("Qwen2ForCausalLM", "qwen2", 27_648, 1e6,
                                "huggingface.co/Qwen/Qwen2.5-32B-Instruct config.json (⚠ not re-read)"),
-    "qwen2.5-72b": DenseConfig("Qwen2ForCausalLM", 29_568, 1e6,
+    "qwen2.5-72b": DenseConfig("Qwen2ForCausalLM", "qwen2", 29_568, 1e6,
                                "huggingface.co/Qwen/Qwen2.5-72B-Instruct config.json (⚠ not re-read)"),
 }
 
@@ -193,7 +195,7 @@ def _model_path(model: ModelSpec) -> str:
         config = json.loads(bundled.read_text())
     else:
         c = MODEL_CONFIGS[model.id]
-        config = {"architectures": [c.architecture], "model_type": "qwen2", "hidden_size": model.hidden,
+        config = {"architectures": [c.architecture], "model_type": c.model_type, "hidden_size": model.hidden,
                   "num_hidden_layers": model.layers, "num_attention_heads": model.heads,
                   "num_key_value_heads": model.kv_heads, "head_dim": model.head_dim, "vocab_size": model.vocab,
                   "max_position_embeddings": model.max_context, "intermediate_size": c.intermediate_size,

@@ -151,6 +151,10 @@ def test_a_model_aic_does_not_ship_is_priced_from_a_local_config():
     config = json.loads((folder / "config.json").read_text())
     assert config["architectures"] == ["Qwen2ForCausalLM"] and config["intermediate_size"] == 18944
     assert (config["hidden_size"], config["num_key_value_heads"]) == (m.hidden, m.kv_heads)
+    # a config AIC ships but does not list would be fetched from the Hub by its id: it is read from a copy instead
+    assert aic._model_path(MODELS["llama-3.1-8b"]) == "meta-llama/Meta-Llama-3.1-8B"
+    mixtral = Path(aic._model_path(MODELS["mixtral-8x7b"]))
+    assert json.loads((mixtral / "config.json").read_text())["architectures"] == ["MixtralForCausalLM"]
 
 
 def test_the_capacity_model_runs_on_aic():
