@@ -13,9 +13,10 @@ INST_HEADER = ("cloud,name,accelerator,gpus,vcpu,ram_gib,nvme_gb,network_gbps,fa
                "gke_accelerator,price_basis,price_read\n")
 G6 = "aws,g6.xlarge,l4,1,4,16,250,2.5,,0.8048,shape: karpenter; price: aws.amazon.com/ec2/pricing,0,,,2025-10\n"
 M_HEADER = ("id,gpu,model,precision,vllm,tp,pp,prompt_tokens,output_tokens,mode,concurrency,tpot_ms,ttft_ms,"
-            "output_tps,total_tps,max_model_len,source,date,notes,flags,usable,read\n")
+            "output_tps,total_tps,max_model_len,source,date,notes,flags,usable,read,"
+            "tpot_p90_ms,tpot_p99_ms,ttft_p90_ms,ttft_p99_ms\n")
 ROW = ("x-llama8b-h100-c4,h100,llama-3.1-8b,bf16,0.31.0,1,1,1024,128,closed,4,10.5,80,300,2700,8192,"
-       "https://example.org/run,2026-12-01,{note},,true,2026-12-04\n")
+       "https://example.org/run,2026-12-01,{note},,true,2026-12-04,,,,\n")
 
 
 def write(tmp_path: Path, name: str, *lines: str) -> Path:
@@ -72,7 +73,7 @@ def test_a_bad_measurement_number_or_flag_is_refused(tmp_path):
                      (ROW.replace(",true,", ",yes,"), "column usable: 'yes' is not true or false"),
                      (ROW.replace(",closed,", ",open,"),
                       "column mode: unknown load mode 'open' (one of: burst, closed)"),
-                     (ROW.replace(",2026-12-04\n", ",last week\n"), "column read: 'last week' is not a date "
+                     (ROW.replace(",2026-12-04,", ",last week,"), "column read: 'last week' is not a date "
                                                                     "(YYYY-MM or YYYY-MM-DD)"),
                      (ROW.replace("{note}", "{nope}"), "column notes: {nope} is not a text of texts.yaml in that "
                                                        "folder (note)")):
