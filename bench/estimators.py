@@ -34,7 +34,9 @@ from components.planner.calibration import (  # noqa: E402
 from components.planner.performance import EFFICIENCY, ENGINE_ERAS, engine_generation  # noqa: E402
 
 OUT = ROOT / "components" / "catalog" / "data" / "estimators" / "heldout.csv"
-AIC = replace(EFFICIENCY, estimator="aiconfigurator")
+# "aiconfigurator": AIC's kernels alone; "aiconfigurator+engine": plus the step model's engine CPU terms and era
+# factor (planner/estimators.py). The table in OUT is of the latter (the one planning.estimator: auto may choose).
+AIC = replace(EFFICIENCY, estimator="aiconfigurator+engine")
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,10 @@ def write(rows: list[Row], when: str) -> None:
     systems = "; ".join(f"{acc}: {s.system} vLLM {s.vllm}" for acc, s in aic.SYSTEMS.items())
     lines = [
         "# The step model (components/planner/performance.py, terms fitted by bench/calibrate.py on "
-        f"{calibrated.FITTED_ON}) and AIConfigurator (aiconfigurator-core {aic.AIC_VERSION}; its vLLM perf data by "
-        f"GPU: {systems}) on the held-out calibration rows, both through the capacity model (calibration.predict).",
+        f"{calibrated.FITTED_ON}) and {AIC.estimator}: AIConfigurator's kernel times (aiconfigurator-core "
+        f"{aic.AIC_VERSION}; its vLLM perf data by GPU: {systems}) plus the step model's engine CPU terms and era "
+        "factor (planner/estimators.py), on the held-out calibration rows, both through the capacity model "
+        "(calibration.predict).",
         f"# Written by bench/estimators.py on {when}. Split: {SPLIT_RULE}.",
         "# One row per (gpu, class, concurrency bucket) cell of held-out rows with a measured mean TPOT; the bucket is "
         "that of the step model's predicted concurrency (calibration.error_by). rows / step_model_*: every such row "
@@ -167,9 +171,14 @@ def write(rows: list[Row], when: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global AIC
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="report only; do not write " + str(OUT.relative_to(ROOT)))
+    ap.add_argument("--estimator", choices=["aiconfigurator+engine", "aiconfigurator"], default="aiconfigurator+engine",
+                    help="the AIC variant set against the step model (the table is written for the default only)")
     args = ap.parse_args(argv)
+    AIC = replace(EFFICIENCY, estimator=args.estimator)
+    print(f"estimator set against the step model: {args.estimator}")
     import_s, grid_s = timings()
     _, held = split()
     rows, skipped, aic_s = evaluate(held)
@@ -202,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     table("GPU", priced, lambda r: r.gpu)
     table("class", priced, lambda r: r.cls, ["dense", "moe"])
     table("engine era", priced, lambda r: r.era, [e[0] for e in ENGINE_ERAS])
-    if not args.check:
+    if not args.check and args.estimator == "aiconfigurator+engine":
         write(rows, datetime.date.today().isoformat())
         print(f"\nwrote {OUT.relative_to(ROOT)}")
     return 0

@@ -133,7 +133,7 @@ def production_problems(production: bool, topologies: dict, floor: float | None 
         if t.knee_measured or t.latency_margin >= least - 1e-9:
             continue
         out.append(f"planning.latencyMargin: {t.latency_margin:g} is below the calibration's {least:g} for "
-                   f"{t.served_model_name} ({t.margin_cell or 'its model class and load'}) and its knee on "
+                   f"{t.served_model_name} ({t.calibrated_cell or 'its model class and load'}) and its knee on "
                    f"{shape_text(t.accelerator, t.tensor_parallel_size, t.pipeline_parallel_size)} is estimated, in "
                    f"production; measure that shape (planning.profile, or bench/bench_serve.py) and list the file under "
                    f"planning.measurements (docs/measurements.md), or set planning.latencyMargin to {least:g} or more")

@@ -55,6 +55,7 @@ class _Fit:
     margin: float = 0.0  # the planning margin the knee was judged with (at the knee's load)
     margin_cell: str = ""  # the calibration's cell it came from (margins.Cell.text); "": the stack's or measured
     calibrated_margin: float = 0.0  # the calibration's cell margin at the knee (the production floor)
+    calibrated_cell: str = ""  # that cell (margins.Cell.text)
 
     @property
     def gpus_per_replica(self) -> int:
@@ -187,7 +188,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         return refuse("ttft", f"prefill of {sla.prompt_tokens} tokens needs ~{got:.0f} ms{_judged(k, got)} > SLA "
                               f"{limit:g} ms")
     concurrency, bound, at = k.concurrency, k.bound, k.point
-    calibrated = cell_for(m, concurrency).margin  # what the calibration asks of an estimate at this load
+    calibrated = cell_for(m, concurrency)  # what the calibration asks of an estimate at this load
     if sla.requests_per_second is not None:
         replicas = max(req.min_replicas, math.ceil(sla.requests_per_second / at.arrival_rate - 1e-9))
     else:
@@ -217,7 +218,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, at.tpot_ms, at.ttft_ms,
                 replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm, at, k.kv_limit, shape,
                 got.source if got and got.knee else "", got.warning if got else "", margin=k.margin,
-                margin_cell=k.margin_cell, calibrated_margin=calibrated)
+                margin_cell=k.margin_cell, calibrated_margin=calibrated.margin, calibrated_cell=calibrated.text())
 
 
 def _judged(k, got: float) -> str:
@@ -353,7 +354,7 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         knee_tpot_p90_ms=round(best.at_knee.tpot_p90_ms, 2), knee_ttft_p90_ms=round(best.at_knee.ttft_p90_ms, 1),
         latency_percentile=req.sla.latency_percentile, latency_margin=best.margin,
         knee_source=best.knee_source or f"estimated, margin {best.margin * 100:g} %", knee_measured=bool(best.knee_source),
-        margin_cell=best.margin_cell, calibrated_margin=best.calibrated_margin,
+        margin_cell=best.margin_cell, calibrated_margin=best.calibrated_margin, calibrated_cell=best.calibrated_cell,
         knee_notes=_knee_notes(req, best),
         kv_offload_gib=offload, kv_offload_tokens=offload_tokens,
     )

@@ -136,6 +136,7 @@ class Topology:
     # or a measured knee) and that cell's margin, the least an estimated knee keeps in production
     margin_cell: str = ""
     calibrated_margin: float = 0.0
+    calibrated_cell: str = ""
     # where the knee came from (planner/measured.py): "measured: FILE (N points, DATE)" or "estimated, margin 20 %";
     # knee_notes: the stack's measurements the plan could not use for it, and why
     knee_source: str = ""

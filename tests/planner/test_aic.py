@@ -72,9 +72,6 @@ def test_the_gpu_table_matches_the_installed_wheel():
     assert "mistralai/Mixtral-8x7B-v0.1" not in DefaultHFModels  # why _model_path copies unlisted ones locally
 
 
-@pytest.mark.xfail(strict=True, reason="planner/estimators.py still defines its own EstimatorUnavailable: replace its "
-                   "class with `from .aic import EstimatorUnavailable` (aic.py cannot import estimators.py: an import "
-                   "circle), then drop this mark")
 def test_the_estimator_interface_raises_its_own_error_class():
     assert estimators.EstimatorUnavailable is aic.EstimatorUnavailable
 

@@ -10,9 +10,11 @@ from components.planner import NoFeasibleTopology, PlanRequest, Sla, plan_topolo
 from components.planner.disagg import kv_transfer_s, plan_disaggregation, production_problems
 
 
-def _req(model, cloud, types, prompt, output, ttft, tpot, users, max_model_len=32768):
+def _req(model, cloud, types, prompt, output, ttft, tpot, users, max_model_len=32768, percentile="mean"):
+    """The mean SLA: these tests are about the P/D verdict, pinned before the p90 default."""
     pool = tuple(i for i in instance_types(cloud) if i.name in types)
-    return PlanRequest(MODELS[model], "bf16", pool, max_model_len, Sla(ttft, tpot, users, prompt, output))
+    return PlanRequest(MODELS[model], "bf16", pool, max_model_len,
+                       Sla(ttft, tpot, users, prompt, output, latency_percentile=percentile))
 
 
 def _pd(req, mode="auto", gateway=True):
