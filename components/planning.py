@@ -119,7 +119,7 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
         tensor_parallel_size=dep.tensor_parallel_size, served_model_name=dep.name,
         spread_nodes=PRODUCTION_SPREAD_NODES if production else 1,
         engine=engine_options(dep), model_source=weights_source(dep).local_dir if dep.source.kind != "hf" else None,
-        market=pool, latency_margin=planning.latency_margin,
+        market=pool, latency_margin=planning.latency_margin, estimator=planning.estimator,
         measurements=tuple(m for m in planning.shapes if measures(m, dep)), multi_node=multi_node,
     )
 

@@ -96,6 +96,8 @@ def _source_lines(t) -> list[str]:
                  f"planning.latencyMargin is for estimates, docs/measurements.md)"]
     elif t.knee_source or t.latency_margin:
         lines = [f"  margin: {margin_text(t.latency_percentile, t.latency_margin, t.margin_cell)}"]
+        if t.estimator_why:
+            lines.append(f"  estimator: {t.estimator_why}")
     else:
         lines = []
     return lines + [f"  WARNING: {n}" for n in t.knee_notes]

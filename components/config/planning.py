@@ -11,6 +11,8 @@
 """
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from ..catalog import ACCELERATORS
@@ -65,6 +67,11 @@ class Planning(_Base):
     latency_margin: float | None = Field(
         None, description="the share the knee keeps the estimated TPOT/TTFT under the SLA; default: the "
                           "calibration's (docs/measurements.md)")
+    estimator: Literal["step-model", "auto"] = Field(
+        "step-model", description="what prices a replica's engine step: the fitted step model, or auto: per model "
+                                  "class the estimator that bought the least capacity for the same coverage on the "
+                                  "held-out rows (aiconfigurator+engine for dense models on the GPUs its data holds; "
+                                  "pip install 'vllm-platform[aiconfigurator]'), docs/capacity.md \"Estimators\"")
     measurements: list[MeasurementSource] = Field(
         default_factory=list, description="bench/bench_serve.py rows files or `vllm bench serve` results of this "
                                           "stack's shapes: their knee replaces the estimate (docs/measurements.md)")

@@ -214,9 +214,13 @@ def error_by(rows: list[Measurement], by: str, eff: Efficiency = EFFICIENCY) -> 
 def margin_cells(rows: list[Measurement], eff: Efficiency = EFFICIENCY) -> tuple[Cell, ...]:
     """The planning margin's cells (margins.py) read off `rows` (the held-out half): each row's measured mean TPOT
     over the estimate, by model class and the regime of the load it ran at."""
+    from .estimators import EstimatorUnavailable
     ratios = []
     for m in rows:
-        p = predict(m, eff) if m.tpot_ms else None
+        try:
+            p = predict(m, eff) if m.tpot_ms else None
+        except EstimatorUnavailable:  # a row the estimator cannot price (GPU, precision) is not in its cells
+            continue
         if p is not None:
             ratios.append((model_class(MODELS[m.model]), concurrency_bucket(p.concurrency), m.tpot_ms / p.tpot_ms))
     return fit_cells(ratios, eff.estimator)

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from . import memory as mem
 from .capacity import Workload, margin_judge
 from .estimators import replica_step_cost
+from .performance import EFFICIENCY
 from .request import PlanRequest
 from .search import evaluate, fleet_nodes
 from .topology import Disaggregation, NoFeasibleTopology, Topology  # noqa: F401  (Disaggregation: re-exported)
@@ -102,11 +103,12 @@ def _wait(rho: float, service: float, percentile: str) -> float:
 def _size(req: PlanRequest, fit) -> _Pd | str:
     """One shape's P/D fleet, or why it cannot meet the SLA."""
     r, sla = fit.replica, req.sla
-    judge = margin_judge(r, req.margin)  # the stack's planning.latencyMargin, else the calibration's cell (estimated)
+    eff = replace(EFFICIENCY, estimator=fit.estimator)  # the estimator that priced the shape (estimators.choose)
+    judge = margin_judge(r, req.margin, eff)  # the stack's planning.latencyMargin, else the calibration's cell
     w = Workload(sla.prompt_tokens, sla.output_tokens)
     P, n = w.prompt_tokens, max(w.output_tokens - 1, 1)
     cost = replica_step_cost(r.model, r.precision, r.acc, r.inst, r.tp, r.pp, r.kv_cache_dtype, w.decode_context,
-                             P / 2)
+                             P / 2, eff)
     chunk = max(1, min(P, r.max_num_batched_tokens))
     service = math.ceil(P / chunk) * cost(0, chunk)
     cap = r.kv_limit(w, req.max_model_len)

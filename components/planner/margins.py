@@ -69,6 +69,12 @@ CELLS: tuple[Cell, ...] = (
     Cell("step-model", "dense", "9-64", 0.05, 33, 31, 1.88),
     Cell("step-model", "moe", "*", 1.20, 23, 21, 3.66),
     Cell("step-model", "moe", "128+", 0.35, 10, 9, 3.64),
+    # aiconfigurator+engine (planner/estimators.py) over the 64 held-out rows it prices (bench/estimators.py)
+    Cell("aiconfigurator+engine", "*", "*", 0.35, 64, 58, 4.89),
+    Cell("aiconfigurator+engine", "dense", "*", 0.20, 46, 42, 1.56),
+    Cell("aiconfigurator+engine", "dense", "128+", 0.35, 10, 9, 1.56),
+    Cell("aiconfigurator+engine", "dense", "9-64", 0.10, 27, 26, 1.22),
+    Cell("aiconfigurator+engine", "moe", "*", 2.95, 18, 17, 4.89),
 )
 _BY_KEY = {(c.estimator, c.model_class, c.regime): c for c in CELLS}
 

@@ -74,6 +74,9 @@ class PlanRequest:
     # serving.multiNode: what runs a replica that spans nodes ("lws": a LeaderWorkerSet group running vLLM's mp
     # executor, the default; "rayservice": a KubeRay RayService running Ray Serve LLM). Refusals name it.
     multi_node: str = "lws"
+    # planning.estimator: "step-model" (the default) or "auto" (per model class the held-out winner where it can
+    # price the shape: planner/estimators.py choose)
+    estimator: str = "step-model"
 
     @property
     def multi_node_shape(self) -> str:

@@ -4,15 +4,16 @@ replicas = load / one replica's capacity at its knee (planner/capacity.py)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalog import ACCELERATORS, Accelerator, InstanceType
 from . import extras, host_tier
 from . import memory as mem
 from .capacity import LoadPoint, ReplicaShape, Workload, knee
+from .estimators import choose
 from .margins import cell_for
 from .measured import measured_knee, shape_text
-from .performance import hop_s
+from .performance import EFFICIENCY, hop_s
 from .request import PlanRequest
 from .topology import NoFeasibleTopology, Refusal, Topology
 from .vllm_args import engine_args
@@ -56,6 +57,8 @@ class _Fit:
     margin_cell: str = ""  # the calibration's cell it came from (margins.Cell.text); "": the stack's or measured
     calibrated_margin: float = 0.0  # the calibration's cell margin at the knee (the production floor)
     calibrated_cell: str = ""  # that cell (margins.Cell.text)
+    estimator: str = "step-model"  # what priced the step (planner/estimators.py)
+    estimator_why: str = ""
 
     @property
     def gpus_per_replica(self) -> int:
@@ -159,7 +162,9 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     shape = ReplicaShape(m, req.precision, acc, inst, tp, pp, kv, kv_tokens,
                          batched_tokens(req, acc), opts.max_num_seqs or mem.default_max_num_seqs(acc), kv_bytes)
     work = Workload(sla.prompt_tokens, sla.output_tokens)
-    k = knee(shape, work, sla.tpot_ms, sla.ttft_ms, req.max_model_len, percentile=sla.latency_percentile,
+    estimator, estimator_why = choose(m, req.precision, acc, tp, pp, kv, req.estimator)
+    eff = replace(EFFICIENCY, estimator=estimator)
+    k = knee(shape, work, sla.tpot_ms, sla.ttft_ms, req.max_model_len, eff, percentile=sla.latency_percentile,
              margin=req.margin)
     got = measured_knee(req.measurements, shape, sla.prompt_tokens, sla.output_tokens, sla.tpot_ms, sla.ttft_ms,
                         k.kv_limit, sla.latency_percentile) if req.measurements and k.kv_limit >= 1 else None
@@ -188,7 +193,7 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
         return refuse("ttft", f"prefill of {sla.prompt_tokens} tokens needs ~{got:.0f} ms{_judged(k, got)} > SLA "
                               f"{limit:g} ms")
     concurrency, bound, at = k.concurrency, k.bound, k.point
-    calibrated = cell_for(m, concurrency)  # what the calibration asks of an estimate at this load
+    calibrated = cell_for(m, concurrency, estimator)  # what the calibration asks of an estimate at this load
     if sla.requests_per_second is not None:
         replicas = max(req.min_replicas, math.ceil(sla.requests_per_second / at.arrival_rate - 1e-9))
     else:
@@ -218,7 +223,8 @@ def _evaluate(req: PlanRequest, inst: InstanceType, acc: Accelerator, tp: int, p
     return _Fit(inst, acc, tp, pp, kv, weights, kv_gib, kv_tokens, concurrency, bound, at.tpot_ms, at.ttft_ms,
                 replicas, rpn, nodes, nodes * inst.price_hour, cpu, memory, shm, at, k.kv_limit, shape,
                 got.source if got and got.knee else "", got.warning if got else "", margin=k.margin,
-                margin_cell=k.margin_cell, calibrated_margin=calibrated.margin, calibrated_cell=calibrated.text())
+                margin_cell=k.margin_cell, calibrated_margin=calibrated.margin, calibrated_cell=calibrated.text(),
+                estimator=estimator, estimator_why=estimator_why)
 
 
 def _judged(k, got: float) -> str:
@@ -355,6 +361,7 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         latency_percentile=req.sla.latency_percentile, latency_margin=best.margin,
         knee_source=best.knee_source or f"estimated, margin {best.margin * 100:g} %", knee_measured=bool(best.knee_source),
         margin_cell=best.margin_cell, calibrated_margin=best.calibrated_margin, calibrated_cell=best.calibrated_cell,
+        estimator="measured" if best.knee_source else best.estimator, estimator_why=best.estimator_why,
         knee_notes=_knee_notes(req, best),
         kv_offload_gib=offload, kv_offload_tokens=offload_tokens,
     )

@@ -137,6 +137,9 @@ class Topology:
     margin_cell: str = ""
     calibrated_margin: float = 0.0
     calibrated_cell: str = ""
+    # what priced the knee: "step-model", "aiconfigurator+engine" (planner/estimators.py) or "measured"; and why
+    estimator: str = "step-model"
+    estimator_why: str = ""
     # where the knee came from (planner/measured.py): "measured: FILE (N points, DATE)" or "estimated, margin 20 %";
     # knee_notes: the stack's measurements the plan could not use for it, and why
     knee_source: str = ""
