@@ -17,7 +17,8 @@ from dataclasses import replace
 from ..catalog import ACCELERATORS, instance_types, offered
 from ..planner import NoFeasibleTopology, PlanRequest, Sla, evaluate
 from ..planner.capacity import PERCENTILES, Workload, sweep
-from .summary import knee_lines, margin_text  # noqa: F401  (the plan's text; `capacity` prints them too)
+from .summary import (DEFAULT_KV_CACHE_DTYPE, KV_CACHE_DTYPE_CHOICES, kv_cache_dtypes, kv_dtype_text,  # noqa: F401
+                      knee_lines, margin_text)  # the plan's text; `capacity` prints them too
 
 EXIT_BAD_INPUT, EXIT_NO_FIT = 2, 3
 DEFAULT_MAX_MODEL_LEN = 32_768
@@ -78,6 +79,9 @@ def capacity_arguments(cp) -> None:
                     help="what the SLA bounds: the p90 latencies (default), the p99 ones or the means (sla.latencyPercentile)")
     cp.add_argument("--max-model-len", type=int, help="default: min(32768, the model's limit)")
     cp.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
+    cp.add_argument("--kv-cache-dtype", choices=list(KV_CACHE_DTYPE_CHOICES), default=DEFAULT_KV_CACHE_DTYPE,
+                    help="KV cache, as a stack's kvCacheDtype and `topology --kv-cache-dtype`: the model's dtype, FP8 "
+                         "(lower quality), or let the planner choose FP8 when cheaper")
     cp.add_argument("--json", action="store_true", help="print the table as JSON")
 
 
@@ -100,7 +104,8 @@ def capacity_report(a) -> int:
     sla = Sla(ttft_ms=a.ttft_ms, tpot_ms=a.tpot_ms, concurrency=1, prompt_tokens=a.prompt_tokens,
               output_tokens=a.output_tokens, latency_percentile=a.percentile)
     req = PlanRequest(model=model, precision=precision, candidates=_sold(a.cloud, a.gpu),
-                      max_model_len=mml, sla=sla, tensor_parallel_size=a.tp, max_replicas=10**6)
+                      max_model_len=mml, sla=sla, tensor_parallel_size=a.tp, max_replicas=10**6,
+                      kv_cache_dtypes=kv_cache_dtypes(a.kv_cache_dtype))
     try:
         fit, relaxed = _best_fit(req)
     except NoFeasibleTopology as e:
@@ -113,6 +118,7 @@ def capacity_report(a) -> int:
     doc = {
         "model": model.id, "precision": precision, "gpu": a.gpu, "instance_type": fit.inst.name,
         "tensor_parallel_size": fit.tp, "pipeline_parallel_size": fit.pp, "kv_cache_dtype": fit.kv_dtype,
+        "kv_cache_dtypes_considered": list(kv_cache_dtypes(a.kv_cache_dtype)),
         "kv_cache_tokens": fit.kv_tokens, "max_model_len": mml, "prompt_tokens": a.prompt_tokens,
         "output_tokens": a.output_tokens,
         "sla": {"tpot_ms": a.tpot_ms, "ttft_ms": a.ttft_ms, "percentile": a.percentile}, "latency_margin": knee.margin,
@@ -126,7 +132,8 @@ def capacity_report(a) -> int:
     par = f"TP {fit.tp}" + (f" x PP {fit.pp}" if fit.pp > 1 else "")
     print(f"{model.name} {precision} on {fit.inst.name} ({par}, KV {fit.kv_dtype}, {fit.kv_tokens:,} tokens); "
           f"{a.prompt_tokens} prompt + {a.output_tokens} output tokens; "
-          f"SLA TPOT {a.tpot_ms:g} ms, TTFT {a.ttft_ms:g} ms ({a.percentile})")
+          f"SLA TPOT {a.tpot_ms:g} ms, TTFT {a.ttft_ms:g} ms ({a.percentile}); "
+          f"{kv_dtype_text(a.kv_cache_dtype, fit.kv_dtype)}")
     print(f"estimates are the model's; {margin_text(knee.percentile, knee.margin, knee.margin_cell)}")
     if relaxed:
         print("no shape meets the SLA even for one request; the cheapest shape that fits is shown")

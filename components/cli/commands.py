@@ -30,10 +30,15 @@ def cmd_capacity(a) -> int:
     return capacity_report(a)
 
 
-def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[list[str]]:
+def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN,
+               kv_cache_dtype: str = "auto") -> list[list[str]]:
+    """One row per catalog model and GPU type. The KV cache dtypes are a stack's for kvCacheDtype `kv_cache_dtype`
+    (default auto, as a stack's and `topology`'s), so the table and `topology` answer the same question."""
     from ..catalog import ACCELERATORS, MODELS, instance_types, offered
     from ..planner import NoFeasibleTopology, PlanRequest, plan_topology
+    from .summary import kv_cache_dtypes
 
+    kv_dtypes = kv_cache_dtypes(kv_cache_dtype)
     rows = []
     for m in MODELS.values():
         for acc in ACCELERATORS:
@@ -45,7 +50,7 @@ def table_rows(cloud: str, max_model_len: int = TABLE_MAX_MODEL_LEN) -> list[lis
                 continue
             cands = tuple(i for i in cands if offered(i))
             req = PlanRequest(model=m, precision=m.precisions[0], candidates=cands,
-                              max_model_len=min(max_model_len, m.max_context))
+                              max_model_len=min(max_model_len, m.max_context), kv_cache_dtypes=kv_dtypes)
             try:
                 t = plan_topology(req)
             except NoFeasibleTopology as e:
@@ -65,8 +70,8 @@ TABLE_HEADER = ["model", "precision", "gpu", "instance", "TP", "PP", "nodes/repl
                 "KV dtype", "max conc./replica", "TPOT ms at that load", "replicas", "$/h"]
 
 
-def render_table(cloud: str, markdown: bool) -> str:
-    rows = table_rows(cloud)
+def render_table(cloud: str, markdown: bool, kv_cache_dtype: str = "auto") -> str:
+    rows = table_rows(cloud, kv_cache_dtype=kv_cache_dtype)
     if markdown:
         lines = ["| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -78,10 +83,13 @@ def render_table(cloud: str, markdown: bool) -> str:
 
 def cmd_table(a) -> int:
     from ..planner import Sla
+    from .summary import kv_dtype_text
 
-    print(f"# {a.cloud}: native precision, max_model_len min({TABLE_MAX_MODEL_LEN}, model limit), "
-          f"default SLA {Sla()}" if not a.markdown else "", end="\n" if not a.markdown else "")
-    print(render_table(a.cloud, a.markdown))
+    if not a.markdown:
+        print(f"# {a.cloud}: native precision, max_model_len min({TABLE_MAX_MODEL_LEN}, model limit), "
+              f"default SLA {Sla()}")
+        print(f"# {kv_dtype_text(a.kv_cache_dtype)}; chosen: the KV dtype column")
+    print(render_table(a.cloud, a.markdown, a.kv_cache_dtype))
     return 0
 
 
@@ -282,6 +290,7 @@ def version() -> str:
 
 def parser() -> argparse.ArgumentParser:
     from .capacity import capacity_arguments
+    from .summary import DEFAULT_KV_CACHE_DTYPE, KV_CACHE_DTYPE_CHOICES
 
     f = _HelpFormatter
     # `vllm-platform` when run as the installed console script, else the module form the README uses.
@@ -295,6 +304,9 @@ def parser() -> argparse.ArgumentParser:
                         description="Every catalog model on every GPU type of one cloud.")
     tb.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to table")
     tb.add_argument("--markdown", action="store_true", help="print a Markdown table (as in docs/planner.md)")
+    tb.add_argument("--kv-cache-dtype", choices=list(KV_CACHE_DTYPE_CHOICES), default=DEFAULT_KV_CACHE_DTYPE,
+                    help="KV cache, as a stack's kvCacheDtype and `topology --kv-cache-dtype`: the model's dtype, FP8 "
+                         "(lower quality), or let the planner choose FP8 when cheaper")
     tb.set_defaults(fn=cmd_table)
     st = sub.add_parser("stacks", help="the shipped stacks and their plans, as a Markdown table", formatter_class=f)
     st.set_defaults(fn=cmd_stacks)

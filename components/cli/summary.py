@@ -30,6 +30,26 @@ def summary(t: Topology, serve: str | None = None) -> str:
     ])
 
 
+# The CLI's --kv-cache-dtype: a stack's models[].kvCacheDtype, with the same default (auto: the model's dtype).
+KV_CACHE_DTYPE_CHOICES = ("auto", "fp8", "allow-fp8")
+DEFAULT_KV_CACHE_DTYPE = "auto"
+
+
+def kv_cache_dtypes(option: str) -> tuple[str, ...]:
+    """The KV cache dtypes the planner may choose for --kv-cache-dtype, as a stack's kvCacheDtype maps them
+    (planning.deployment_request): `table`, `topology` and `capacity` ask the planner what `plan` of a stack asks."""
+    from ..planning import KV_CACHE_DTYPES
+    return KV_CACHE_DTYPES.get(option, (option,))
+
+
+def kv_dtype_text(option: str, chosen: str | None = None) -> str:
+    """What a command's header says of the KV cache dtype: the dtypes considered (and the option that set them) and,
+    for one plan, the one chosen."""
+    considered = " or ".join(kv_cache_dtypes(option))
+    text = f"KV cache dtype considered: {considered} (--kv-cache-dtype {option})"
+    return text + (f"; chosen: {chosen}" if chosen else "")
+
+
 def serving_lines(s: dict) -> str:
     """The serving summary of one model (serving.service.serving_summary): start-up terms, the cold start a
     first request waits after scaling to zero, rollout, warnings."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..catalog import MODELS, PRECISIONS, closest_models, find_model, instance_types, offered
 from .errors import EXIT_BAD_INPUT, EXIT_NO_FIT, _fail
-from .summary import summary
+from .summary import DEFAULT_KV_CACHE_DTYPE, KV_CACHE_DTYPE_CHOICES, kv_dtype_text, summary
 from ..planner import NoFeasibleTopology, Sla, plan_topology
 from ..planner.capacity import PERCENTILES
 
@@ -132,6 +132,8 @@ def cmd_topology(a) -> int:
     except NoFeasibleTopology as e:
         return _fail(EXIT_NO_FIT, f"no topology fits: {in_flags(e.message)}")
     sys.stderr.write("".join(f"note: {n}\n" for n in dep.spec.notes))  # what a config.json left out or estimated
+    if not a.json:  # which KV cache dtypes the planner was asked to choose among, and its choice
+        print(f"# {kv_dtype_text(a.kv_cache_dtype, t.kv_cache_dtype)}")
     print(json.dumps(t.to_dict(), indent=2) if a.json else summary(t))
     return 0
 
@@ -158,7 +160,7 @@ def add_topology_parser(sub, f) -> None:
                    help="SLA: what --tpot-ms and --ttft-ms bound: the p90 latencies (default), the p99 ones or the means")
     t.add_argument("--max-replicas", type=int, default=64, help="most replicas the fleet may scale to")
     t.add_argument("--cloud", choices=["aws", "gcp"], default="aws", help="whose instance types to consider")
-    t.add_argument("--kv-cache-dtype", choices=["auto", "fp8", "allow-fp8"], default="auto",
+    t.add_argument("--kv-cache-dtype", choices=list(KV_CACHE_DTYPE_CHOICES), default=DEFAULT_KV_CACHE_DTYPE,
                    help="KV cache: the model's dtype, FP8 (lower quality), or let the planner choose FP8 when cheaper")
     t.add_argument("--engine", metavar="JSON", help="models[].engine as JSON (docs/engine.md): its options change "
                                                     "the memory and the flags as in a stack file")

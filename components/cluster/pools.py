@@ -154,6 +154,39 @@ def quota_needs(specs: list[PoolSpec], draws) -> list[QuotaNeed]:
     return [QuotaNeed(q, need, pools, alts) for q, (need, pools, alts) in totals.items() if need > 0]
 
 
+# The offline plan (components/offline) has no account behind its quota reads. A quota its stubs list answers that
+# value (tests list 0 to show a new account's refusal); any other read answers a placeholder so that the plan goes on.
+# A placeholder is no figure of the account's: such a need is not compared (or printed as the quota), the plan says the
+# quota was not checked and what the pools need of it (OFFLINE_NOT_CHECKED). OFFLINE_PLACEHOLDER: per cloud, whether
+# only a placeholder answered a quota; the offline stubs install it, and a real run has none, so there every quota is
+# read, compared and printed as the cloud answered it.
+OFFLINE_PLACEHOLDER: dict = {}  # cloud -> (Quota -> bool)
+OFFLINE_NOT_CHECKED: list[tuple[str, str]] = []  # (cloud, what the pools need of a quota no account answered)
+NOT_CHECKED_OFFLINE = {"aws": "quota: not checked offline (a real `pulumi preview` reads the account's Service Quotas)",
+                       "gcp": "quota: not checked offline (a real `pulumi preview` reads the project's Cloud Quotas "
+                              "and Compute Engine quotas)"}
+
+
+def checked_needs(cloud: str, needs: list[QuotaNeed], where) -> list[QuotaNeed]:
+    """The needs to compare with the quotas read: every one in a real run; in the offline plan those a listed quota
+    answers (OFFLINE_PLACEHOLDER), the others recorded in OFFLINE_NOT_CHECKED. `where(quota)`: where the quota is
+    (AWS: the region; GCP: the region and project, or the project)."""
+    placeholder = OFFLINE_PLACEHOLDER.get(cloud)
+    if placeholder is None:
+        return needs
+    kept = []
+    for need in needs:
+        if all(placeholder(q) for q in (need.quota, *need.alternatives)):
+            q = need.quota
+            line = (f"{q.code} ({q.name}{''.join(f', {k}={v}' for k, v in q.dimensions)}) in {where(q)}: the node "
+                    f"pools ({', '.join(need.pools)}) need {need.need} {q.unit} at their max node counts")
+            if (cloud, line) not in OFFLINE_NOT_CHECKED:
+                OFFLINE_NOT_CHECKED.append((cloud, line))
+        else:
+            kept.append(need)
+    return kept
+
+
 def quota_shortfall(need: QuotaNeed, values: dict[Quota, float | None]) -> float | None:
     """None when a quota of `need` (or an alternative) allows the need, else the quota's own value.
     A value below zero is unlimited; None (unset, unreadable) counts as zero."""

@@ -229,7 +229,7 @@ def _bucket_iam_member(name, inputs):
 # does not have (quotaInfos.get answers 404).
 QUOTAS: dict[tuple[str, str, str, str | None], str] = {}
 QUOTA_IDS_MISSING: set[str] = set()
-GENEROUS_QUOTA = "10000"
+GENEROUS_QUOTA = "10000"  # a placeholder: the plan neither compares it nor prints it as the project's quota
 
 
 @invoke("gcp:cloudquota/getSQuotaInfo:getSQuotaInfo")
@@ -355,9 +355,22 @@ def _get_cluster(args):
     return {"id": f"projects/{p}/locations/{loc}/clusters/{name}", "name": name, "location": loc, "project": p}
 
 
+def _placeholder(quota) -> bool:
+    """Whether only placeholders answer this quota: no QUOTAS value (Cloud Quotas' limit), no QUOTA_ROWS row
+    (Compute Engine's limit and usage, over the REGION_ROWS / PROJECT_ROWS defaults) and no 404 (QUOTA_IDS_MISSING)
+    for it. The quota check then says it was not checked offline instead of comparing a placeholder
+    (cluster/pools.py checked_needs)."""
+    from ..cluster.gcp.quotas import usage_metric
+    if quota.code in QUOTA_IDS_MISSING or any(q == quota.code for (_, q, _, _) in QUOTAS):
+        return False
+    return not any(metric == usage_metric(quota) for (_, _, metric) in QUOTA_ROWS)
+
+
 def _install_compute_transport():
+    from ..cluster import pools
     from ..cluster.gcp import quotas
     quotas.COMPUTE_GET = _compute_get
+    pools.OFFLINE_PLACEHOLDER["gcp"] = _placeholder
 
 
 _install_compute_transport()

@@ -22,6 +22,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from ..cluster import pools
 from ..config import load
 from ..config.load import ConfigError
 from ..config.placeholders import placeholder_warnings
@@ -220,9 +221,20 @@ def plan_stack_offline(stack: str = DEFAULT_STACK, preview: bool = False) -> Pla
     load.STACK_DIR = path.parent  # models[].configFile is relative to the stack file
     collected = _Collect()
     ENGINE_LOG.addHandler(collected)
+    pools.OFFLINE_NOT_CHECKED.clear()
     try:
         resources, exports = run_program(config, secret_keys, stack, preview)
     finally:
         load.STACK_DIR = None
         ENGINE_LOG.removeHandler(collected)
+    notes += quota_notes()
     return PlanResult(stack, resources, exports, notes, placeholder_warnings(raw) + collected.messages)
+
+
+def quota_notes() -> list[str]:
+    """The quotas only a placeholder answered in this offline plan (cluster/pools.py checked_needs): one note per
+    cloud saying they were not checked, and what the pools need of each, instead of the placeholder as a figure."""
+    by_cloud: dict[str, list[str]] = {}
+    for cloud, line in pools.OFFLINE_NOT_CHECKED:
+        by_cloud.setdefault(cloud, []).append(line)
+    return [f"{pools.NOT_CHECKED_OFFLINE[cloud]}: {'; '.join(lines)}" for cloud, lines in by_cloud.items()]

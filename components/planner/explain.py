@@ -13,18 +13,27 @@ ORDER = ["tp-gpus-per-node", "tp-heads", "tp-kv-heads", "tp-fp8-block", "fabric"
          "cuda-graph", "kv-cache", "tpot", "ttft", "max-replicas", "host-tier-nodes", "host-memory"]
 
 
-def _rank(r: Refusal) -> tuple[int, int, int]:
-    """How close a refusal came: further through the checks; among shapes refused for replicas.max the one needing
-    the fewest replicas (the count the advice "raise replicas.max to N" names); then the largest shape."""
-    return ORDER.index(r.constraint), -(r.replicas or UNBOUNDED), r.tp * r.pp
+def _rank(r: Refusal, order: dict | None = None) -> tuple[int, int, int]:
+    """How close a refusal came: further through the checks; among shapes refused for replicas.max the one whose
+    plan ranks first once replicas.max is no bound (`order`: _unbounded_plans, the cheapest first: the plan the advice
+    "raise replicas.max to N" names), without `order` the one needing the fewest replicas; then the largest shape."""
+    if r.constraint == "max-replicas" and order is not None:
+        near = -order.get(_shape_key(r), UNBOUNDED)
+    else:
+        near = -(r.replicas or UNBOUNDED)
+    return ORDER.index(r.constraint), near, r.tp * r.pp
 
 
-def _closest(refusals: list[Refusal]) -> list[Refusal]:
+def _shape_key(r: Refusal) -> tuple:
+    return r.instance_type, r.tp, r.pp, r.kv_cache_dtype
+
+
+def _closest(refusals: list[Refusal], order: dict | None = None) -> list[Refusal]:
     """Per accelerator, the refusal that got closest (_rank)."""
     best: dict[str, Refusal] = {}
     for r in refusals:
         cur = best.get(r.accelerator)
-        if cur is None or _rank(r) > _rank(cur):
+        if cur is None or _rank(r, order) > _rank(cur, order):
             best[r.accelerator] = r
     return list(best.values())
 
@@ -45,9 +54,9 @@ def _feasible(req: PlanRequest) -> bool:
     return bool(evaluate(req)[0])
 
 
-def binding(refusals: list[Refusal]) -> Refusal:
+def binding(refusals: list[Refusal], order: dict | None = None) -> Refusal:
     """The refusal that got closest (_rank: furthest through the checks): what stops the plan."""
-    return max(_closest(refusals), key=_rank)
+    return max(_closest(refusals, order), key=lambda r: _rank(r, order))
 
 
 def explain_refusal(req: PlanRequest, refusals: list[Refusal]) -> str:
@@ -70,19 +79,45 @@ def explain_refusal(req: PlanRequest, refusals: list[Refusal]) -> str:
             s += (f" and {a} nodes have no fast fabric (EFA/RDMA): PP across them runs over {net:g} Gbps "
                   f"Ethernet, only where the SLA still holds")
         parts.append(s)
-    b = binding(refusals)
+    b, plans, order = binding(refusals), [], None
+    if b.constraint == "max-replicas":  # the shapes refused for replicas.max, ranked by their plans without that bound
+        plans = _unbounded_plans(req)
+        order = {(f.inst.name, f.tp, f.pp, f.kv_dtype): i for i, f in enumerate(plans)}
+        b = binding(refusals, order)
     lines = [f"{m.name} {req.precision}: bound by {CAUSES[b.constraint]}: {b.detail} (closest shape: "
-             f"{b.instance_type} TP{b.tp}xPP{b.pp}) → {_suggest(req, b)}",
+             f"{b.instance_type} TP{b.tp}xPP{b.pp}) → {_suggest(req, b, plans)}",
              "  " + head + "; " + "; ".join(parts)]
-    for r in sorted(_closest(refusals), key=lambda r: ACCELERATORS[r.accelerator].visible_gib):
+    for r in sorted(_closest(refusals, order), key=lambda r: ACCELERATORS[r.accelerator].visible_gib):
         lines.append(f"  closest on {r.accelerator}: {r}")
     return "\n".join(lines)
 
 
-def _fewest_replicas(req: PlanRequest) -> int | None:
-    from .search import evaluate
-    fits = evaluate(replace(req, max_replicas=UNBOUNDED))[0]
-    return min((f.replicas for f in fits), default=None)
+def _unbounded_plans(req: PlanRequest) -> list:
+    """Every shape's plan with replicas.max no bound, in the order the planner ranks them (_Fit.rank: the cheapest
+    first): the options a refusal for replicas.max leaves."""
+    from .search import _Fit, evaluate
+    return sorted(evaluate(replace(req, max_replicas=UNBOUNDED))[0], key=_Fit.rank)
+
+
+def _replicas_advice(plans: list) -> str | None:
+    """`raise replicas.max to N` for the plan the planner would choose with no bound (the cheapest: _Fit.rank), with
+    its shape and $/h; where the fewest replicas any shape needs plan another, costlier shape, that one too. Raising
+    replicas.max to N plans exactly the shape named: every cheaper shape needs more than N replicas."""
+    if not plans:
+        return None
+    best = plans[0]
+    if not best.priced:
+        what = "the plan on the fewest GPUs (unpriced)"
+    elif any(f.priced and f.cost < best.cost for f in plans):  # a cheaper shape runs PP over Ethernet (_Fit.rank)
+        what = "the plan the planner would choose"
+    else:
+        what = "the cheapest plan"
+    text = f"raise replicas.max to {best.replicas} for {what}, {best.shape()}"
+    fewest = min(f.replicas for f in plans)
+    if fewest < best.replicas:
+        at_fewest = next(f for f in plans if f.replicas <= fewest)  # what replicas.max = fewest would plan
+        text += f" ({fewest}, the fewest replicas that plan, gives {at_fewest.shape()})"
+    return text
 
 
 def _longest_that_plans(req: PlanRequest) -> int | None:
@@ -96,8 +131,9 @@ def _longest_that_plans(req: PlanRequest) -> int | None:
     return None
 
 
-def _suggest(req: PlanRequest, bound: Refusal) -> str:
-    """Only changes that make this request plan (each one checked), the binding constraint's own first."""
+def _suggest(req: PlanRequest, bound: Refusal, plans: list | None = None) -> str:
+    """Only changes that make this request plan (each one checked), the binding constraint's own first. `plans`:
+    _unbounded_plans, where replicas.max binds."""
     m, tips = req.model, []
     sla = req.sla
     if bound.constraint == "tpot" and _feasible(replace(req, sla=replace(sla, tpot_ms=UNBOUNDED))):
@@ -105,9 +141,9 @@ def _suggest(req: PlanRequest, bound: Refusal) -> str:
     if bound.constraint == "ttft" and _feasible(replace(req, sla=replace(sla, ttft_ms=UNBOUNDED))):
         tips.append("raise sla.ttftMs")
     if bound.constraint == "max-replicas":
-        fewest = _fewest_replicas(req)
-        if fewest is not None:
-            tips.append(f"raise replicas.max to {fewest}")
+        advice = _replicas_advice(plans if plans is not None else _unbounded_plans(req))
+        if advice:
+            tips.append(advice)
     if bound.constraint == "kv-cache":
         shorter = _longest_that_plans(req)
         if shorter:

@@ -36,17 +36,43 @@ def test_ttft_names_only_what_helps():
         f"(closest shape: g6.48xlarge TP8xPP8) → raise sla.ttftMs")
 
 
-def test_replicas_max_gives_the_fewest_replicas_that_plan():
+def test_replicas_max_advises_the_cheapest_plan_not_the_fewest_replicas():
+    """Issue 38: the advice named the fewest replicas any shape needs (24 x TP 8 x PP 4 on 96 nodes, $1,281.64/h);
+    the cheapest plan needs more replicas of a smaller shape (43 x TP 4 with FP8 KV, $197.87/h)."""
     assert headline(request("llama-3.1-8b", "l4", max_model_len=8192, concurrency=5000, max_replicas=2)) == (
-        "Llama-3.1-8B bf16: bound by replicas.max: 24 replicas of 209 concurrent requests (10.90 requests/s) each are "
-        "needed for 5000 concurrent users; replicas.max is 2 (closest shape: g6.48xlarge TP8xPP8) → raise "
-        "replicas.max to 24")
-    # the headline names a shape needing the fewest replicas (24: TP 8 x PP 8 with FP8 KV here, TP 8 x PP 4 at 213
-    # users each too), the count the advice gives: 24 does plan, 23 does not
-    assert plan_topology(request("llama-3.1-8b", "l4", max_model_len=8192, concurrency=5000,
-                                 max_replicas=24)).replicas == 24
+        "Llama-3.1-8B bf16: bound by replicas.max: 43 replicas of 117 concurrent requests (6.13 requests/s) each are "
+        "needed for 5000 concurrent users; replicas.max is 2 (closest shape: g6.12xlarge TP4xPP1) → raise "
+        "replicas.max to 43 for the cheapest plan, 43 x TP 4 on 43 x g6.12xlarge, fp8 KV at $197.87/h (24, the "
+        "fewest replicas that plan, gives 24 x TP 8 x PP 4 on 96 x g6.48xlarge at $1,281.64/h)")
+    # the advice is what the planner then plans: 43 gives the plan named, 24 the costlier one, 23 nothing
+    t = plan_topology(request("llama-3.1-8b", "l4", max_model_len=8192, concurrency=5000, max_replicas=43))
+    assert (t.replicas, t.instance_type, t.tensor_parallel_size, t.kv_cache_dtype, t.cost_per_hour) == (
+        43, "g6.12xlarge", 4, "fp8", 197.87)
+    t = plan_topology(request("llama-3.1-8b", "l4", max_model_len=8192, concurrency=5000, max_replicas=24))
+    assert (t.replicas, t.pipeline_parallel_size, t.cost_per_hour) == (24, 4, 1281.64)
     with pytest.raises(NoFeasibleTopology):
         plan_topology(request("llama-3.1-8b", "l4", max_model_len=8192, concurrency=5000, max_replicas=23))
+
+
+def test_llama_70b_at_5000_users_is_advised_136_tp8_replicas_not_91_of_tp8_pp8(capsys):
+    """Issue 38's case: raising --max-replicas to 91 (the fewest replicas) planned 91 x TP 8 x PP 8 on 728 nodes,
+    $40,069.12/h; 136 x TP 8 on 136 nodes carry the same 5000 users for $7,485.44/h."""
+    argv = ["topology", "--model", "llama-3.1-70b", "--gpu", "h100", "--max-model-len", "8192", "--tpot-ms", "30",
+            "--concurrency", "5000"]
+    assert main(argv) == 3
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first == (
+        "no topology fits: Llama-3.1-70B bf16: bound by --max-replicas: 136 replicas of 37 concurrent requests (6.52 "
+        "requests/s) each are needed for 5000 concurrent users; --max-replicas is 64 (closest shape: p5.48xlarge "
+        "TP8xPP1) → raise --max-replicas to 136 for the cheapest plan, 136 x TP 8 on 136 x p5.48xlarge at "
+        "$7,485.44/h (91, the fewest replicas that plan, gives 91 x TP 8 x PP 8 on 728 x p5.48xlarge at "
+        "$40,069.12/h) or choose --gpu b200 or --precision fp8")
+    assert main([*argv, "--max-replicas", "136"]) == 0
+    out = capsys.readouterr().out
+    assert "  TP 8 = 8 GPU(s)/replica, 1 node(s)/replica, 1 replica(s)/node; 136 replica(s) on 136 node(s), " \
+           "$7,485.44/h" in out
+    assert main([*argv, "--max-replicas", "91"]) == 0
+    assert "91 replica(s) on 728 node(s), $40,069.12/h" in capsys.readouterr().out
 
 
 def test_memory_on_an_existing_cluster_says_no_single_change_helps():
@@ -78,9 +104,11 @@ def test_topology_says_its_options(capsys):
                  "--concurrency", "5000", "--max-replicas", "2"]) == 3
     first = capsys.readouterr().err.splitlines()[0]
     assert first.startswith("no topology fits: Llama-3.1-8B bf16: bound by --max-replicas: ")
-    assert first.endswith("24 replicas of 213 concurrent requests (11.11 requests/s) each are needed for 5000 "
-                          "concurrent users; --max-replicas is 2 (closest shape: g6.48xlarge TP8xPP4) → raise "
-                          "--max-replicas to 24")
+    assert first.endswith("47 replicas of 107 concurrent requests (5.63 requests/s) each are needed for 5000 "
+                          "concurrent users; --max-replicas is 2 (closest shape: g6.12xlarge TP4xPP1) → raise "
+                          "--max-replicas to 47 for the cheapest plan, 47 x TP 4 on 47 x g6.12xlarge at $216.28/h "
+                          "(24, the fewest replicas that plan, gives 24 x TP 8 x PP 4 on 96 x g6.48xlarge at "
+                          "$1,281.64/h)")
     assert main(["topology", "--model", "llama-3.1-8b", "--gpu", "l4", "--tpot-ms", "5", "--max-model-len", "8192"]) == 3
     assert capsys.readouterr().err.splitlines()[0].endswith(
         "→ raise --tpot-ms or choose --gpu h100/a100-80gb/h200/b200")
@@ -101,4 +129,5 @@ def test_a_stack_names_the_models_fields(tmp_path, capsys):
     err = capsys.readouterr().err
     assert ("models[0] (small): Llama-3.1-8B bf16: bound by replicas.max: 32 replicas of 2 concurrent requests "
             "(0.10 requests/s) each are needed for 64 concurrent users; replicas.max is 2 (closest shape: "
-            "existing-l4x1 TP1xPP1) → raise replicas.max to 32") in err
+            "existing-l4x1 TP1xPP1) → raise replicas.max to 32 for the plan on the fewest GPUs (unpriced), 32 x TP 1 "
+            "on 32 x existing-l4x1, unpriced") in err

@@ -16,7 +16,7 @@ import pulumi
 import pulumi_aws as aws
 
 from ...config.schema import AwsSettings
-from ..pools import PoolSpec, Quota, QuotaNeed, api_error, quota_needs, quota_problem, quota_shortfall
+from ..pools import PoolSpec, Quota, QuotaNeed, api_error, checked_needs, quota_needs, quota_problem, quota_shortfall
 
 SERVICE_CODE = "ec2"
 # (instance family, aws.capacityType) -> the Service Quotas quota, in vCPUs. Codes: Service Quotas console,
@@ -78,4 +78,5 @@ def check_quotas(specs: list[PoolSpec], settings: AwsSettings, invoke: pulumi.In
                             f"servicequotas:GetServiceQuota and servicequotas:GetAWSDefaultServiceQuota")
     if problems:
         return problems
-    return quota_problems(needs, values, settings.region)
+    # the offline plan compares only what its account lists (pools.checked_needs); a real run every quota
+    return quota_problems(checked_needs("aws", needs, lambda q: settings.region), values, settings.region)

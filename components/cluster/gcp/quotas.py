@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Callable
 import pulumi
 import pulumi_gcp as gcp
 
-from ..pools import PoolSpec, Quota, QuotaNeed, api_error, quota_needs
+from ..pools import PoolSpec, Quota, QuotaNeed, api_error, checked_needs, quota_needs
 
 if TYPE_CHECKING:
     from .args import GcpClusterArgs
@@ -348,4 +348,7 @@ def check_quotas(cfg: GcpClusterArgs, specs: list[PoolSpec], nodes: list[PoolNod
     exists = cluster_exists(cfg, opts)
     if isinstance(exists, str):
         return problems + [cluster_unknown(cfg, exists)]
-    return problems + quota_problems([*gpu_needs, *other_needs], readings, g.project, g.region, not exists, errors)
+    # the offline plan compares only what its project lists (pools.checked_needs); a real run every quota
+    where = lambda q: f"project {g.project}" if project_scoped(q) else f"{g.region} (project {g.project})"  # noqa: E731
+    needs = checked_needs("gcp", [*gpu_needs, *other_needs], where)
+    return problems + quota_problems(needs, readings, g.project, g.region, not exists, errors)
