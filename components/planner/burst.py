@@ -41,6 +41,22 @@ class BurstResult:
     total_tps: float
     duration_s: float
     peak_running: int
+    # per-request percentiles of the replay (every request of a cohort alike): TTFT is the queue a request waited in
+    tpot_p90_ms: float = 0.0
+    tpot_p99_ms: float = 0.0
+    ttft_p90_ms: float = 0.0
+    ttft_p99_ms: float = 0.0
+
+
+def _quantile(values: list[tuple[float, int]], q: float) -> float:
+    """The q-th quantile (nearest rank) of `values`, (value, how many requests had it)."""
+    values = sorted(values)
+    rank, seen = q * sum(n for _, n in values), 0
+    for v, n in values:
+        seen += n
+        if seen >= rank - 1e-9:
+            return v
+    return values[-1][0]
 
 
 def burst(cost: StepTime, prompts: int, prompt_tokens: int, output_tokens: int, kv_tokens: int,
@@ -49,6 +65,8 @@ def burst(cost: StepTime, prompts: int, prompt_tokens: int, output_tokens: int, 
     waiting, running = prompts, []
     t = tpot_sum = ttft_sum = 0.0
     done = peak = 0
+    ttfts: list[tuple[float, int]] = []
+    tpots: list[tuple[float, int]] = []
     while done < prompts:
         decoders = [c for c in running if c.prefilled == P]
         decode = sum(c.count for c in decoders)
@@ -94,10 +112,13 @@ def burst(cost: StepTime, prompts: int, prompt_tokens: int, output_tokens: int, 
             if c.prefilled == P:
                 c.generated, c.first_s = 1, t
                 ttft_sum += c.count * t
+                ttfts.append((t, c.count))
         for c in [c for c in running if c.prefilled == P and c.generated >= O]:
             tpot_sum += c.count * (t - c.first_s) / (O - 1)
+            tpots.append(((t - c.first_s) / (O - 1), c.count))
             done += c.count
             running.remove(c)
         peak = max(peak, sum(c.count for c in running))
     return BurstResult(tpot_sum / prompts * 1e3, ttft_sum / prompts * 1e3, prompts * O / t, prompts * (P + O) / t,
-                       t, peak)
+                       t, peak, _quantile(tpots, 0.90) * 1e3, _quantile(tpots, 0.99) * 1e3,
+                       _quantile(ttfts, 0.90) * 1e3, _quantile(ttfts, 0.99) * 1e3)

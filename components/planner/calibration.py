@@ -224,3 +224,36 @@ def margin_cells(rows: list[Measurement], eff: Efficiency = EFFICIENCY) -> tuple
         if p is not None:
             ratios.append((model_class(MODELS[m.model]), concurrency_bucket(p.concurrency), m.tpot_ms / p.tpot_ms))
     return fit_cells(ratios, eff.estimator)
+
+
+
+@dataclass(frozen=True)
+class TailCheck:
+    id: str
+    mode: str  # "closed": the queueing tail model (capacity.py); "burst": the replay's per-request percentiles
+    tpot_p99: tuple[float, float]  # (measured, estimated) ms
+    ttft_p99: tuple[float, float]
+
+
+def tail_checks(rows: list[Measurement], eff: Efficiency = EFFICIENCY) -> list[TailCheck]:
+    """The rows that publish p99 TPOT and TTFT, each against the capacity model's p99 for its setup: a closed-loop
+    row the tail model at its concurrency (capacity._at_decode), a burst row the replay's per-request 99th
+    percentile (burst.py). No term is fitted to these figures."""
+    out = []
+    for m in rows:
+        if m.tpot_p99_ms is None or m.ttft_p99_ms is None:
+            continue
+        shape = shape_for(m)
+        if shape is None:
+            continue
+        e = eff.for_engine(m.vllm)
+        P, O = max(1, round(m.prompt_tokens)), max(2, round(m.output_tokens))
+        if m.mode == "closed":
+            p = at_load(shape, Workload(P, O, concurrency=m.concurrency), e)
+            est = (p.tpot_tail_ms, p.ttft_tail_ms)
+        else:
+            b = burst(_cost(shape, Workload(P, O), e), m.concurrency, P, O, shape.kv_tokens,
+                      shape.max_num_batched_tokens, shape.max_num_seqs)
+            est = (b.tpot_p99_ms, b.ttft_p99_ms)
+        out.append(TailCheck(m.id, m.mode, (m.tpot_p99_ms, est[0]), (m.ttft_p99_ms, est[1])))
+    return out
