@@ -159,8 +159,10 @@ def test_bad_results_files_are_clear_errors(tmp_path, results_file, capsys):
     assert "row id 'chat-h100-tp1-c1' is already in the calibration set" in capsys.readouterr().err
 
 
-# --serve on a GPU machine: a fake `vllm` (serve answers /health on the port it is given until SIGINT; bench serve
-# needs that endpoint up and writes the result file where --result-dir/--result-filename say) and `nvidia-smi`.
+# --serve on a GPU machine: a fake `vllm` (serve answers /health and /v1/models, naming its --served-model-name, on
+# the port it is given until SIGINT; bench serve needs that endpoint up serving its --model, and writes the result
+# file where --result-dir/--result-filename say) and `nvidia-smi`. tests/serving/test_profile.py runs the profile
+# Job's entrypoint against the same fake.
 FAKE_VLLM = r'''#!PYTHON
 import json, os, sys, urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -174,10 +176,13 @@ elif args[:1] == ["serve"]:
     if os.environ.get("FAKE_VLLM_CRASH"):
         print("torch.OutOfMemoryError: CUDA out of memory", flush=True)
         sys.exit(1)
+    served = args[args.index("--served-model-name") + 1] if "--served-model-name" in args else args[1]
     class Health(BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200 if self.path == "/health" else 404)
+        def do_GET(self):  # /health, and /v1/models naming the served model (what `vllm bench serve` asks for)
+            body = json.dumps({"data": [{"id": served}]}).encode() if self.path == "/v1/models" else b""
+            self.send_response(200 if self.path in ("/health", "/v1/models") else 404)
             self.end_headers()
+            self.wfile.write(body)
         def log_message(self, *a):
             pass
     try:
@@ -186,7 +191,11 @@ elif args[:1] == ["serve"]:
         pass
 elif args[:2] == ["bench", "serve"]:
     flag = lambda name: args[args.index(name) + 1]
-    urllib.request.urlopen(flag("--base-url") + "/health", timeout=5)  # the engine must be up
+    urllib.request.urlopen(flag("--base-url") + "/health", timeout=5)  # the engine must be up, on that port
+    with urllib.request.urlopen(flag("--base-url") + "/v1/models", timeout=5) as r:  # and serve that --model
+        names = [m["id"] for m in json.load(r)["data"]]
+    if flag("--model") not in names:
+        sys.exit(f"fake vllm bench serve: the server serves {names}, not --model {flag('--model')}")
     c, n = int(flag("--max-concurrency")), int(flag("--num-prompts"))
     p, o = int(flag("--random-input-len")), int(flag("--random-output-len"))
     doc = {"completed": n, "failed": 0, "total_input_tokens": n * p, "total_output_tokens": n * o,
