@@ -34,7 +34,7 @@ from .serving.service import ServingArgs
 from .serving.shape import on_ray, ray_topologies
 from .serving.upgrades import no_room, pool_surge
 from .serving.profile import PROFILES_DIR
-from .profiling.plan import ProfilePlan, ProfileRefused, plan_profile, FIX as PROFILE_FIX
+from .profiling.plan import ProfilePlan, ProfileRefused, plan_profile, profile_candidates, FIX as PROFILE_FIX
 
 # The modules whose plan checks register into config/problems.py, imported once here (the assembly layer, the only
 # one above every concern that checks a plan): config.problems.ORDER fixes the order they report in.
@@ -209,7 +209,6 @@ def profile_plans(cfg: StackConfig, topologies: dict[str, Topology]) -> tuple[di
     p = cfg.planning.profile
     if not p.enabled:
         return {}, []
-    from .planner.search import candidate_shapes
     from .planning import plan_request
     names = [d.name for d in cfg.models]
     problems = [f"planning.profile.models[{i}]: {n!r} is none of the stack's models ({', '.join(names)}); list "
@@ -221,9 +220,9 @@ def profile_plans(cfg: StackConfig, topologies: dict[str, Topology]) -> tuple[di
             continue
         try:
             plans[dep.name] = plan_profile(
-                dep.name, t, candidate_shapes(plan_request(cfg, dep)), count=p.candidates, max_minutes=p.max_minutes,
+                dep.name, t, profile_candidates(plan_request(cfg, dep)), count=p.candidates, max_minutes=p.max_minutes,
                 max_minutes_per_shape=p.max_minutes_per_shape, out_dir=PROFILES_DIR,
-                pinned_seqs=dep.engine.max_num_seqs)
+                pinned_seqs=dep.engine.max_num_seqs, sized_pool=cfg.cloud != "existing")
         except ProfileRefused as e:
             problems.append(f"planning.profile: models[{i}] ({dep.name}) cannot be profiled: {e}; {PROFILE_FIX}")
     return plans, problems

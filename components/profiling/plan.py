@@ -5,8 +5,11 @@ Pure (no Pulumi). From the planner's feasible shapes, cheapest first (planner/se
 * only those on the planned instance type: the Job runs on the model's own GPU pool;
 * one per TP x PP: planning.measurements match a shape by GPU, TP, PP and precision (planner/measured.py), not by
   KV-cache dtype, so two KV dtypes of one TP would be read as one shape; the cheaper one's arguments are run;
-* the first `candidates` of those; a multi-node one (PP > 1) is skipped with the reason (the Job starts one node's
-  engine), one already measured (planning.measurements holds it) is not run again.
+* ranked as the estimate ranks them (the request without planning.measurements), so the set a profile measures does
+  not move as its own results come in: once they are all measured, no Job runs;
+* the first `candidates` of those that run on one node; a multi-node one (PP > 1) ranked among them is skipped with the
+  reason (the Job starts one node's engine), one already measured (planning.measurements holds it) counts but is not
+  run again.
 
 Each shape runs its planned `vllm serve` arguments except --max-num-seqs, which is the sweep's top level (the shape's
 KV limit; engine.maxNumSeqs where the stack sets it): run at the estimated knee, the engine would queue every level
@@ -18,10 +21,11 @@ candidate is measured needs no Job (plan_profile returns a ProfilePlan with no s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..planner.capacity import sweep_levels
-from ..planner.search import CandidateShape
+from ..planner.request import PlanRequest
+from ..planner.search import CandidateShape, candidate_shapes, evaluate
 from ..planner.topology import Topology
 
 FIX = ("list the models a single node serves under planning.profile.models, or measure the deployed replica with "
@@ -64,6 +68,7 @@ class ProfilePlan:
     shapes: tuple[ProfileShape, ...]
     skipped: tuple[tuple[str, str], ...] = ()  # (shape label, why it is not run)
     measured: tuple[str, ...] = ()  # shapes planning.measurements already holds: not run again
+    sized_pool: bool = True  # the stack sizes the GPU pool (EKS / GKE); False: an existing cluster's nodes
 
     @property
     def gpus(self) -> int:
@@ -103,8 +108,11 @@ class ProfilePlan:
                 f"start" if total > self.max_minutes else "")
         out.append(f"{who}: bounds: {self.max_minutes_per_shape} min per shape, {self.max_minutes} min in all "
                    f"(activeDeadlineSeconds {self.deadline_s}){late}; cost bound {price} "
-                   f"({self.gpus * self.hours:g} GPU-h asked); the pool's maximum has one node more while the "
-                   f"profile is on, and it goes back to its planned size when the Job ends")
+                   f"({self.gpus * self.hours:g} GPU-h asked); " + (
+                       "the pool's maximum has one node more while the profile is on: the autoscaler adds it for the "
+                       "Job and removes it once idle, and the pool goes back to its planned size" if self.sized_pool
+                       else f"the stack does not size an existing cluster's nodes: the Job waits, within its "
+                            f"deadline, for {self.gpus} free GPUs on one of them"))
         out.append(f"{who}: results in {self.out_dir}/rows.json on the model cache and in the Job's log; list them "
                    f"under planning.measurements (docs/measurements.md \"Profiling on the cluster\")")
         return out
@@ -124,6 +132,22 @@ class ProfilePlan:
         }
 
 
+def profile_candidates(req: PlanRequest) -> list[CandidateShape]:
+    """The feasible shapes as the estimate ranks them, each with the knee_source planning.measurements gives it:
+    "measured: ..." where the measurement is used, or "measured: refused" where it shows the shape missing the SLA
+    (the plan then drops the shape: it is measured all the same)."""
+    ranked = candidate_shapes(replace(req, measurements=()))
+    if not req.measurements:
+        return ranked
+    key = lambda c: (c.instance_type, c.tp, c.pp, c.kv_cache_dtype)  # noqa: E731
+    known = {key(c): c.knee_source for c in candidate_shapes(req) if c.knee_source}
+    _, refusals = evaluate(req)
+    for r in refusals:
+        if r.detail.startswith("measured "):
+            known.setdefault((r.instance_type, r.tp, r.pp, r.kv_cache_dtype), "measured: refused")
+    return [replace(c, knee_source=known.get(key(c), "")) for c in ranked]
+
+
 def shape_id(c: CandidateShape) -> str:
     return f"{c.accelerator}-tp{c.tp}" + (f"-pp{c.pp}" if c.pp > 1 else "") + \
         ("" if c.kv_cache_dtype == "auto" else f"-{c.kv_cache_dtype}kv")
@@ -136,7 +160,8 @@ def _with_seqs(args: tuple[str, ...], seqs: int) -> tuple[str, ...]:
 
 
 def plan_profile(deployment: str, t: Topology, candidates: list[CandidateShape], *, count: int, max_minutes: int,
-                 max_minutes_per_shape: int, out_dir: str, pinned_seqs: int | None = None) -> ProfilePlan:
+                 max_minutes_per_shape: int, out_dir: str, pinned_seqs: int | None = None,
+                 sized_pool: bool = True) -> ProfilePlan:
     """The Job's shapes for one model (see the module). Raises ProfileRefused when no shape on the model's pool can
     be started on one node and none is measured."""
     if t.disaggregated:
@@ -146,13 +171,17 @@ def plan_profile(deployment: str, t: Topology, candidates: list[CandidateShape],
     for c in candidates:
         if c.instance_type == t.instance_type:
             seen.setdefault((c.tp, c.pp), c)
-    chosen = list(seen.values())[:count]
-    shapes, skipped, measured = [], [], []
-    for c in chosen:
-        if c.multi_node:
-            skipped.append((c.label(), f"TP {c.tp} x PP {c.pp} spans {c.pp} nodes; the Job starts one node's "
-                                       f"engine ({c.gpus_per_node} GPUs)"))
-        elif c.knee_source:
+    shapes, skipped, measured, passed = [], [], [], []
+    for c in seen.values():
+        if len(shapes) + len(measured) == count:
+            break
+        if c.multi_node:  # said where it ranks before a shape the Job runs (or where no shape runs)
+            passed.append((c.label(), f"TP {c.tp} x PP {c.pp} spans {c.pp} nodes; the Job starts one node's "
+                                      f"engine ({c.gpus_per_node} GPUs)"))
+            continue
+        skipped += passed
+        passed = []
+        if c.knee_source:
             measured.append(c.label())
         else:
             top = max(1, c.kv_limit)  # the KV limit is already within engine.maxNumSeqs where the stack sets it
@@ -160,7 +189,8 @@ def plan_profile(deployment: str, t: Topology, candidates: list[CandidateShape],
             shapes.append(ProfileShape(shape_id(c), c.label(), c.tp, c.pp, c.kv_cache_dtype, seqs,
                                        tuple(sweep_levels(top)), _with_seqs(c.vllm_args, seqs)))
     if not shapes and not measured:
-        why = "; ".join(f"{label}: {reason}" for label, reason in skipped) or f"no feasible shape on {t.instance_type}"
+        why = "; ".join(f"{label}: {reason}" for label, reason in passed[:count]) or \
+            f"no feasible shape on {t.instance_type}"
         raise ProfileRefused(f"no candidate shape on {t.instance_type} runs on one node ({why})")
     return ProfilePlan(
         deployment=deployment, model=t.model, served=t.served_model_name, tokenizer=t.model_repo,
@@ -168,4 +198,4 @@ def plan_profile(deployment: str, t: Topology, candidates: list[CandidateShape],
         gpus_per_node=t.gpus_per_node, price_per_node_hour=t.price_per_node_hour, prompt_tokens=t.prompt_tokens,
         output_tokens=t.output_tokens, max_model_len=t.max_model_len, out_dir=f"{out_dir}/{deployment}",
         max_minutes=max_minutes, max_minutes_per_shape=max_minutes_per_shape, shapes=tuple(shapes),
-        skipped=tuple(skipped), measured=tuple(measured))
+        skipped=tuple(skipped), measured=tuple(measured), sized_pool=sized_pool)

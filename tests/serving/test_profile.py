@@ -88,6 +88,9 @@ def test_the_plan_states_the_shapes_the_time_bound_and_the_cost_bound():
     # 90 min of one $98.32/h node: $147.48; 4 GPUs x 1.5 h
     assert ("bounds: 20 min per shape, 90 min in all (activeDeadlineSeconds 5400); cost bound $147.48: one "
             "existing-h100x8 at $98.32/h for 1.5 h (6 GPU-h asked)") in lines[1]
+    # an existing cluster: the stack does not size its nodes, so it promises no pool room
+    assert lines[1].endswith("the stack does not size an existing cluster's nodes: the Job waits, within its "
+                             "deadline, for 4 free GPUs on one of them")
     assert "/models/profiles/chat/rows.json" in lines[2]
     late = profiled({"maxMinutes": 40, "maxMinutesPerShape": 20}).lines()[1]
     assert "3 x 20 min is more than that: the last shapes may not start" in late
@@ -254,3 +257,42 @@ def test_a_shape_past_its_bound_keeps_the_levels_it_measured(gpu_machine, monkey
     assert [r["concurrency"] for r in shape["rows"]] == [1, 2, 4] and not _up(port)
     assert shape["reason"] == "stopped at the shape's time bound before concurrency 8"
     assert [s.points[-1].concurrency for s in read(results / "rows.json", "rows.json")] == [4]
+
+
+def _aws_stack(profile: dict | None):
+    raw = project_values(load_stack_yaml(stack_file("prod-llama70b-aws")))
+    if profile:
+        raw["planning"] = {"profile": profile}
+    return parse(raw, {"hfToken", "gatewayApiKeys"}, base_dir=ROOT / "stacks")
+
+
+def test_the_pool_has_room_for_the_job_only_while_it_runs():
+    from components.wiring import cluster_args
+
+    def pools(cfg):
+        return {p.name: (p.min_nodes, p.desired_nodes, p.max_nodes) for p in cluster_args(cfg, plan_stack(cfg)).pools}
+
+    planned = pools(_aws_stack(None))
+    profiling = pools(_aws_stack({"enabled": True}))
+    # one node more at the maximum (the autoscaler adds it for the Job's pending pod and removes it once idle);
+    # the minimum and the desired size stay the plan's
+    assert {k: (lo, want, top + 1) for k, (lo, want, top) in planned.items()} == profiling
+    # on p5.48xlarge only TP 8 runs on one node: the cheaper multi-node shapes are not what the Job measures
+    cfg = _aws_stack({"enabled": True})
+    plans, _ = profile_plans(cfg, plan_stack(cfg))
+    assert [s.id for s in plans["llama-70b"].shapes] == ["h100-tp8"]
+    assert "the pool's maximum has one node more while the profile is on" in plans["llama-70b"].lines()[1]
+
+
+def test_a_shape_whose_measurement_misses_the_sla_counts_as_measured(tmp_path):
+    """A measurement that refuses a shape (it misses the SLA at its lowest concurrency) is a result: the profile does
+    not run that shape again (else it would, on every `pulumi up`)."""
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([
+        {"id": "chat-h100-tp1-c1", "gpu": "h100", "model": "llama-3.1-8b", "precision": "bf16", "vllm": "0.31.0",
+         "tp": 1, "pp": 1, "prompt_tokens": 1024, "output_tokens": 256, "mode": "closed", "concurrency": 1,
+         "tpot_ms": 50.0, "ttft_ms": 300.0, "output_tps": 20.0, "total_tps": 100.0, "max_model_len": 8192,
+         "source": "test", "date": "2026-12-06", "notes": "p99 TPOT 60.0 ms, p99 TTFT 900.0 ms, 32 requests, 0 failed"}]))
+    cfg = parse(values({"profile": {"enabled": True}, "measurements": [str(rows)]}), {"hfToken"})
+    p = profile_plans(cfg, plan_stack(cfg))[0]["chat"]
+    assert [s.id for s in p.shapes] == ["h100-tp2", "h100-tp4"] and p.measured == ("h100 TP 1 on existing-h100x8",)
