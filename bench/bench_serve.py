@@ -50,9 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 # The reusable core (the `vllm bench serve` command, the row of a saved result, starting and stopping the engine)
 # lives in components/profiling/sweep.py, which the profile Job (planning.profile) also runs inside the vLLM image.
-from components.profiling.sweep import (MIN_PROMPTS, PROMPTS_PER_USER, ServeError, bench_command,  # noqa: E402,F401
-                                        gpus_here, parse_result, port_of as _port, start_engine, stop_engine,
-                                        tail as _tail, with_port, write_rows)
+from components.profiling.sweep import (ServeError, bench_command, gpus_here, parse_result,  # noqa: E402
+                                        port_of as _port, start_engine, stop_engine, with_port, write_rows)
 from components.profiling import sweep as _sweep  # noqa: E402
 
 INSTALL_HINT = ("; install the pinned vLLM on this GPU machine (pip install vllm==0.31.0) or measure a running "

@@ -91,7 +91,8 @@ class ProfilePlan:
     def lines(self) -> list[str]:
         """What the plan says before `pulumi up` runs the Job."""
         who = f"planning.profile {self.deployment}"
-        out = [f"{who}: {'; '.join(self.measured)} measured (planning.measurements): not run again"] if self.measured else []
+        out = [f"{who}: {'; '.join(self.measured)} measured (planning.measurements): not run again"
+               ] if self.measured else []
         out += [f"{who}: {label} skipped: {why}" for label, why in self.skipped]
         if not self.shapes:
             return out + [f"{who}: every candidate shape is measured: no Job; set planning.profile.enabled: false "

@@ -205,6 +205,16 @@ def profile_shape(spec: dict, shape: dict, out_dir: Path, vllm: str, deadline: f
     return {**entry, "status": status, "reason": reason, "rows": rows}
 
 
+def _write(summary: dict, out_dir: Path) -> list[dict]:
+    """summary.json, and rows.json where some shape has rows; returns the rows."""
+    rows = [r for s in summary["shapes"] for r in s["rows"]]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    if rows:
+        write_rows(rows, out_dir / ROWS_FILE)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """The profile Job: `python3 sweep.py SPEC.json` (the spec components/profiling/plan.py renders)."""
     args = sys.argv[1:] if argv is None else argv
@@ -241,13 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         entry = summary["shapes"][-1]
         print(f"{shape['id']}: {entry['status']}, {len(entry['rows'])} row(s)"
               + (f": {entry['reason']}" if entry.get("reason") else ""), flush=True)
-    rows = [r for s in summary["shapes"] for r in s["rows"]]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+        rows = _write(summary, out_dir)  # after every shape: a Job ended at its deadline keeps what it finished
+    rows = _write(summary, out_dir)
     if not rows:
         print(f"no shape was measured; see {out_dir / SUMMARY_FILE}", file=sys.stderr)
         return 1
-    write_rows(rows, out_dir / ROWS_FILE)
     print(f"{BEGIN} {spec['deployment']} ---")
     print(json.dumps(rows, indent=2))
     print(f"{END} ---")

@@ -52,7 +52,7 @@ def test_profile_rows_become_the_plans_measured_knee(gpu_machine, monkeypatch, c
     assert after.est_tpot_ms == 92.0  # the fake's 60 + 32 at the knee
     # the plan says so on its knee line
     from components.cli.summary import summary
-    assert f"concurrent/replica at 1024+256 tokens" in summary(after) and f"; measured: {rows}" in summary(after)
+    assert "concurrent/replica at 1024+256 tokens" in summary(after) and f"; measured: {rows}" in summary(after)
     # the next `pulumi up` runs no Job: both shapes are measured, and the plan says how to turn the profile off
     plans, problems = profile_plans(cfg, plan_stack(cfg))
     assert problems == [] and plans["chat"].shapes == ()

@@ -140,7 +140,8 @@ def test_the_job_runs_once_within_its_bound_on_the_models_gpu_pool(rendered):
     assert spec["backoffLimit"] == 0 and spec["activeDeadlineSeconds"] == 7200  # maxMinutes 120 (the default)
     assert spec["ttlSecondsAfterFinished"] == 7 * 24 * 3600
     assert pod["restartPolicy"] == "Never"
-    assert job["metadata"]["name"] == "profile-chat" and job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    assert job["metadata"]["name"] == "profile-chat"
+    assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
     served = deployment["spec"]["template"]["spec"]
     # where the serving pods land: the pool's tolerations and node affinity
     assert pod["tolerations"] == served["tolerations"] and pod.get("affinity") == served.get("affinity")
@@ -172,7 +173,7 @@ def test_the_job_mounts_the_model_cache_where_the_serving_pods_do(rendered):
     # the serving pods' engine arguments the cache adds (the loader), after each shape's own
     served_args = served["containers"][0]["args"]
     tail = served_args[served_args.index("--port") + 2:served_args.index("--shutdown-timeout")]
-    assert all(s["args"][-len(tail):] == tail for s in spec["shapes"]) if tail else True
+    assert tail and all(s["args"][-len(tail):] == tail for s in spec["shapes"])
 
 
 def test_the_configmap_ships_the_entrypoint_as_it_is(rendered):
@@ -292,7 +293,28 @@ def test_a_shape_whose_measurement_misses_the_sla_counts_as_measured(tmp_path):
         {"id": "chat-h100-tp1-c1", "gpu": "h100", "model": "llama-3.1-8b", "precision": "bf16", "vllm": "0.31.0",
          "tp": 1, "pp": 1, "prompt_tokens": 1024, "output_tokens": 256, "mode": "closed", "concurrency": 1,
          "tpot_ms": 50.0, "ttft_ms": 300.0, "output_tps": 20.0, "total_tps": 100.0, "max_model_len": 8192,
-         "source": "test", "date": "2026-12-06", "notes": "p99 TPOT 60.0 ms, p99 TTFT 900.0 ms, 32 requests, 0 failed"}]))
+         "source": "test", "date": "2026-12-06",
+         "notes": "p99 TPOT 60.0 ms, p99 TTFT 900.0 ms, 32 requests, 0 failed"}]))
     cfg = parse(values({"profile": {"enabled": True}, "measurements": [str(rows)]}), {"hfToken"})
     p = profile_plans(cfg, plan_stack(cfg))[0]["chat"]
     assert [s.id for s in p.shapes] == ["h100-tp2", "h100-tp4"] and p.measured == ("h100 TP 1 on existing-h100x8",)
+
+
+def test_a_job_ended_at_its_deadline_keeps_the_shapes_it_finished(gpu_machine, monkeypatch, capsys):
+    """Kubernetes ends the Job at activeDeadlineSeconds (SIGKILL, nothing runs after): the rows of every finished
+    shape are already on the cache volume."""
+    tmp, port = gpu_machine
+    real = sweep.profile_shape
+    shapes_done = []
+
+    def killed_on_the_second(spec, shape, *a):
+        if shapes_done:
+            raise SystemExit(137)
+        shapes_done.append(shape["id"])
+        return real(spec, shape, *a)
+
+    monkeypatch.setattr(sweep, "profile_shape", killed_on_the_second)
+    with pytest.raises(SystemExit):
+        run_entrypoint(tmp, port, profiled({"candidates": 2}), capsys)
+    shapes = read(tmp / "profiles" / "chat" / "rows.json", "rows.json")
+    assert [(s.tp, len(s.points)) for s in shapes] == [(1, 6)]
