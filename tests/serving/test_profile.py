@@ -304,6 +304,7 @@ def test_a_job_ended_at_its_deadline_keeps_the_shapes_it_finished(gpu_machine, m
     """Kubernetes ends the Job at activeDeadlineSeconds (SIGKILL, nothing runs after): the rows of every finished
     shape are already on the cache volume."""
     tmp, port = gpu_machine
+    monkeypatch.setenv("FAKE_GPUS", "2")
     real = sweep.profile_shape
     shapes_done = []
 
