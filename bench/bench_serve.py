@@ -22,7 +22,7 @@ For each concurrency 1, 2, 4, ... up to what one replica's KV cache holds at the
     vllm bench serve --backend openai-chat --base-url URL --endpoint /v1/chat/completions --model SERVED
         --tokenizer REPO --dataset-name random --random-input-len P --random-output-len O --ignore-eos
         --max-concurrency C --num-prompts N --request-rate inf --percentile-metrics ttft,tpot,itl
-        --metric-percentiles 99 --num-warmups C --save-result --result-dir DIR --result-filename c{C}.json
+        --metric-percentiles 90,99 --num-warmups C --save-result --result-dir DIR --result-filename c{C}.json
 
 and turns each saved result (keys of vLLM's bench result: completed, total_input_tokens, total_output_tokens,
 output_throughput, total_token_throughput, mean_/median_/p99_ ttft_ms and tpot_ms) into a row. Point the

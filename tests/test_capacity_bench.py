@@ -36,6 +36,8 @@ def test_bench_command_uses_vllm_031_flags():
     assert _flag(cmd, "--request-rate") == "inf" and "--ignore-eos" in cmd and "--save-result" in cmd
     assert (_flag(cmd, "--result-dir"), _flag(cmd, "--result-filename")) == ("/tmp/r", "c16.json")
     assert _flag(cmd, "--num-warmups") == "16"  # one warm-up request per concurrent user, outside the figures
+    # the p90 and p99 figures: sla.latencyPercentile p90 (the default) and p99 read them from the row's notes
+    assert (_flag(cmd, "--percentile-metrics"), _flag(cmd, "--metric-percentiles")) == ("ttft,tpot,itl", "90,99")
     assert _flag(bench_serve.bench_command("m", "r", "u", 8, 8, 1, "d"), "--num-prompts") == "32"
 
 
@@ -200,7 +202,10 @@ elif args[:2] == ["bench", "serve"]:
     p, o = int(flag("--random-input-len")), int(flag("--random-output-len"))
     doc = {"completed": n, "failed": 0, "total_input_tokens": n * p, "total_output_tokens": n * o,
            "output_throughput": 40.0 * c, "total_token_throughput": 200.0 * c, "mean_ttft_ms": 300.0 + c,
-           "mean_tpot_ms": 60.0 + c, "p99_ttft_ms": 900.0, "p99_tpot_ms": 90.0}
+           "mean_tpot_ms": 60.0 + c}
+    tails = {"90": (600.0 + c, 70.0 + c), "99": (900.0, 90.0)}  # (TTFT, TPOT): p{X} for each --metric-percentiles X
+    for x in flag("--metric-percentiles").split(","):
+        doc[f"p{x}_ttft_ms"], doc[f"p{x}_tpot_ms"] = tails[x]
     os.makedirs(flag("--result-dir"), exist_ok=True)
     with open(os.path.join(flag("--result-dir"), flag("--result-filename")), "w") as f:
         json.dump(doc, f)
