@@ -22,7 +22,7 @@ For each concurrency 1, 2, 4, ... up to what one replica's KV cache holds at the
     vllm bench serve --backend openai-chat --base-url URL --endpoint /v1/chat/completions --model SERVED
         --tokenizer REPO --dataset-name random --random-input-len P --random-output-len O --ignore-eos
         --max-concurrency C --num-prompts N --request-rate inf --percentile-metrics ttft,tpot,itl
-        --metric-percentiles 99 --num-warmups C --save-result --result-dir DIR --result-filename c{C}.json
+        --metric-percentiles 90,99 --num-warmups C --save-result --result-dir DIR --result-filename c{C}.json
 
 and turns each saved result (keys of vLLM's bench result: completed, total_input_tokens, total_output_tokens,
 output_throughput, total_token_throughput, mean_/median_/p99_ ttft_ms and tpot_ms) into a row. Point the
@@ -40,134 +40,35 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-MIN_PROMPTS = 32
-PROMPTS_PER_USER = 8  # enough requests at each level that the start-up burst is a small share
+# The reusable core (the `vllm bench serve` command, the row of a saved result, starting and stopping the engine)
+# lives in components/profiling/sweep.py, which the profile Job (planning.profile) also runs inside the vLLM image.
+from components.profiling.sweep import (ServeError, bench_command, gpus_here, parse_result,  # noqa: E402
+                                        port_of as _port, start_engine, stop_engine, with_port, write_rows)
+from components.profiling import sweep as _sweep  # noqa: E402
 
-
-def bench_command(served: str, tokenizer: str, base_url: str, prompt: int, output: int, concurrency: int,
-                  result_dir: str, num_prompts: int | None = None) -> list[str]:
-    n = num_prompts or max(MIN_PROMPTS, PROMPTS_PER_USER * concurrency)
-    return ["vllm", "bench", "serve", "--backend", "openai-chat", "--base-url", base_url,
-            "--endpoint", "/v1/chat/completions", "--model", served, "--tokenizer", tokenizer,
-            "--dataset-name", "random", "--random-input-len", str(prompt), "--random-output-len", str(output),
-            "--ignore-eos", "--max-concurrency", str(concurrency), "--num-prompts", str(n),
-            "--request-rate", "inf", "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", "99",
-            "--num-warmups", str(concurrency), "--save-result", "--result-dir", result_dir, "--result-filename", f"c{concurrency}.json"]
-
-
-def parse_result(doc: dict, *, row_id: str, gpu: str, model: str, precision: str, vllm: str, tp: int, pp: int,
-                 concurrency: int, max_model_len: int, source: str, date: str) -> dict:
-    """One measurements row from a result JSON that `vllm bench serve --save-result` wrote."""
-    done = doc["completed"]
-    if not done:
-        raise ValueError(f"{row_id}: no request completed ({doc.get('failed', '?')} failed)")
-    return {
-        "id": row_id, "gpu": gpu, "model": model, "precision": precision, "vllm": vllm, "tp": tp, "pp": pp,
-        "prompt_tokens": round(doc["total_input_tokens"] / done, 1),
-        "output_tokens": round(doc["total_output_tokens"] / done, 1),
-        "mode": "closed", "concurrency": concurrency,
-        "tpot_ms": doc["mean_tpot_ms"], "ttft_ms": doc["mean_ttft_ms"],
-        "output_tps": doc["output_throughput"], "total_tps": doc["total_token_throughput"],
-        "max_model_len": max_model_len, "source": source, "date": date,
-        "notes": f"p99 TPOT {doc.get('p99_tpot_ms')} ms, p99 TTFT {doc.get('p99_ttft_ms')} ms, "
-                 f"{done} requests, {doc.get('failed', 0)} failed",
-    }
-
-
-def write_rows(rows: list[dict], out: Path) -> None:
-    """The rows file: a JSON list of measurements rows (components/catalog/bench_results.py reads it back)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2) + "\n")
-
-
-class ServeError(Exception):
-    """--serve could not start or keep the engine: the message says what to do."""
+INSTALL_HINT = ("; install the pinned vLLM on this GPU machine (pip install vllm==0.31.0) or measure a running "
+                "endpoint with --base-url")
 
 
 def serve_argv(t, port: int | None) -> list[str]:
     """`vllm serve` with the plan's arguments; `port` replaces the plan's --port."""
-    args = list(t.vllm_args)
-    if port is not None:
-        i = args.index("--port")
-        args[i + 1] = str(port)
-    return ["vllm", "serve", *args]
-
-
-def _port(argv: list[str]) -> int:
-    return int(argv[argv.index("--port") + 1])
+    return ["vllm", "serve", *with_port(list(t.vllm_args), port)]
 
 
 def installed_vllm() -> str:
     """The release `vllm --version` prints (its last line, e.g. 0.31.0)."""
     try:
-        out = subprocess.run(["vllm", "--version"], capture_output=True, text=True, check=True, timeout=120).stdout
-    except FileNotFoundError:
-        raise ServeError("--serve: no `vllm` on PATH; install the pinned vLLM on this GPU machine "
-                         "(pip install vllm==0.31.0) or measure a running endpoint with --base-url") from None
-    except subprocess.CalledProcessError as e:
-        raise ServeError(f"--serve: `vllm --version` failed ({e.returncode}): {e.stderr.strip()[-300:]}") from None
-    return out.strip().splitlines()[-1].strip().lstrip("v")
-
-
-def gpus_here() -> int:
-    try:
-        out = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True, timeout=60).stdout
-    except FileNotFoundError:
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
-
-
-def start_engine(argv: list[str], log: Path, timeout_s: float, poll_s: float = 2.0) -> subprocess.Popen:
-    """Start `argv` with its output in `log`; return once GET /health answers 200. The engine is stopped and the
-    log's tail raised if it exits or does not answer within `timeout_s`."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as f:
-        proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://localhost:{_port(argv)}/health"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise ServeError(f"--serve: `vllm serve` exited with {proc.returncode} before answering {url}; "
-                             f"the end of {log}:\n{_tail(log)}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                if r.status == 200:
-                    return proc
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(poll_s)
-    stop_engine(proc)
-    raise ServeError(f"--serve: {url} did not answer within {timeout_s:g} s (weights loading? raise "
-                     f"--start-timeout); the end of {log}:\n{_tail(log)}")
-
-
-def stop_engine(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
-    """SIGINT to the engine's process group (vLLM shuts its workers down on it), SIGKILL after `grace_s`."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGINT)
-    try:
-        proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-def _tail(log: Path, lines: int = 20) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else "(no log)"
+        return _sweep.installed_vllm(INSTALL_HINT)
+    except ServeError as e:
+        raise ServeError(f"--serve: {e}") from None
 
 
 def _levels(t) -> list[int]:
@@ -229,7 +130,11 @@ def _run(a) -> int:
             if vllm != VLLM_VERSION.lstrip("v"):
                 print(f"note: vLLM {vllm} is installed, not the pinned {VLLM_VERSION.lstrip('v')}: the rows say "
                       f"{vllm}, and calibration counts them in that release's engine era", file=sys.stderr)
-            engine = start_engine(argv, out.parent / f"{out.stem}-server.log", a.start_timeout)
+            try:
+                engine = start_engine(argv, out.parent / f"{out.stem}-server.log", a.start_timeout,
+                                      hint="weights loading? raise --start-timeout")
+            except ServeError as e:
+                raise ServeError(f"--serve: {e}") from None
         base_url = f"http://localhost:{_port(argv)}"
     rows = []
     try:

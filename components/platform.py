@@ -153,6 +153,19 @@ class Platform(pulumi.ComponentResource):
                                depends_on=[*pods_need, self.cache, *self.cache.prepull], opts=child)
             for model, t in topologies.items()}
         self.endpoints = {model: s.endpoint for model, s in self.services.items()}
+        # --- planning.profile: a Job per model measuring its candidate shapes on its GPU pool (serving/profile.py) ---
+        from .serving.profile import ProfileJob
+        from .wiring import profile_plans
+        self.profiles = {}
+        for model, plan in profile_plans(cfg, topologies)[0].items():
+            for line in plan.lines():  # GPU hours spent by `pulumi up`: shown before it runs (and by `plan`)
+                pulumi.log.warn(line, self)
+            if plan.shapes:
+                t = topologies[model]
+                self.profiles[model] = ProfileJob(
+                    f"{name}-{model}-profile", plan, t, cfg.namespace, self.facts.pool_for(t.instance_type),
+                    self.cache.facts, labels, provider=self.facts.provider,
+                    depends_on=[*pods_need, self.cache, *self.cache.prepull], opts=child)
         # --- inference gateway (issue 12): StackConfig.gateway -> GatewayArgs -> InferenceGateway ---
         # EKS: after the AWS Load Balancer Controller, which turns the gateway's LoadBalancer Service into an NLB;
         # after the ServiceMonitor CRD (the EPP charts make one each)

@@ -33,6 +33,8 @@ from .cluster.source_access import bucket_readers
 from .serving.service import ServingArgs
 from .serving.shape import on_ray, ray_topologies
 from .serving.upgrades import no_room, pool_surge
+from .serving.profile import PROFILES_DIR
+from .profiling.plan import ProfilePlan, ProfileRefused, plan_profile, profile_candidates, FIX as PROFILE_FIX
 
 # The modules whose plan checks register into config/problems.py, imported once here (the assembly layer, the only
 # one above every concern that checks a plan): config.problems.ORDER fixes the order they report in.
@@ -65,8 +67,11 @@ def cluster_args(cfg: StackConfig, topologies: dict[str, Topology], kubeconfig: 
         return ExistingClusterArgs(existing=cfg.existing, cluster=cfg.cluster, model_cache=cfg.model_cache,
                                    topologies=dict(topologies), kubeconfig=kubeconfig)
     # serving.rayUpgradeStrategy NewCluster: room for a RayService's second cluster (serving/upgrades.py)
-    pools = tuple(gpu_pool_specs(topologies, pool_surge(cfg.serving.ray_upgrade_strategy,
-                                                        ray_topologies(cfg.serving, topologies))))
+    surge = pool_surge(cfg.serving.ray_upgrade_strategy, ray_topologies(cfg.serving, topologies))
+    for model, plan in profile_plans(cfg, topologies)[0].items():  # planning.profile: room for the Job's one node
+        if plan.shapes:
+            surge[model] = surge.get(model, 0) + 1
+    pools = tuple(gpu_pool_specs(topologies, surge))
     readers = bucket_readers(cfg.namespace, model_sources(cfg).values())
     if cfg.cloud == "aws":
         from .cluster.aws.component import AwsClusterArgs, pool_models
@@ -198,6 +203,31 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
     return collect(plan_context(cfg, topologies, provider_config))
 
 
+def profile_plans(cfg: StackConfig, topologies: dict[str, Topology]) -> tuple[dict[str, ProfilePlan], list[str]]:
+    """planning.profile: what each profiled model's Job measures (components/profiling/plan.py), and the problems
+    (`field: problem` lines) of the models it cannot profile or does not know."""
+    p = cfg.planning.profile
+    if not p.enabled:
+        return {}, []
+    from .planning import plan_request
+    names = [d.name for d in cfg.models]
+    problems = [f"planning.profile.models[{i}]: {n!r} is none of the stack's models ({', '.join(names)}); list "
+                f"models[].name values" for i, n in enumerate(p.models or ()) if n not in names]
+    plans = {}
+    for i, dep in enumerate(cfg.models):
+        t = topologies.get(dep.name)
+        if t is None or not p.profiles(dep.name):
+            continue
+        try:
+            plans[dep.name] = plan_profile(
+                dep.name, t, profile_candidates(plan_request(cfg, dep)), count=p.candidates, max_minutes=p.max_minutes,
+                max_minutes_per_shape=p.max_minutes_per_shape, out_dir=PROFILES_DIR,
+                pinned_seqs=dep.engine.max_num_seqs, sized_pool=cfg.cloud != "existing")
+        except ProfileRefused as e:
+            problems.append(f"planning.profile: models[{i}] ({dep.name}) cannot be profiled: {e}; {PROFILE_FIX}")
+    return plans, problems
+
+
 class ValidatedPlan(dict):
     """A plan (deployment name -> Topology) validated_plan has checked: passed on, it is not checked again."""
 
@@ -213,7 +243,7 @@ def validated_plan(cfg: StackConfig, topologies: dict[str, Topology] | None = No
     refused: list[NoFeasibleTopology] = []
     if topologies is None:
         topologies, refused = plan_models(cfg)
-    problems = plan_problems(cfg, topologies, provider_config)
+    problems = plan_problems(cfg, topologies, provider_config) + profile_plans(cfg, topologies)[1]
     if problems:
         raise ConfigError(problems + [e.message.replace(": ", ": no topology fits: ", 1) for e in refused])
     if refused:

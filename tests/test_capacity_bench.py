@@ -36,6 +36,8 @@ def test_bench_command_uses_vllm_031_flags():
     assert _flag(cmd, "--request-rate") == "inf" and "--ignore-eos" in cmd and "--save-result" in cmd
     assert (_flag(cmd, "--result-dir"), _flag(cmd, "--result-filename")) == ("/tmp/r", "c16.json")
     assert _flag(cmd, "--num-warmups") == "16"  # one warm-up request per concurrent user, outside the figures
+    # the p90 and p99 figures: sla.latencyPercentile p90 (the default) and p99 read them from the row's notes
+    assert (_flag(cmd, "--percentile-metrics"), _flag(cmd, "--metric-percentiles")) == ("ttft,tpot,itl", "90,99")
     assert _flag(bench_serve.bench_command("m", "r", "u", 8, 8, 1, "d"), "--num-prompts") == "32"
 
 
@@ -159,8 +161,10 @@ def test_bad_results_files_are_clear_errors(tmp_path, results_file, capsys):
     assert "row id 'chat-h100-tp1-c1' is already in the calibration set" in capsys.readouterr().err
 
 
-# --serve on a GPU machine: a fake `vllm` (serve answers /health on the port it is given until SIGINT; bench serve
-# needs that endpoint up and writes the result file where --result-dir/--result-filename say) and `nvidia-smi`.
+# --serve on a GPU machine: a fake `vllm` (serve answers /health and /v1/models, naming its --served-model-name, on
+# the port it is given until SIGINT; bench serve needs that endpoint up serving its --model, and writes the result
+# file where --result-dir/--result-filename say) and `nvidia-smi`. tests/serving/test_profile.py runs the profile
+# Job's entrypoint against the same fake.
 FAKE_VLLM = r'''#!PYTHON
 import json, os, sys, urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -174,10 +178,13 @@ elif args[:1] == ["serve"]:
     if os.environ.get("FAKE_VLLM_CRASH"):
         print("torch.OutOfMemoryError: CUDA out of memory", flush=True)
         sys.exit(1)
+    served = args[args.index("--served-model-name") + 1] if "--served-model-name" in args else args[1]
     class Health(BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200 if self.path == "/health" else 404)
+        def do_GET(self):  # /health, and /v1/models naming the served model (what `vllm bench serve` asks for)
+            body = json.dumps({"data": [{"id": served}]}).encode() if self.path == "/v1/models" else b""
+            self.send_response(200 if self.path in ("/health", "/v1/models") else 404)
             self.end_headers()
+            self.wfile.write(body)
         def log_message(self, *a):
             pass
     try:
@@ -186,12 +193,19 @@ elif args[:1] == ["serve"]:
         pass
 elif args[:2] == ["bench", "serve"]:
     flag = lambda name: args[args.index(name) + 1]
-    urllib.request.urlopen(flag("--base-url") + "/health", timeout=5)  # the engine must be up
+    urllib.request.urlopen(flag("--base-url") + "/health", timeout=5)  # the engine must be up, on that port
+    with urllib.request.urlopen(flag("--base-url") + "/v1/models", timeout=5) as r:  # and serve that --model
+        names = [m["id"] for m in json.load(r)["data"]]
+    if flag("--model") not in names:
+        sys.exit(f"fake vllm bench serve: the server serves {names}, not --model {flag('--model')}")
     c, n = int(flag("--max-concurrency")), int(flag("--num-prompts"))
     p, o = int(flag("--random-input-len")), int(flag("--random-output-len"))
     doc = {"completed": n, "failed": 0, "total_input_tokens": n * p, "total_output_tokens": n * o,
            "output_throughput": 40.0 * c, "total_token_throughput": 200.0 * c, "mean_ttft_ms": 300.0 + c,
-           "mean_tpot_ms": 60.0 + c, "p99_ttft_ms": 900.0, "p99_tpot_ms": 90.0}
+           "mean_tpot_ms": 60.0 + c}
+    tails = {"90": (600.0 + c, 70.0 + c), "99": (900.0, 90.0)}  # (TTFT, TPOT): p{X} for each --metric-percentiles X
+    for x in flag("--metric-percentiles").split(","):
+        doc[f"p{x}_ttft_ms"], doc[f"p{x}_tpot_ms"] = tails[x]
     os.makedirs(flag("--result-dir"), exist_ok=True)
     with open(os.path.join(flag("--result-dir"), flag("--result-filename")), "w") as f:
         json.dump(doc, f)

@@ -8,6 +8,9 @@
   one shape; the planner reads that shape's knee from them instead of estimating it (planner/measured.py). Paths are
   relative to the stack file's directory, as models[].configFile is. The files are read here, once: a bad file is a
   configuration error naming its entry.
+* profile: a Job on the stack's own GPU pool measures the planner's cheapest single-node candidate shapes with
+  `vllm serve` + `vllm bench serve` (components/profiling/, docs/measurements.md "Profiling on the cluster"), within
+  the time bounds given here; its rows file is what `measurements` then lists.
 """
 from __future__ import annotations
 
@@ -63,6 +66,62 @@ class MeasurementSource(_Base):
         return self._shapes
 
 
+# planning.profile's bounds. A shape needs its weights loaded and CUDA graphs captured (minutes for a 70B) before the
+# first of ~8 sweep levels of 32+ requests each: under 10 minutes only the smallest models finish; the Job as a whole
+# is bounded to 12 h (a forgotten profile must not hold a GPU node for days).
+PROFILE_SHAPE_MINUTES = (10, 240)
+PROFILE_TOTAL_MINUTES = (10, 720)
+PROFILE_CANDIDATES = (1, 8)
+
+
+class Profile(_Base):
+    """planning.profile: measure the planner's candidate shapes on the stack's own GPU pool (a Job per model)."""
+    enabled: bool = Field(False, description="run the profile Job on `pulumi up` for each listed model whose "
+                                             "candidate shapes are not all measured")
+    candidates: int = Field(3, description="the planner's N cheapest single-node shapes on the model's GPU pool "
+                                           "(one per TP x PP) to measure")
+    max_minutes_per_shape: int = Field(30, description="each shape's bound: weights load, /health, the "
+                                                       "concurrency sweep; a shape past it keeps the levels done")
+    max_minutes: int = Field(120, description="the Job's bound (activeDeadlineSeconds): every shape together; the "
+                                              "cost bound the plan prints is one GPU node for this long")
+    models: list[str] | None = Field(None, description="the deployments (models[].name) to profile; default: all")
+
+    @field_validator("candidates")
+    @classmethod
+    def _candidates(cls, v):
+        return _within(v, PROFILE_CANDIDATES, "shapes per model", "e.g. 3: the plan's shape and the next two")
+
+    @field_validator("max_minutes_per_shape")
+    @classmethod
+    def _shape_minutes(cls, v):
+        return _within(v, PROFILE_SHAPE_MINUTES, "minutes for one shape",
+                       "a 70B loads its weights and captures CUDA graphs in 5-15 minutes before the sweep starts")
+
+    @field_validator("max_minutes")
+    @classmethod
+    def _total_minutes(cls, v):
+        return _within(v, PROFILE_TOTAL_MINUTES, "minutes for the whole Job", "it holds one GPU node that long")
+
+    @model_validator(mode="after")
+    def _shape_fits_total(self):
+        if self.max_minutes_per_shape > self.max_minutes:
+            raise field_error("maxMinutesPerShape", f"{self.max_minutes_per_shape} is more than maxMinutes "
+                                                    f"{self.max_minutes} (the whole Job's bound); raise maxMinutes "
+                                                    f"to at least {self.max_minutes_per_shape} or lower "
+                                                    f"maxMinutesPerShape")
+        return self
+
+    def profiles(self, deployment: str) -> bool:
+        return self.enabled and (self.models is None or deployment in self.models)
+
+
+def _within(v: int, bounds: tuple[int, int], what: str, why: str) -> int:
+    low, high = bounds
+    if not low <= v <= high:
+        raise ValueError(f"{v} is outside {low}-{high} ({what}; {why}); set it between {low} and {high}")
+    return v
+
+
 class Planning(_Base):
     latency_margin: float | None = Field(
         None, description="the share the knee keeps the estimated TPOT/TTFT under the SLA; default: the "
@@ -75,6 +134,8 @@ class Planning(_Base):
     measurements: list[MeasurementSource] = Field(
         default_factory=list, description="bench/bench_serve.py rows files or `vllm bench serve` results of this "
                                           "stack's shapes: their knee replaces the estimate (docs/measurements.md)")
+    profile: Profile = Field(default_factory=Profile, description="measure the candidate shapes on the stack's GPU "
+                                                                  "pool with a Job (docs/measurements.md)")
 
     @field_validator("latency_margin")
     @classmethod

@@ -365,3 +365,45 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         knee_notes=_knee_notes(req, best),
         kv_offload_gib=offload, kv_offload_tokens=offload_tokens,
     )
+
+
+@dataclass(frozen=True)
+class CandidateShape:
+    """One feasible shape the planner chose between (candidate_shapes): where and how a replica would run, what
+    the plan would pay for the fleet on it, and the `vllm serve` arguments it would run."""
+    instance_type: str
+    accelerator: str
+    gpus_per_node: int
+    tp: int
+    pp: int
+    kv_cache_dtype: str
+    max_num_seqs: int  # --max-num-seqs as the plan would run it (engine.maxNumSeqs, else the knee)
+    kv_limit: int  # concurrent requests the KV cache / max_num_seqs hold at the workload's lengths
+    cost_per_hour: float  # the fleet on this shape
+    price_per_node_hour: float
+    knee_source: str  # "measured: FILE (...)" where planning.measurements held this shape, else ""
+    vllm_args: tuple[str, ...]
+
+    @property
+    def multi_node(self) -> bool:
+        return self.pp > 1
+
+    def label(self) -> str:
+        kv = "" if self.kv_cache_dtype == "auto" else ", fp8 KV"
+        return f"{shape_text(self.accelerator, self.tp, self.pp)}{kv} on {self.instance_type}"
+
+
+def candidate_shapes(req: PlanRequest, limit: int | None = None) -> list[CandidateShape]:
+    """The feasible shapes of `req`, best first in the order plan_topology ranks them (_Fit.rank: single-node
+    before PP over Ethernet, then the cheapest fleet); the first is the one the plan chooses. `limit`: at most
+    that many. Pure; the profile Job (components/profiling/plan.py) measures the first few."""
+    fits, _ = evaluate(req)
+    fits.sort(key=_Fit.rank)
+    served = req.served_model_name or req.model.id
+    out = []
+    for f in fits[:limit]:
+        seqs = req.engine.max_num_seqs or f.concurrency
+        args = engine_args(req, f.tp, f.pp, f.kv_dtype, seqs, served, batched_tokens(req, f.acc))
+        out.append(CandidateShape(f.inst.name, f.acc.id, f.inst.gpus, f.tp, f.pp, f.kv_dtype, seqs, f.kv_limit,
+                                  round(f.cost, 2), f.inst.price_hour, f.knee_source, tuple(args.to_cli())))
+    return out
