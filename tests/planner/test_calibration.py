@@ -210,3 +210,22 @@ def test_a_rows_engine_flags_size_its_replica():
     assert chunk.max_num_batched_tokens == 8192 and plain.kv_tokens - chunk.kv_tokens == 12_288
     fp8 = shape_for(dataclasses.replace(base, flags=base.flags + " --kv-cache-dtype fp8_e4m3"))
     assert fp8.kv_cache_dtype == "fp8" and fp8.kv_tokens >= 2 * plain.kv_tokens - 32
+
+
+def test_the_margin_cells_are_read_off_the_held_out_rows(held_rows):
+    """planner/margins.py CELLS for the step model are what the held-out half gives today: a refit or a new row
+    that moves a cell fails here until CELLS follows (docs/capacity.md "The planning margin")."""
+    from components.planner.calibration import margin_cells
+    from components.planner.margins import CELLS
+    assert set(margin_cells(held_rows)) == {c for c in CELLS if c.estimator == "step-model"}
+
+
+def test_the_aic_margin_cells_are_read_off_the_rows_it_prices(held_rows):
+    pytest.importorskip("aiconfigurator_core")
+    from dataclasses import replace
+
+    from components.planner.calibration import margin_cells
+    from components.planner.margins import CELLS
+    from components.planner.performance import EFFICIENCY
+    got = margin_cells(held_rows, replace(EFFICIENCY, estimator="aiconfigurator+engine"))
+    assert set(got) == {c for c in CELLS if c.estimator == "aiconfigurator+engine"}
