@@ -214,3 +214,41 @@ def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path
     assert ("  cost: $0.41/h at min 1 replica(s) (1 node(s)), $1.22/h at max 3 (3 node(s)); "
             "$0.41/node-hour spot us-east-1 ⚠;") in out
     assert "total for 2 models: $2.74/h at min replicas, $3.15/h as planned, $3.55/h at max" in out
+
+
+def _gcp(region: str, model: dict, **gcp):
+    return parse({"cloud": "gcp", "environment": "dev", "models": [model],
+                  "gcp": {"project": "my-project-1", "region": region, "zone": f"{region}-b",
+                          "kubeconfigEndpoint": "dns", **gcp}}, {"hfToken"})
+
+
+H100 = {"name": "big", "model": "llama-3.1-70b", "accelerator": "h100", "maxModelLen": 8192,
+        "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 2}}
+
+
+def test_a_type_the_source_does_not_list_in_the_region_is_no_candidate_there():
+    from components.planning import priced_pool
+    # regional.csv (karpenter-provider-gcp initial-prices.json @ 373e2baa): europe-west2 lists g2 shapes but no A3
+    names = {i.name for i in priced_pool(_gcp("europe-west2", H100))}
+    assert "g2-standard-8" in names and not names & {"a3-highgpu-8g", "a3-megagpu-8g"}
+    west4 = {i.name: i for i in priced_pool(_gcp("europe-west4", H100))}
+    assert (west4["a3-highgpu-8g"].price_hour, west4["a3-highgpu-8g"].price_basis) == (112.540479, "on-demand europe-west4")
+
+
+def test_a_model_left_with_no_type_offered_in_the_region_is_refused_naming_it():
+    from components.planner import NoFeasibleTopology
+    with pytest.raises(NoFeasibleTopology) as e:
+        plan_stack(_gcp("me-west1", H100))
+    assert e.value.message == (
+        "models[0] (big): no instance type it may use is offered in me-west1: a3-highgpu-8g, a3-megagpu-8g not listed "
+        "there by the price source (components/catalog/data/prices/regional.csv); choose a region that offers them "
+        "(gcp.region) or another accelerator")
+
+
+def test_the_plan_prints_what_the_mark_beside_its_price_means():
+    spot = summary(plan_stack(aws([SMALL], capacityType="spot"))["small"])
+    assert "$0.41/node-hour spot us-east-1 ⚠;" in spot
+    assert ("\n  ⚠ = not a price read for this region and item from a dated source: an estimate (spot prices move; "
+            "without a regional spot row, a fraction of on-demand), another region's rate") in spot
+    on_demand = summary(plan_stack(aws([SMALL]))["small"])
+    assert "/node-hour on-demand us-east-1;" in on_demand and "⚠" not in on_demand  # no mark, no legend
