@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .accelerators import ACCELERATORS
-from .tables import DATA, read_table, texts
+from .tables import DATA, DataError, read_table, texts
 from .instances import INSTANCE_TYPES, InstanceType
 
 W = "⚠"
@@ -71,7 +71,8 @@ def _read_date() -> str:
     for line in (PRICES / "regional.csv").read_text(encoding="utf-8").splitlines():
         if line.startswith("# read: "):
             return line.removeprefix("# read: ").strip()
-    raise ValueError(f"{REGIONAL_FILE}: no '# read: YYYY-MM-DD' header line; rerun scripts/prices.py")
+    raise DataError(f"{REGIONAL_FILE}: no '# read: YYYY-MM-DD' header line (the day its sources were read); "
+                    f"regenerate it with scripts/prices.py (docs/cost.md)")
 
 
 REGIONAL_READ = _read_date()  # the day regional.csv's sources were read (its header)
