@@ -40,7 +40,11 @@ BEGIN, END = "# --- begin: written by scripts/prices.py ---", "# --- end: writte
 
 
 def git(repo: str, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", repo, *args], check=True, capture_output=True, text=True).stdout
+    r = subprocess.run(["git", "--git-dir", repo, *args], capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(f"{repo}: git {' '.join(args[:2])} failed ({r.stderr.strip()}); --gcp-repo / --aws-repo take the git "
+                 f"directory of a clone of the source repository (docs/cost.md \"Regenerating the price table\")")
+    return r.stdout
 
 
 def git_dir(path: str) -> str:
