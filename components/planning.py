@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from .cache.sources import WeightsSource
 from .catalog import InstanceType, instance_types, offered
-from .catalog.prices import RESERVED_CAPACITY_TYPES, negotiated, node_price
+from .catalog.prices import RESERVED_CAPACITY_TYPES, negotiated, node_price, not_offered
 from .config.planning import Planning, measures
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
@@ -47,9 +47,11 @@ def priced_pool(cfg: StackConfig) -> tuple[InstanceType, ...]:
         return (existing_instance_type(cfg.existing.gpu_nodes),)
     p, (region, capacity) = cfg.pricing, buying(cfg)
     # What the capacity type cannot buy (GCP A3 Ultra / A4 on demand) is no candidate, unless a model pins it:
-    # then the cluster refuses it with the fix (components/cluster/gcp/node_pools.py capacity_errors).
+    # then the cluster refuses it with the fix (components/cluster/gcp/node_pools.py capacity_errors). Nor is a
+    # type the regional price source does not list in the region (prices.not_offered); pinned, its price says so.
     pinned = {name for dep in cfg.models for name in dep.instance_types or ()}
-    sold = [i for i in instance_types(cfg.cloud) if offered(i, capacity) or i.name in pinned]
+    sold = [i for i in instance_types(cfg.cloud)
+            if (offered(i, capacity) and not not_offered(i, region)) or i.name in pinned]
     prices = {i.name: negotiated(node_price(i, region, capacity), p.instance_types.get(i.name), p.discount_percent)
               for i in sold}
     return tuple(replace(i, price_hour=prices[i.name].hour, price_basis=prices[i.name].label) for i in sold)
@@ -134,6 +136,14 @@ def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
 
     pool = priced_pool(cfg)
     req = deployment_request(dep, pool, cfg.production, cfg.planning, cfg.serving.multi_node)
+    if not req.candidates and cfg.cloud != "existing":
+        region = buying(cfg)[0]
+        gone = [i.name for i in candidates(tuple(instance_types(cfg.cloud)), dep) if not_offered(i, region)]
+        if gone:
+            raise NoFeasibleTopology(
+                f"no instance type it may use is offered in {region}: {', '.join(gone)} not listed there by the "
+                f"price source (components/catalog/data/prices/regional.csv); choose a region that offers them "
+                f"({cfg.cloud}.region) or another accelerator", [])
     unpinned = tuple(i for i in pool if not dep.accelerator or i.accelerator == dep.accelerator)
     # serving.disaggregation auto | on: the P/D verdict, and the P/D fleet where it is chosen (planner/disagg.py)
     planned = plan_disaggregation(req, plan_topology(req), cfg.serving.disaggregation, cfg.gateway.enabled)

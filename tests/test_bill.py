@@ -57,7 +57,8 @@ def test_an_eks_stack_pays_control_plane_system_nodes_nat_efs_and_nlb():
     assert (bill.gpu_min, bill.gpu_planned, bill.gpu_max, bill.total) == (110.08, 110.08, 220.16, 111.24)
     d = bill.to_dict()
     assert d["perHour"] == {"min": 111.24, "planned": 111.24, "max": 221.32} and d["perMonth"] == 81205.2
-    assert d["pricesRead"] == ["2025-10", "2026-12-04"]
+    # the catalog's oldest base-region figure, the platform rows, and regional.csv's read date (its header)
+    assert d["pricesRead"] == ["2025-10", "2026-12-04", "2026-12-06"]
     nat = next(x for x in bill.lines if x.item.startswith("NAT"))
     assert nat.extra == "$0.045 per GB processed" and nat.read == "2026-12-04" and nat.estimated
     assert "aws.amazon.com/vpc/pricing" in nat.basis
@@ -65,11 +66,13 @@ def test_an_eks_stack_pays_control_plane_system_nodes_nat_efs_and_nlb():
 
 def test_the_plan_prints_the_bill_with_its_total_and_when_prices_were_read():
     text = "\n".join(bill_lines(bill_of(shipped("prod-llama70b-aws")).to_dict()))
-    assert text.startswith("bill (aws us-east-1; prices read 2025-10, 2026-12-04; sources per line: "
+    assert text.startswith("bill (aws us-east-1; prices read 2025-10, 2026-12-04, 2026-12-06; sources per line: "
                            "components/catalog/data/prices/platform.csv, cpu_instances.csv):\n"
                            "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $220.16 at max)\n")
     assert ("  NAT gateways (one per zone, aws.availabilityZones): $0.14/h (3 x $0.045/gateway-hour ⚠); "
             "plus $0.045 per GB processed (not included)") in text
+    # the bill prints ⚠ (NAT, NLB, system nodes), so it says what the mark means, above the total
+    assert text.splitlines()[-2].startswith("  ⚠ = not a price read for this region and item from a dated source: ")
     assert text.splitlines()[-1].startswith("  total: $111.24/h as planned (~$81,205 a month at 730 h); $111.24/h at "
                                             "min replicas, $221.32/h at max; not included: data transfer")
 
@@ -127,7 +130,8 @@ def test_a_gke_stack_pays_the_filestore_tier_minimum_and_no_free_tier():
     assert fee.per_hour == 0.1 and "applies to zonal and Autopilot clusters only" in fee.note
     assert items["Cloud NAT (4 VM(s) at planned replicas, rate capped at 32)"].per_hour == 0.0056
     assert items["gateway load balancer forwarding rule (internal)"].unit_price == 0.025
-    assert bill_of(shipped("prod-qwen72b-gcp")).total == 178.22
+    # 2 x a3-highgpu-8g at $88.49 (regional.csv, us-central1) = $176.98 + $1.72 beside the GPU nodes
+    assert bill_of(shipped("prod-qwen72b-gcp")).total == 178.70
     hdd = lines_of(gcp(filestoreTier="BASIC_HDD"))["Filestore model cache (BASIC_HDD, 1024 GiB)"]
     assert (hdd.unit_price, hdd.per_hour) == (0.20, 0.2805)
 

@@ -49,7 +49,9 @@ def test_a_gcp_spot_stack_pays_the_gcp_spot_price():
                  "gcp": {"project": "my-project-1", "region": "us-central1", "zone": "us-central1-a", "spot": True,
                          "kubeconfigEndpoint": "dns"}}, {"hfToken"})
     t = plan_stack(cfg)["small"]
-    assert (t.price_per_node_hour, t.price_basis) == (0.3414, "spot us-central1 ⚠")  # 0.40 x 0.8536
+    # regional.csv's us-central1 spot price of g2-standard-8 (karpenter-provider-gcp initial-prices.json @ 373e2baa);
+    # before: 0.40 x 0.8536 = 0.3414, an estimate the source shows was too cheap
+    assert (t.price_per_node_hour, t.price_basis) == (0.479872, "spot us-central1 ⚠")
 
 
 @pytest.mark.parametrize("region, price, basis", [
@@ -166,10 +168,10 @@ def test_the_shipped_llama70b_stack_fills_its_nodes_and_with_idle_gpus_is_told_o
     assert (t.concurrency_per_replica, t.idle_alternative) == (37, None)
     # 24 users (40 no longer leaves GPUs idle: TP 8 takes it on 2 full nodes): 3 replicas of TP 4 (8 users each at
     # the knee) on the 2 nodes leave 4 GPUs idle; 3 A100-80GB nodes at TP 8 (10 users each at their knee) fill
-    # theirs for less, 3 x $27.45 = $82.35/h (A100-40GB holds 4: 6 nodes, $131.76/h)
+    # theirs for less, 3 x $27.44705 = $82.34/h (us-east-1 row of regional.csv; A100-40GB holds 4: 6 nodes)
     t = _shipped_with_load("prod-llama70b-aws", 24)["llama-70b"]
     assert (t.tensor_parallel_size, t.replicas, t.nodes, t.idle_gpus) == (4, 3, 2, 4)
-    assert t.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.35/h"
+    assert t.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.34/h"
 
 
 def test_an_existing_cluster_keeps_its_configured_node_price():
@@ -185,11 +187,11 @@ def test_an_existing_cluster_keeps_its_configured_node_price():
 
 def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_asked():
     # the fp8 405B stack at 28 users, with its shipped replicas.min 2: two TP 4 replicas (23 users each at the knee)
-    # spread over two 8-GPU p5en nodes (2 x $63.30 = $126.60/h) leave 8 of 16 GPUs idle (4 at max 3 replicas).
+    # spread over two 8-GPU p5en nodes (2 x $63.296 = $126.59/h) leave 8 of 16 GPUs idle (4 at max 3 replicas).
     # Shapes without idle GPUs: p4de TP 8 holds 7 at its knee, so 28 users would need 4 nodes, over replicas.max 3;
-    # two p5 TP 8 nodes (47 users each at their knee) cost 2 x $55.04 = $110.08/h, less than the $126.60/h planned
+    # two p5 TP 8 nodes (47 users each at their knee) cost 2 x $55.04 = $110.08/h, less than the $126.59/h planned
     t = _shipped_with_load("prod-llama405b-fp8-h200-aws", 28)["llama-405b-fp8"]
-    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.replicas, t.cost_per_hour) == (4, 23, 2, 126.6)
+    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.replicas, t.cost_per_hour) == (4, 23, 2, 126.59)
     assert (t.idle_gpus, t.idle_alternative) == (8, "2 x TP 8 on 2 x p5.48xlarge at $110.08/h")
     from dataclasses import replace
     assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
@@ -212,3 +214,41 @@ def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path
     assert ("  cost: $0.41/h at min 1 replica(s) (1 node(s)), $1.22/h at max 3 (3 node(s)); "
             "$0.41/node-hour spot us-east-1 ⚠;") in out
     assert "total for 2 models: $2.74/h at min replicas, $3.15/h as planned, $3.55/h at max" in out
+
+
+def _gcp(region: str, model: dict, **gcp):
+    return parse({"cloud": "gcp", "environment": "dev", "models": [model],
+                  "gcp": {"project": "my-project-1", "region": region, "zone": f"{region}-b",
+                          "kubeconfigEndpoint": "dns", **gcp}}, {"hfToken"})
+
+
+H100 = {"name": "big", "model": "llama-3.1-70b", "accelerator": "h100", "maxModelLen": 8192,
+        "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 2}}
+
+
+def test_a_type_the_source_does_not_list_in_the_region_is_no_candidate_there():
+    from components.planning import priced_pool
+    # regional.csv (karpenter-provider-gcp initial-prices.json @ 373e2baa): europe-west2 lists g2 shapes but no A3
+    names = {i.name for i in priced_pool(_gcp("europe-west2", H100))}
+    assert "g2-standard-8" in names and not names & {"a3-highgpu-8g", "a3-megagpu-8g"}
+    west4 = {i.name: i for i in priced_pool(_gcp("europe-west4", H100))}
+    assert (west4["a3-highgpu-8g"].price_hour, west4["a3-highgpu-8g"].price_basis) == (112.540479, "on-demand europe-west4")
+
+
+def test_a_model_left_with_no_type_offered_in_the_region_is_refused_naming_it():
+    from components.planner import NoFeasibleTopology
+    with pytest.raises(NoFeasibleTopology) as e:
+        plan_stack(_gcp("me-west1", H100))
+    assert e.value.message == (
+        "models[0] (big): no instance type it may use is offered in me-west1: a3-highgpu-8g, a3-megagpu-8g not listed "
+        "there by the price source (components/catalog/data/prices/regional.csv); choose a region that offers them "
+        "(gcp.region) or another accelerator")
+
+
+def test_the_plan_prints_what_the_mark_beside_its_price_means():
+    spot = summary(plan_stack(aws([SMALL], capacityType="spot"))["small"])
+    assert "$0.41/node-hour spot us-east-1 ⚠;" in spot
+    assert ("\n  ⚠ = not a price read for this region and item from a dated source: an estimate (spot prices move; "
+            "without a regional spot row, a fraction of on-demand), another region's rate") in spot
+    on_demand = summary(plan_stack(aws([SMALL]))["small"])
+    assert "/node-hour on-demand us-east-1;" in on_demand and "⚠" not in on_demand  # no mark, no legend

@@ -29,7 +29,7 @@ def _shipped(stack: str, users: int | None = None, **aws) -> dict:
 def test_on_demand_the_pin_note_names_the_cheaper_type():
     t = _shipped("prod-llama405b-aws")["llama-405b"]
     # 32 users: 3 replicas of TP 8 x PP 2 (13 each at the knee) on 6 p5 nodes, 6 x $55.04 = $330.24/h; unpinned, one
-    # B200 node at TP 8 holds 65 (p5en TP 8 holds 23: 2 nodes, $126.60/h): $330.24 - $113.93 = $216.31
+    # B200 node at TP 8 holds 65 (p5en TP 8 holds 23: 2 nodes, $126.59/h): $330.24 - $113.93 = $216.31
     assert cost_lines(t)[-1] == ("  NOTE: pinned instanceTypes cost $216.31/h more than the planner's best unpinned "
                                  "shape: 1 x TP 8 on 1 x p6-b200.48xlarge at $113.93/h")
 
@@ -48,7 +48,7 @@ def test_a_reservation_gets_no_cheaper_shape_of_another_type_for_its_idle_gpus()
     # (40 users no longer do: they go to 2 TP 8 replicas of 37, which fill their nodes)
     on_demand = _shipped("prod-llama70b-aws", users=24)["llama-70b"]
     assert (on_demand.replicas, on_demand.idle_gpus) == (3, 4)
-    assert on_demand.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.35/h"
+    assert on_demand.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.34/h"  # 3 x $27.44705
     t = _shipped("prod-llama70b-aws", users=24, capacityType="reservation", **RESERVED)["llama-70b"]
     assert t.idle_alternative is None
     lines = cost_lines(t)

@@ -1,22 +1,26 @@
 """What a GPU node really costs: per region, per way of buying it (on-demand, spot, reservation,
-Capacity Block), dated, with sources; ⚠ marks an estimate. docs/cost.md explains each figure. The figures are
-the CSV tables of data/prices/ (one row each with its source; the columns are the dataclasses below, read by
-components/catalog/tables.py); this module applies them.
+Capacity Block), dated, with sources; ⚠ marks an estimate (PRICE_LEGEND says what it covers, and the plan prints
+it). docs/cost.md explains each figure. The figures are the CSV tables of data/prices/ (one row each with its
+source; the columns are the dataclasses below, read by components/catalog/tables.py); this module applies them.
 
-The base figures are the on-demand prices of data/instance_types.csv (AWS us-east-1, GCP us-central1;
-components/catalog/instances.py). A region is priced as a factor over that base region, stated with its source
-(data/prices/regions.csv); spot as a fraction of the region's on-demand price per instance family (spot.csv,
-spot_observed.csv); Capacity Blocks as the per-region instance-hour rates AWS publishes (capacity_blocks.csv). A
-region without a row is priced at the base region's rates, marked ⚠ with the priced regions named in the plan's
-price basis: a region is chosen for data residency and latency, and a missing price row must not block a valid
-deployment (docs/cost.md says why).
+A (cloud, region, type) with a row in data/prices/regional.csv (written by scripts/prices.py from a maintained
+source, with its read date) is priced from that row: on demand exactly, spot where the source has it. Where the
+source lists the region and lists the type elsewhere but not there, the type is not offered in the region
+(`not_offered`): the planner does not pick it (components/planning.py priced_pool), and a stack that pins it
+gets a price marked ⚠ that says so. Where the source has no figure at all for the region (AWS outside us-east-1)
+or for the type (GCP A3 Ultra, A4; AWS p5e), the base region's rate (regional.csv's base-region row, else
+data/instance_types.csv) times the region's factor of data/prices/regions.csv is shown, marked ⚠ with the reason;
+a region without a factor row is priced at the base rate, marked ⚠, naming the priced regions (a region is chosen
+for data residency and latency, and a missing price row must not block a valid deployment: docs/cost.md).
+Spot without a regional row is a fraction of on-demand (spot.csv, spot_observed.csv); Capacity Blocks are the
+per-region instance-hour rates AWS published (capacity_blocks.csv).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
 from .accelerators import ACCELERATORS
-from .tables import DATA, read_table, texts
+from .tables import DATA, DataError, read_table, texts
 from .instances import INSTANCE_TYPES, InstanceType
 
 W = "⚠"
@@ -44,6 +48,60 @@ def _estimate_marked(row) -> str | None:
 REGIONS: dict[tuple[str, str], Region] = {(r.cloud, r.name): r for r in read_table(
     "regions.csv", Region, key=("cloud", "name"), folder=PRICES, check=_estimate_marked,
     allowed={"cloud": ("cloud", CLOUDS)})}
+
+
+@dataclass(frozen=True)
+class RegionalPrice:
+    """A row of regional.csv: one catalog type's $/hour in one region, as its source lists it."""
+    cloud: str
+    region: str
+    instance_type: str
+    on_demand: float
+    spot: float | None
+    source: str
+
+
+REGIONAL_FILE = "components/catalog/data/prices/regional.csv"
+REGIONAL: dict[tuple[str, str, str], RegionalPrice] = {(r.cloud, r.region, r.instance_type): r for r in read_table(
+    "regional.csv", RegionalPrice, key=("cloud", "region", "instance_type"), folder=PRICES,
+    allowed={"cloud": ("cloud", CLOUDS), "instance_type": ("instance type", INSTANCE_TYPES)})}
+
+
+def _read_date() -> str:
+    for line in (PRICES / "regional.csv").read_text(encoding="utf-8").splitlines():
+        if line.startswith("# read: "):
+            return line.removeprefix("# read: ").strip()
+    raise DataError(f"{REGIONAL_FILE}: no '# read: YYYY-MM-DD' header line (the day its sources were read); "
+                    f"regenerate it with scripts/prices.py (docs/cost.md)")
+
+
+REGIONAL_READ = _read_date()  # the day regional.csv's sources were read (its header)
+# where each cloud's regional source has figures: its regions, and the types it lists anywhere
+LISTED_REGIONS = {c: frozenset(r for cc, r, _ in REGIONAL if cc == c) for c in CLOUDS}
+LISTED_TYPES = {c: frozenset(t for cc, _, t in REGIONAL if cc == c) for c in CLOUDS}
+
+PRICE_LEGEND = (f"{W} = not a price read for this region and item from a dated source: an estimate (spot prices move; "
+                "without a regional spot row, a fraction of on-demand), another region's rate (the price source has no "
+                "figure for this region or this type), an expired Capacity Block rate, a type the price source does not "
+                "list in this region (pinned), a figure marked for re-check, or no price at all (unpriced); the price's "
+                "source says which (docs/cost.md)")
+
+
+def price_legend(*texts: str) -> list[str]:
+    """The legend line for the marks in `texts` (what the plan printed beside its prices), or none."""
+    return [f"  {PRICE_LEGEND}"] if any(W in t for t in texts) else []
+
+
+def not_offered(inst: InstanceType, region: str) -> str | None:
+    """Why `inst` is not offered in `region` according to regional.csv's source, or None (offered, or the source
+    does not say: it has no figure for that region or that type at all)."""
+    if inst.cloud not in CLOUDS or (inst.cloud, region, inst.name) in REGIONAL:
+        return None
+    if region not in LISTED_REGIONS[inst.cloud] or inst.name not in LISTED_TYPES[inst.cloud]:
+        return None
+    where = sorted(r for c, r, t in REGIONAL if c == inst.cloud and t == inst.name)
+    return (f"{inst.name} is not offered in {region}: its price source lists it in {', '.join(where)} only "
+            f"({REGIONAL_FILE}, read {REGIONAL_READ})")
 
 
 @dataclass(frozen=True)
@@ -126,7 +184,8 @@ class Price:
 
 
 def priced_regions(cloud: str) -> list[str]:
-    return sorted(r for c, r in REGIONS if c == cloud)
+    """The regions of `cloud` with prices: a regions.csv factor or regional.csv rows."""
+    return sorted({r for c, r in REGIONS if c == cloud} | LISTED_REGIONS[cloud])
 
 
 def spot_fraction(inst: InstanceType, region: str) -> SpotFraction:
@@ -138,34 +197,52 @@ def spot_fraction(inst: InstanceType, region: str) -> SpotFraction:
     return SPOT.get((inst.cloud, inst.accelerator)) or SPOT[(inst.cloud, "*")]
 
 
+def _base_hour(inst: InstanceType) -> tuple[float, str]:
+    """The base region's on-demand rate and its source: regional.csv's row, else instance_types.csv's."""
+    row = REGIONAL.get((inst.cloud, BASE_REGIONS[inst.cloud], inst.name))
+    return (row.on_demand, row.source) if row else (inst.price_hour, inst.source)
+
+
 def node_price(inst: InstanceType, region: str, capacity_type: str = "onDemand") -> Price:
     """$/hour for one node of `inst` in `region`, bought as `capacity_type`."""
     if capacity_type not in CAPACITY_TYPES:
         raise ValueError(f"capacity type {capacity_type!r}; one of {', '.join(CAPACITY_TYPES)}")
-    reg = REGIONS.get((inst.cloud, region))
-    unpriced = reg is None
-    if unpriced:
-        base = BASE_REGIONS[inst.cloud]
-        reg = replace(REGIONS[(inst.cloud, base)], estimated=True,
-                      source=f"{W} no {region} row in components/catalog/data/prices/regions.csv (priced: "
-                             f"{', '.join(priced_regions(inst.cloud))}); {base} rates shown")
-    on_demand = round(inst.price_hour * reg.factor, 4)
-    od_estimated = reg.estimated or W in inst.source
-    od_source = f"{inst.source}; region: {reg.source}"
-    if unpriced:
-        region = f"{region} at {BASE_REGIONS[inst.cloud]} rates (no {region} prices)"
+    row = REGIONAL.get((inst.cloud, region, inst.name))
+    base = BASE_REGIONS[inst.cloud]
+    if row is not None:
+        on_demand, od_estimated, od_source, where = row.on_demand, False, row.source, region
+    else:
+        hour, source = _base_hour(inst)
+        reg = REGIONS.get((inst.cloud, region))
+        shown = reg or REGIONS[(inst.cloud, base)]
+        on_demand, od_estimated = round(hour * shown.factor, 4), True
+        why = not_offered(inst, region)
+        if why:  # the planner skips such a type (priced_pool); a stack that pins it sees why, and the rate shown
+            where = f"{region}{'' if reg else f' at {base} rates'} (not listed in {region} by the price source)"
+            missing = f"{W} {why}"
+        elif reg is None:
+            where = f"{region} at {base} rates (no {region} prices)"
+            missing = (f"{W} no {region} row in {REGIONAL_FILE} nor in components/catalog/data/prices/regions.csv "
+                       f"(priced: {', '.join(priced_regions(inst.cloud))}); {base} rates shown")
+        else:
+            where = region
+            missing = (f"{W} no {inst.name} figure for {region} in {REGIONAL_FILE}"
+                       + ("" if region == base else f"; {base} rate x {reg.factor:g}"))
+        od_source = f"{missing}; {source}; region: {shown.source}"
     if capacity_type == "spot":
-        s = spot_fraction(inst, reg.name)
-        return Price(round(on_demand * s.fraction, 4), f"spot {region}", True, f"{od_source}; spot: {s.source}")
+        if row is not None and row.spot is not None:
+            return Price(row.spot, f"spot {where}", True, f"{W} spot prices move: the source's spot price, {row.source}")
+        s = spot_fraction(inst, region if (inst.cloud, region) in REGIONS else base)
+        return Price(round(on_demand * s.fraction, 4), f"spot {where}", True, f"{od_source}; spot: {s.source}")
     if capacity_type == "capacityBlock":
         block = CAPACITY_BLOCK_RATES.get((region, inst.name))
         if block is not None:
             return Price(block.rate, f"Capacity Block {region} (rate expired {block.valid_until})", True, block.source)
-        return Price(on_demand, f"on-demand {region} (no Capacity Block rate known)", True,
+        return Price(on_demand, f"on-demand {where} (no Capacity Block rate known)", True,
                      f"{od_source}; no Capacity Block rate for {inst.name} in {region} in "
                      f"components/catalog/data/prices/capacity_blocks.csv, on-demand shown")
     kind = "reserved (on-demand rate)" if capacity_type == "reservation" else "on-demand"
-    return Price(on_demand, f"{kind} {region}", od_estimated, od_source)
+    return Price(on_demand, f"{kind} {where}", od_estimated, od_source)
 
 
 # --- what a stack pays beside its GPU nodes (components/costs/bill.py) ------------------------------------------

@@ -3,7 +3,7 @@ latency, capacity, cost, engine options) and its serving terms (start-up budget,
 rollout, warnings). Pure (no Pulumi)."""
 from __future__ import annotations
 
-from ..costs.notes import cost_lines, hourly
+from ..costs.notes import cost_lines, hourly, legend_lines
 from ..planner import Topology
 from ..planner.disagg import disagg_lines
 
@@ -23,6 +23,7 @@ def summary(t: Topology, serve: str | None = None) -> str:
         + (f"; the SLA bounds the {t.latency_percentile} figures" if t.latency_percentile != "mean" else ""),
         *knee_lines(t),
         *cost_lines(t),
+        *legend_lines(t),  # what a mark beside the price means
         *disagg_lines(t),  # serving.disaggregation auto | on (planner/disagg.py)
         *([f"  engine: {'; '.join(t.engine_notes)}"] if t.engine_notes else []),
         f"  {serve}" if serve else f"  vllm serve {' '.join(t.vllm_args)}",

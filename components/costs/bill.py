@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..catalog.instances import PRICES_AS_OF
 from ..catalog.prices import (BASE_REGIONS, CPU_INSTANCES, CPU_PRICES, GKE_FREE_TIER, HOURS_PER_MONTH,
-                             PLATFORM_PRICES, W, Price, negotiated, platform_price)
+                             PLATFORM_PRICES, REGIONAL_READ, W, Price, negotiated, platform_price, price_legend)
 from ..cluster.aws.network import DEFAULT_ZONES
 from ..cluster.gcp.node_pools import system_nodes as gcp_system_nodes
 from ..cluster.gcp.storage import capacity_gib
@@ -180,7 +180,7 @@ def stack_bill(cfg: StackConfig, topologies: dict[str, Topology]) -> Bill | None
         return None
     lines = aws_lines(cfg, topologies) if cfg.cloud == "aws" else gcp_lines(cfg, topologies)
     ts = topologies.values()
-    read = sorted({PRICES_AS_OF, *(x.read for x in lines if x.read and x.read != "stack file")})
+    read = sorted({PRICES_AS_OF, REGIONAL_READ, *(x.read for x in lines if x.read and x.read != "stack file")})
     return Bill(cfg.cloud, _region(cfg), round(sum(t.cost_min_per_hour for t in ts), 2),
                 round(sum(t.cost_billed_per_hour for t in ts), 2), round(sum(t.cost_max_per_hour for t in ts), 2),
                 tuple(lines), read=tuple(read))
@@ -200,6 +200,7 @@ def bill_lines(bill: dict | None) -> list[str]:
         extra = f"; plus {x['extra']} (not included)" if x["extra"] else ""
         note = f"; {x['note']}" if x["note"] else ""
         out.append(f"  {x['item']}: {cost}{extra}{note}")
+    out += price_legend(*out[2:])  # what the mark beside a line's price means
     total = bill["perHour"]
     unpriced = f" + unpriced: {', '.join(bill['unpriced'])}" if bill["unpriced"] else ""
     out.append(f"  total: ${total['planned']:,.2f}/h as planned (~${bill['perMonth']:,.0f} a month at "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..catalog import InstanceType
+from ..catalog.prices import price_legend
 from ..planner import PlanRequest, Topology, evaluate
 from ..planner.topology import idle_gpus
 
@@ -87,6 +88,11 @@ def cost_lines(t: Topology) -> list[str]:
         lines.append(f"  NOTE: pinned instanceTypes cost ${t.pinned_extra_per_hour:,.2f}/h more than the planner's "
                      f"best unpinned shape: {t.pinned_best}")
     return lines
+
+
+def legend_lines(t: Topology) -> list[str]:
+    """What a mark beside the plan's price means (components/catalog/prices.py PRICE_LEGEND), where one is printed."""
+    return [] if unpriced(t) else price_legend(t.price_basis)
 
 
 def idle_lines(t: Topology) -> list[str]:

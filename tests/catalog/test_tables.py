@@ -114,7 +114,8 @@ def test_the_shipped_tables_load_and_every_file_is_read():
     assert sorted(p.relative_to(DATA).as_posix() for p in DATA.rglob("*.csv")) == [
         "accelerators.csv", "aws_regions.csv", "estimators/heldout.csv", "instance_types.csv", "measurements/blind.csv", "measurements/blind3.csv",
         "measurements/blind4.csv", "measurements/blind5.csv", "measurements/published.csv", "not_on_demand.csv",
-        "prices/capacity_blocks.csv", "prices/cpu_instances.csv", "prices/platform.csv", "prices/regions.csv",
+        "prices/capacity_blocks.csv", "prices/cpu_instances.csv", "prices/platform.csv", "prices/regional.csv",
+        "prices/regions.csv",
         "prices/spot.csv", "prices/spot_observed.csv"]
 
 

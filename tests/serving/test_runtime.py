@@ -342,10 +342,10 @@ def test_plan_prints_the_budget_and_the_warnings(capsys):
     from components.cli import main
     assert main(["plan", "prod-llama405b-fp8-h200-aws"]) == 0
     out = capsys.readouterr().out
-    # replicas.min 2: two TP 4 replicas (knee 23 users each, 46 >= 32) spread over two p5en nodes at $63.30 =
-    # $126.60/h; a p5en node can hold two TP 4 pods, so each is budgeted half the node's 1.50 GB/s:
+    # replicas.min 2: two TP 4 replicas (knee 23 users each, 46 >= 32) spread over two p5en nodes at $63.296 =
+    # $126.59/h; a p5en node can hold two TP 4 pods, so each is budgeted half the node's 1.50 GB/s:
     # 381 GiB (409.1 GB) / 0.75 GB/s = 546 s, x 1.5 + 240 s of engine start = 1059 -> 1060 s
-    assert "2 replica(s) on 2 node(s), $126.60/h" in out
+    assert "2 replica(s) on 2 node(s), $126.59/h" in out
     assert "start-up budget 1060 s = load 546 s (381 GiB at 0.75 GB/s per pod, runai-streamer loader" in out
     # two replicas at the minimum: no single-replica warning, and the load (2 replicas) leaves max 3 headroom
     assert "WARNING: SINGLE REPLICA" not in out and "NO HEADROOM" not in out
