@@ -137,6 +137,25 @@ class Planning(_Base):
     profile: Profile = Field(default_factory=Profile, description="measure the candidate shapes on the stack's GPU "
                                                                   "pool with a Job (docs/measurements.md)")
 
+    @field_validator("estimator")
+    @classmethod
+    def _estimator_installed(cls, v):
+        """auto must size the same on every machine that runs `pulumi up`: never fall back for want of the library."""
+        if v == "auto":
+            from ..planner.aic import AIC_VERSION
+            from importlib import metadata
+            try:
+                got = metadata.version("aiconfigurator-core")
+            except metadata.PackageNotFoundError:
+                got = None
+            if got != AIC_VERSION:
+                have = f"aiconfigurator-core {got} is installed" if got else "aiconfigurator-core is not installed"
+                raise ValueError(f"auto prices dense models with aiconfigurator-core {AIC_VERSION}, and {have}: a plan "
+                                 f"made here would size differently from one made where it is; run .venv/bin/pip "
+                                 f"install 'vllm-platform[aiconfigurator]' (on every machine that runs pulumi), or set "
+                                 f"planning.estimator: step-model")
+        return v
+
     @field_validator("latency_margin")
     @classmethod
     def _bounded(cls, v):

@@ -298,6 +298,9 @@ def knee(r: ReplicaShape, w: Workload, tpot_ms: float, ttft_ms: float, max_model
     else:
         bound = over.misses(tpot_ms, ttft_ms, percentile, over_margin) or "tpot"
     point = at_load(r, Workload(w.prompt_tokens, w.output_tokens, concurrency=c), eff)
+    while c > 1 and not point.meets(tpot_ms, ttft_ms, percentile, judge(c)[0]):  # the whole knee, its own margin
+        c -= 1
+        point = at_load(r, Workload(w.prompt_tokens, w.output_tokens, concurrency=c), eff)
     return Knee(c, point, bound, cap, percentile, *judge(c))
 
 

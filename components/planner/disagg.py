@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 
 from . import memory as mem
 from .capacity import Workload, margin_judge
+from .margins import cell_for
 from .estimators import replica_step_cost
 from .performance import EFFICIENCY
 from .request import PlanRequest
@@ -72,6 +73,10 @@ class _Pd:
     nodes: int
     cost: float
     cpm: float | None
+    margin: float = 0.0  # the planning margin the decode batch was judged with, and the calibration's cell at it
+    margin_cell: str = ""
+    calibrated_margin: float = 0.0
+    calibrated_cell: str = ""
 
 
 def transport(fabric: str | None) -> str:
@@ -144,7 +149,9 @@ def _size(req: PlanRequest, fit) -> _Pd | str:
     nodes = fleet_nodes(prefill + decode, rpn, 1, req.spread_nodes)
     hourly = nodes * fit.inst.price_hour
     cpm = cost_per_million(hourly, req)
-    return _Pd(fit, transport(fit.inst.fabric), prefill, decode, d, lam_p, lam_d, kv, ttft, t_dec, nodes, hourly, cpm)
+    cell = cell_for(r.model, d, eff.estimator)
+    return _Pd(fit, transport(fit.inst.fabric), prefill, decode, d, lam_p, lam_d, kv, ttft, t_dec, nodes, hourly, cpm,
+               margin, judge(d)[1], cell.margin, cell.text())
 
 
 def declared_tokens_per_s(req: PlanRequest) -> float:
@@ -278,7 +285,10 @@ def chosen_topology(req: PlanRequest, agg: Topology, p: _Pd, d: Disaggregation) 
         est_tpot_ms=round(p.tpot_s * 1e3, 2), concurrency_per_replica=max(1, p.decode * p.d // total),
         knee_output_tokens_per_s=round(tps / total, 1),
         knee_requests_per_second=round(min(p.prefill * p.lam_p, p.decode * p.lam_d) / total, 4),
-        reason=f"P/D fleet (the P/D line); the aggregated plan was: {agg.reason}", disaggregation=d)
+        reason=f"P/D fleet (the P/D line); the aggregated plan was: {agg.reason}", disaggregation=d,
+        latency_margin=p.margin, margin_cell=p.margin_cell, calibrated_margin=p.calibrated_margin,
+        calibrated_cell=p.calibrated_cell, knee_source=f"estimated (P/D decode batch {p.d}), margin {p.margin * 100:g} %",
+        knee_measured=False)
 
 
 def disagg_lines(t: Topology) -> list[str]:

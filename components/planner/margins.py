@@ -5,7 +5,9 @@ The capacity model's error is not the same everywhere: on the held-out measureme
 models' measured mean TPOT lay within estimate x 1.10 for 9 in 10 rows, MoE models' only within x 2.20. One margin
 for all (the 35 % of every row together) made dense models pay for MoE's uncertainty. So the margin is read per
 cell, the same way the single margin was: the smallest 5 % step whose estimate x (1 + margin) covers COVERAGE of the
-cell's held-out rows (the unsafe side: a row whose measured TPOT exceeds the estimate).
+cell's held-out rows (the unsafe side: a row whose measured TPOT exceeds the estimate). The margin applied at a load
+is the largest of the cells up to it (cell_for): it never falls as the load rises, so a thin low-margin cell above a
+high-margin one (MoE at 128+) does not let the knee jump past loads that miss.
 
 Cells: (estimator, class, regime). The class is "dense" or "moe" (ModelSpec.is_moe); the regime is the
 concurrency bucket the load point sits in (CONCURRENCY_BUCKETS; a burst row counts at its peak running batch). A
@@ -83,13 +85,22 @@ def model_class(model: ModelSpec) -> str:
     return "moe" if model.is_moe else "dense"
 
 
-def cell_for(model: ModelSpec, concurrency: float, estimator: str = "step-model") -> Cell:
-    """The margin cell that judges `model`'s estimate at `concurrency` requests in flight (most specific first)."""
-    cls, regime = model_class(model), concurrency_bucket(max(concurrency, 1))
+def _cell(estimator: str, cls: str, regime: str) -> Cell:
+    """The cell of one regime: its own where it has the rows, else its class's, else every row's."""
     for key in ((estimator, cls, regime), (estimator, cls, "*"), (estimator, "*", "*"), ("step-model", "*", "*")):
         if key in _BY_KEY:
             return _BY_KEY[key]
     raise KeyError(f"no margin cell for estimator {estimator!r}")
+
+
+def cell_for(model: ModelSpec, concurrency: float, estimator: str = "step-model") -> Cell:
+    """The margin cell that judges `model`'s estimate at `concurrency` requests in flight: the largest margin of the
+    regimes up to that load (a replica at the knee runs through every lower load, so the margin never falls as the
+    load rises; a falling one would let the knee search jump over loads that miss). Ties: the lowest regime's."""
+    cls, top = model_class(model), concurrency_bucket(max(concurrency, 1))
+    names = [name for name, _, _ in CONCURRENCY_BUCKETS]
+    cells = [_cell(estimator, cls, name) for name in names[:names.index(top) + 1]]
+    return max(cells, key=lambda c: c.margin)
 
 
 def fit_cells(ratios: list[tuple[str, str, float]], estimator: str = "step-model") -> tuple[Cell, ...]:

@@ -47,9 +47,9 @@ def test_the_knee_moves_down_when_the_sla_tightens():
     knees = [knee(r, w, tpot, 2000).concurrency for tpot in (60, 30, 20)]
     assert knees[0] > knees[1] > knees[2] >= 1
     k = knee(r, w, 20, 2000)  # the p90 figures, the calibration's margin for the model's class at that load
-    assert (k.percentile, k.margin) == ("p90", 0.05) and k.margin_cell.startswith("dense models, 9-64 concurrent")
-    assert k.bound == "tpot" and k.point.tpot_p90_ms * 1.05 <= 20, "the p90 estimate stays 5 % under the SLA"
-    assert at_load(r, users(k.concurrency + 1)).tpot_p90_ms * 1.05 > 20, "one more user breaks the SLA with the margin"
+    assert (k.percentile, k.margin) == ("p90", 0.1) and k.margin_cell.startswith("dense models, any load")
+    assert k.bound == "tpot" and k.point.tpot_p90_ms * 1.1 <= 20, "the p90 estimate stays 10 % under the SLA"
+    assert at_load(r, users(k.concurrency + 1)).tpot_p90_ms * 1.1 > 20, "one more user breaks the SLA with the margin"
     assert knee(r, w, 20, 2000, margin=0).concurrency > k.concurrency, "without the margin the knee is higher"
     assert knee(r, w, 20, 2000, percentile="mean").concurrency > k.concurrency, "the mean is below the p90"
 

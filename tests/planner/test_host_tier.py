@@ -37,7 +37,7 @@ def test_the_plan_states_the_tier_its_capacity_and_the_assumed_benefit(plan, cap
             "more concurrent requests: capacity is planned without it") in out
     t = json.loads((plan / "topology.json").read_text())["qwen-chat"]
     assert (t["kv_offload_gib"], t["kv_offload_tokens"]) == (160, 655_360)
-    assert t["max_num_seqs"] == 21  # concurrency is the SLA's (the knee without the tier, too), not raised by it
+    assert t["max_num_seqs"] == 20  # concurrency is the SLA's (the knee without the tier, too), not raised by it
 
 
 def test_the_pod_holds_the_tier_in_its_memory_limit_and_shm(plan):

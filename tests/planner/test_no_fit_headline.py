@@ -56,22 +56,22 @@ def test_replicas_max_advises_the_cheapest_plan_not_the_fewest_replicas():
 
 def test_llama_70b_at_5000_users_is_advised_the_cheapest_tp8_plan_not_the_fewest_replicas_of_tp8_pp8(capsys):
     """Issue 38's case: raising --max-replicas to the fewest replicas (then 91, now 68) planned TP 8 x PP 8 on
-    hundreds of nodes ($29,941.76/h); 91 x TP 8 on 91 nodes carry the same 5000 users for $5,008.64/h. (With one 35 %
+    hundreds of nodes ($29,941.76/h); 99 x TP 8 on 99 nodes carry the same 5000 users for $5,448.96/h. (With one 35 %
     margin for every model the figures were 136 x TP 8, $7,485.44/h against 91 x TP 8 x PP 8, $40,069.12/h.)"""
     argv = ["topology", "--model", "llama-3.1-70b", "--gpu", "h100", "--max-model-len", "8192", "--tpot-ms", "30",
             "--concurrency", "5000"]
     assert main(argv) == 3
     first = capsys.readouterr().err.splitlines()[0]
     assert first == (
-        "no topology fits: Llama-3.1-70B bf16: bound by --max-replicas: 91 replicas of 55 concurrent requests (7.90 "
+        "no topology fits: Llama-3.1-70B bf16: bound by --max-replicas: 99 replicas of 51 concurrent requests (7.64 "
         "requests/s) each are needed for 5000 concurrent users; --max-replicas is 64 (closest shape: p5.48xlarge "
-        "TP8xPP1) → raise --max-replicas to 91 for the cheapest plan, 91 x TP 8 on 91 x p5.48xlarge at "
-        "$5,008.64/h (68, the fewest replicas that plan, gives 68 x TP 8 x PP 8 on 544 x p5.48xlarge at "
+        "TP8xPP1) → raise --max-replicas to 99 for the cheapest plan, 99 x TP 8 on 99 x p5.48xlarge at "
+        "$5,448.96/h (68, the fewest replicas that plan, gives 68 x TP 8 x PP 8 on 544 x p5.48xlarge at "
         "$29,941.76/h) or choose --gpu h200/b200 or --precision fp8")
-    assert main([*argv, "--max-replicas", "91"]) == 0
+    assert main([*argv, "--max-replicas", "99"]) == 0
     out = capsys.readouterr().out
-    assert "  TP 8 = 8 GPU(s)/replica, 1 node(s)/replica, 1 replica(s)/node; 91 replica(s) on 91 node(s), " \
-           "$5,008.64/h" in out
+    assert "  TP 8 = 8 GPU(s)/replica, 1 node(s)/replica, 1 replica(s)/node; 99 replica(s) on 99 node(s), " \
+           "$5,448.96/h" in out
     assert main([*argv, "--max-replicas", "68"]) == 0
     assert "68 replica(s) on 544 node(s), $29,941.76/h" in capsys.readouterr().out
 
@@ -128,7 +128,7 @@ def test_a_stack_names_the_models_fields(tmp_path, capsys):
     }}))
     assert main(["plan", str(stack), "--out", str(tmp_path / "out")]) == 3
     err = capsys.readouterr().err
-    assert ("models[0] (small): Llama-3.1-8B bf16: bound by replicas.max: 5 replicas of 15 concurrent requests "
-            "(0.63 requests/s) each are needed for 64 concurrent users; replicas.max is 2 (closest shape: "
-            "existing-l4x1 TP1xPP1) → raise replicas.max to 5 for the plan on the fewest GPUs (unpriced), 5 x TP 1 "
-            "on 5 x existing-l4x1, unpriced") in err
+    assert ("models[0] (small): Llama-3.1-8B bf16: bound by replicas.max: 6 replicas of 12 concurrent requests "
+            "(0.53 requests/s) each are needed for 64 concurrent users; replicas.max is 2 (closest shape: "
+            "existing-l4x1 TP1xPP1) → raise replicas.max to 6 for the plan on the fewest GPUs (unpriced), 6 x TP 1 "
+            "on 6 x existing-l4x1, unpriced") in err
