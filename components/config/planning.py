@@ -142,7 +142,7 @@ class Planning(_Base):
     def _estimator_installed(cls, v):
         """auto must size the same on every machine that runs `pulumi up`: never fall back for want of the library."""
         if v == "auto":
-            from ..planner.aic import AIC_VERSION
+            from ..upstream.versions import AIC_VERSION
             from importlib import metadata
             try:
                 got = metadata.version("aiconfigurator-core")

@@ -35,7 +35,7 @@ from typing import Callable
 
 from ..catalog import Accelerator, InstanceType, ModelSpec
 
-AIC_VERSION = "0.12.0"  # aiconfigurator-core, the version pyproject's `aiconfigurator` extra pins
+from ..upstream.versions import AIC_VERSION  # noqa: E402,F401  (aiconfigurator-core, pinned by the extra)
 PACKAGE = "aiconfigurator-core"
 INSTALL = "pip install 'vllm-platform[aiconfigurator]'"
 BACKEND = "vllm"

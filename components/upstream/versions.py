@@ -131,3 +131,7 @@ GKE_NCCL_RDMA_INSTALLER_IMAGE = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nc
 # (repos/redis/remote/8.10.2-alpine.md at commit 0bdd94409df031423d112c6f22cab289fa8fc401). It runs as the
 # image's own `redis` user (uid 999, gid 1000, from the same Dockerfile).
 REDIS_IMAGE = "redis:8.10.2-alpine@sha256:72cedd9603038893af961e90ac5e1a1a0d8377d5e338dbdad8fe284ea25de18f"
+
+# NVIDIA AIConfigurator's standalone core (PyPI aiconfigurator-core, Apache-2.0), the version pyproject's
+# `aiconfigurator` extra pins: planning.estimator: auto prices dense models with it (components/planner/aic.py).
+AIC_VERSION = "0.12.0"
