@@ -166,9 +166,9 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         warn.append(tcp)
     if t.moe and not t.knee_measured:  # a measured knee (planning.measurements) is no estimate
         warn.append(f"ESTIMATE: {t.served_model_name} is a mixture-of-experts model; published measurements ran up to "
-                    f"1.6x slower per token than the capacity model estimates (Mixtral on vLLM's V0 engine up to "
-                    f"3.7x), beyond its planning margin (docs/capacity.md#known-gaps): measure one replica with "
-                    f"bench/bench_serve.py before trusting the knee")
+                    f"3.7x slower per token than the capacity model estimates (Mixtral on vLLM's V0 engine), so its "
+                    f"planning margin is the MoE rows' {t.latency_margin * 100:g} % (docs/capacity.md#known-gaps): "
+                    f"measure its shapes (planning.profile, or bench/bench_serve.py) before trusting the knee")
     if (lora := lora_summary(t, cache.revision(t.model_repo))):  # engine.lora.runtimeUpdates (docs/lora.md)
         out["lora"] = lora
         if not lora["exactBase"]:
