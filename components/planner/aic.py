@@ -27,7 +27,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -203,13 +202,20 @@ def _model_path(model: ModelSpec) -> str:
                   "torch_dtype": "bfloat16", "hidden_act": "silu", "rms_norm_eps": 1e-6}
     text = json.dumps(config, sort_keys=True, indent=1)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    folder = Path(tempfile.gettempdir()) / "vllm-platform-aic" / f"{model.id}-{digest}"
+    # the user's own cache (not a shared /tmp path another user could own or plant), named by the content's hash and
+    # checked on every use, so a stale or altered file is rewritten, never read
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vllm-platform" / "aic-configs"
+    folder = cache / f"{model.id}-{digest}"
     target = folder / "config.json"
-    if not target.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        part = folder / f".config.json.{os.getpid()}"
-        part.write_text(text)
-        os.replace(part, target)
+    try:
+        if not target.is_file() or target.read_text() != text:
+            folder.mkdir(parents=True, exist_ok=True)
+            part = folder / f".config.json.{os.getpid()}"
+            part.write_text(text)
+            os.replace(part, target)
+    except OSError as exc:
+        raise EstimatorUnavailable(f"estimator 'aiconfigurator': cannot write {target} for AIC to read ({exc}); set "
+                                   f"XDG_CACHE_HOME to a writable directory, or use estimator 'step-model'") from exc
     return str(folder)
 
 
