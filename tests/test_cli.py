@@ -27,9 +27,8 @@ def test_topology_json(capsys):
     assert code == 0
     t = json.loads(out)
     assert TOPOLOGY_KEYS <= set(t)
-    # TP 4: one request needs ~19.5 ms at p90, 21.5 ms with the dense class's 10 % margin <= 25 ms (with one margin
-    # of 35 % for every model it was 26.1 ms: TP 8, twice the GPUs)
-    assert (t["tensor_parallel_size"], t["pipeline_parallel_size"], t["instance_type"]) == (4, 1, "p5.48xlarge")
+    # TP 8: for 16 users one TP 8 replica and two TP 4 replicas both fill one node; TP 8's knee is higher
+    assert (t["tensor_parallel_size"], t["pipeline_parallel_size"], t["instance_type"]) == (8, 1, "p5.48xlarge")
     assert (t["latency_percentile"], t["estimator"]) == ("p90", "step-model")
     assert t["vllm_args"][:2] == ["meta-llama/Llama-3.1-70B-Instruct", "--served-model-name"]
 
