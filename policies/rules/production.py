@@ -209,6 +209,8 @@ def latency_margin_in_production(resources: list[StackResource]):
             floor = float(notes.get(CALIBRATED_MARGIN_ANNOTATION))
         except (TypeError, ValueError):
             floor = LATENCY_MARGIN_FLOOR
+        if not floor > 0:  # no calibrated cell is 0: an edited or broken annotation falls back to every row's margin
+            floor = LATENCY_MARGIN_FLOOR
         if margin < floor - 1e-9:
             kind = r.type.rsplit(":", 1)[-1]
             yield r, (f"{kind} {metadata(r).get('name') or r.name} is sized from an estimated knee with a latency "

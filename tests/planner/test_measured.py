@@ -293,6 +293,8 @@ def test_the_policy_refuses_an_estimated_knee_under_the_floor_in_production():
     assert refused(_workload("estimated", "0.05", calibrated="0.05")) == []
     (msg,) = refused(_workload("estimated", "0.35", calibrated="1.2"))
     assert "latency margin of 0.35, below the calibration's 1.2 for its model class and load" in msg
+    (msg,) = refused(_workload("estimated", "0.05", calibrated="0"))  # never a cell: every row's margin instead
+    assert "below the calibration's 0.35" in msg
 
 
 def test_the_pd_sizing_judges_with_the_stacks_margin():
