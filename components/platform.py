@@ -154,10 +154,16 @@ class Platform(pulumi.ComponentResource):
             for model, t in topologies.items()}
         self.endpoints = {model: s.endpoint for model, s in self.services.items()}
         # --- planning.profile: a Job per model measuring its candidate shapes on its GPU pool (serving/profile.py) ---
-        from .serving.profile import ProfileJob
+        from .serving.profile import ProfileJob, ProfilePriorityClass
         from .wiring import profile_plans
         self.profiles = {}
-        for model, plan in profile_plans(cfg, topologies)[0].items():
+        profile_plan = profile_plans(cfg, topologies)[0]
+        # the profile pods' PriorityClass (below the serving pods, never preempting): one per stack, with the Jobs
+        self.profile_priority = ProfilePriorityClass(
+            f"{name}-profile-priority", cfg.namespace, labels, provider=self.facts.provider,
+            depends_on=list(self.facts.depends_on), opts=child,
+        ) if any(p.shapes for p in profile_plan.values()) else None
+        for model, plan in profile_plan.items():
             for line in plan.lines():  # GPU hours spent by `pulumi up`: shown before it runs (and by `plan`)
                 pulumi.log.warn(line, self)
             if plan.shapes:
@@ -165,7 +171,7 @@ class Platform(pulumi.ComponentResource):
                 self.profiles[model] = ProfileJob(
                     f"{name}-{model}-profile", plan, t, cfg.namespace, self.facts.pool_for(t.instance_type),
                     self.cache.facts, labels, provider=self.facts.provider,
-                    depends_on=[*pods_need, self.cache, *self.cache.prepull], opts=child)
+                    depends_on=[*pods_need, self.cache, *self.cache.prepull, self.profile_priority], opts=child)
         # --- inference gateway (issue 12): StackConfig.gateway -> GatewayArgs -> InferenceGateway ---
         # EKS: after the AWS Load Balancer Controller, which turns the gateway's LoadBalancer Service into an NLB;
         # after the ServiceMonitor CRD (the EPP charts make one each)

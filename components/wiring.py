@@ -33,7 +33,7 @@ from .cluster.source_access import bucket_readers
 from .serving.service import ServingArgs
 from .serving.shape import on_ray, ray_topologies
 from .serving.upgrades import no_room, pool_surge
-from .serving.profile import PROFILES_DIR
+from .serving.profile import PROFILES_DIR, priority_class_name
 from .profiling.plan import ProfilePlan, ProfileRefused, plan_profile, profile_candidates, FIX as PROFILE_FIX
 
 # The modules whose plan checks register into config/problems.py, imported once here (the assembly layer, the only
@@ -203,12 +203,30 @@ def plan_problems(cfg: StackConfig, topologies: dict[str, Topology],
     return collect(plan_context(cfg, topologies, provider_config))
 
 
+def profile_no_room(cfg: StackConfig) -> str | None:
+    """Why the stack's GPU pools cannot take the profile Job's node (the rule upgrade_room applies for a
+    RayService's second cluster), or None where the autoscaler can add it."""
+    if upgrade_room(cfg) is None:
+        return None
+    if cfg.cloud == "existing":
+        return "cloud existing: the stack does not size the cluster's GPU nodes"
+    if cfg.cloud == "aws":
+        return f"aws.capacityType {cfg.aws.capacity_type}: the reserved capacity holds no node more for the Job"
+    return "gcp.reservation: the reservation holds no node more for the Job"
+
+
 def profile_plans(cfg: StackConfig, topologies: dict[str, Topology]) -> tuple[dict[str, ProfilePlan], list[str]]:
     """planning.profile: what each profiled model's Job measures (components/profiling/plan.py), and the problems
     (`field: problem` lines) of the models it cannot profile or does not know."""
     p = cfg.planning.profile
     if not p.enabled:
         return {}, []
+    if cfg.model_cache.kind == "nvme":  # the rows would sit on the node-local disk of a node the autoscaler removes
+        return {}, ["planning.profile.enabled: true with modelCache.kind nvme: the Job writes its rows to the model "
+                    "cache, here each node's local NVMe, which goes with the node (the profile's extra node is "
+                    "removed once idle); set modelCache.kind: rwx (a shared file system the rows outlive the node "
+                    "on), or planning.profile.enabled: false and measure with bench/bench_serve.py "
+                    "(docs/measurements.md)"]
     from .planning import plan_request
     names = [d.name for d in cfg.models]
     problems = [f"planning.profile.models[{i}]: {n!r} is none of the stack's models ({', '.join(names)}); list "
@@ -222,7 +240,8 @@ def profile_plans(cfg: StackConfig, topologies: dict[str, Topology]) -> tuple[di
             plans[dep.name] = plan_profile(
                 dep.name, t, profile_candidates(plan_request(cfg, dep)), count=p.candidates, max_minutes=p.max_minutes,
                 max_minutes_per_shape=p.max_minutes_per_shape, out_dir=PROFILES_DIR,
-                pinned_seqs=dep.engine.max_num_seqs, sized_pool=cfg.cloud != "existing")
+                pinned_seqs=dep.engine.max_num_seqs, sized_pool=cfg.cloud != "existing",
+                no_room=profile_no_room(cfg) or "", priority_class=priority_class_name(cfg.namespace))
         except ProfileRefused as e:
             problems.append(f"planning.profile: models[{i}] ({dep.name}) cannot be profiled: {e}; {PROFILE_FIX}")
     return plans, problems

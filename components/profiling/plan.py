@@ -69,6 +69,8 @@ class ProfilePlan:
     skipped: tuple[tuple[str, str], ...] = ()  # (shape label, why it is not run)
     measured: tuple[str, ...] = ()  # shapes planning.measurements already holds: not run again
     sized_pool: bool = True  # the stack sizes the GPU pool (EKS / GKE); False: an existing cluster's nodes
+    no_room: str = ""  # why the pool cannot grow for the Job (existing cluster, reservation), "" where it can
+    priority_class: str = ""  # the profile pods' PriorityClass (serving/profile.py)
 
     @property
     def gpus(self) -> int:
@@ -116,6 +118,11 @@ class ProfilePlan:
                             f"deadline, for {self.gpus} free GPUs on one of them"))
         out.append(f"{who}: results in {self.out_dir}/rows.json on the model cache and in the Job's log; list them "
                    f"under planning.measurements (docs/measurements.md \"Profiling on the cluster\")")
+        if self.no_room:
+            out.append(f"{who}: {self.no_room}: the profile pod runs only on GPUs no serving pod uses (PriorityClass "
+                       f"{self.priority_class or 'of the profile'}: below the serving pods, preempting nothing); a "
+                       f"serving pod that needs its GPUs (a rolling update with no spare node) preempts it, and the "
+                       f"Job ends with the levels it finished")
         return out
 
     def spec(self, extra_args: tuple[str, ...] = ()) -> dict:
@@ -162,7 +169,7 @@ def _with_seqs(args: tuple[str, ...], seqs: int) -> tuple[str, ...]:
 
 def plan_profile(deployment: str, t: Topology, candidates: list[CandidateShape], *, count: int, max_minutes: int,
                  max_minutes_per_shape: int, out_dir: str, pinned_seqs: int | None = None,
-                 sized_pool: bool = True) -> ProfilePlan:
+                 sized_pool: bool = True, no_room: str = "", priority_class: str = "") -> ProfilePlan:
     """The Job's shapes for one model (see the module). Raises ProfileRefused when no shape on the model's pool can
     be started on one node and none is measured."""
     if t.disaggregated:
@@ -199,4 +206,5 @@ def plan_profile(deployment: str, t: Topology, candidates: list[CandidateShape],
         gpus_per_node=t.gpus_per_node, price_per_node_hour=t.price_per_node_hour, prompt_tokens=t.prompt_tokens,
         output_tokens=t.output_tokens, max_model_len=t.max_model_len, out_dir=f"{out_dir}/{deployment}",
         max_minutes=max_minutes, max_minutes_per_shape=max_minutes_per_shape, shapes=tuple(shapes),
-        skipped=tuple(skipped), measured=tuple(measured), sized_pool=sized_pool)
+        skipped=tuple(skipped), measured=tuple(measured), sized_pool=sized_pool, no_room=no_room,
+        priority_class=priority_class)

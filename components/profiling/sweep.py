@@ -9,9 +9,15 @@ the image's python3 (`python3 sweep.py SPEC.json`), so it must import nothing th
 * start_engine / stop_engine: `vllm serve` started in its own process group, awaited on GET /health, stopped with
   SIGINT then SIGKILL;
 * main(SPEC): the profile Job's entrypoint: for each candidate shape of the spec (components/profiling/plan.py
-  writes it), start that shape's `vllm serve`, sweep the spec's concurrency levels within the shape's time bound,
-  stop it, and write the rows (one file per shape and one for every shape) to the spec's out_dir on the model cache
-  volume; print the rows between BEGIN/END lines so they can be taken from the Job's log.
+  writes it), start that shape's `vllm serve` on 127.0.0.1 only (the bench runs in the same container; nothing else
+  reaches an engine without an API key), sweep the spec's concurrency levels within the shape's time bound, stop it.
+  After every completed level it rewrites the rows files (one per shape and one for every shape) and summary.json in
+  the spec's out_dir on the model cache volume, and prints every row so far between BEGIN/END lines (the last such
+  block of the Job's log is the result), so a Job ended at its deadline keeps every level it finished.
+  Time bound: the Job's activeDeadlineSeconds (env PROFILE_DEADLINE_S) less the time since the pod's first init
+  container wrote its start (the file env PROFILE_START_FILE names: the cache gate's wait for the weights counts)
+  less a reserve to stop the engine. SIGTERM (the deadline reached, the pod deleted or preempted; the script is the
+  container's PID 1) stops the engine, writes what finished and exits 143.
 """
 from __future__ import annotations
 
@@ -32,6 +38,19 @@ ROWS_FILE = "rows.json"  # every profiled shape's rows: what planning.measuremen
 SUMMARY_FILE = "summary.json"  # each shape: measured, stopped at its bound, failed or skipped, and why
 BEGIN, END = "--- BEGIN vllm-platform profile rows", "--- END vllm-platform profile rows"
 STOP_GRACE_S = 60.0
+ENGINE_HOST = "127.0.0.1"  # the profile's engine answers the bench in its own container only (no API key)
+DEADLINE_ENV = "PROFILE_DEADLINE_S"  # the Job's activeDeadlineSeconds
+START_ENV = "PROFILE_START_FILE"  # a file holding the epoch second the pod's first init container ran
+TERMINATED_RC = 128 + signal.SIGTERM
+
+
+class Terminated(Exception):
+    """SIGTERM arrived (the Job's deadline, the pod deleted or preempted): stop the engine, keep what finished."""
+
+
+def _on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the shutdown that follows is not interrupted again
+    raise Terminated()
 
 
 class ServeError(Exception):
@@ -75,12 +94,33 @@ def parse_result(doc: dict, *, row_id: str, gpu: str, model: str, precision: str
 
 def write_rows(rows: list[dict], out: Path) -> None:
     """The rows file: a JSON list of measurements rows (components/catalog/bench_results.py reads it back)."""
+    _write_atomic(out, json.dumps(rows, indent=2) + "\n")
+
+
+def _write_atomic(out: Path, text: str) -> None:
+    """`text` into `out` by a rename: a kill mid-write leaves the previous file, never half of one."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2) + "\n")
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, out)
 
 
 def port_of(argv: list[str]) -> int:
     return int(argv[argv.index("--port") + 1])
+
+
+def host_of(argv: list[str]) -> str:
+    """The address a started engine is asked at: its --host, else localhost (vLLM's default binds every address)."""
+    return argv[argv.index("--host") + 1] if "--host" in argv else "localhost"
+
+
+def with_host(argv: list[str], host: str = ENGINE_HOST) -> list[str]:
+    """`argv` with --host `host` (replacing any --host it has)."""
+    args = list(argv)
+    if "--host" in args:
+        args[args.index("--host") + 1] = host
+        return args
+    return [*args, "--host", host]
 
 
 def with_port(argv: list[str], port: int | None) -> list[str]:
@@ -117,19 +157,23 @@ def start_engine(argv: list[str], log: Path, timeout_s: float, poll_s: float = 2
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as f:
         proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://localhost:{port_of(argv)}/health"
+    url = f"http://{host_of(argv)}:{port_of(argv)}/health"
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise ServeError(f"`vllm serve` exited with {proc.returncode} before answering {url}; "
-                             f"the end of {log}:\n{tail(log)}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                if r.status == 200:
-                    return proc
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(poll_s)
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise ServeError(f"`vllm serve` exited with {proc.returncode} before answering {url}; "
+                                 f"the end of {log}:\n{tail(log)}")
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    if r.status == 200:
+                        return proc
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(poll_s)
+    except BaseException:  # SIGTERM (Terminated) or ^C while it starts: the engine goes too
+        stop_engine(proc)
+        raise
     stop_engine(proc)
     raise ServeError(f"{url} did not answer within {timeout_s:g} s ({hint}); the end of {log}:\n{tail(log)}")
 
@@ -165,28 +209,32 @@ def _row(spec: dict, shape: dict, doc: dict, c: int, vllm: str, date: str) -> di
                         source=f"planning.profile Job on {socket.gethostname()}", date=date)
 
 
-def profile_shape(spec: dict, shape: dict, out_dir: Path, vllm: str, deadline: float, date: str) -> dict:
-    """One candidate shape: serve it, sweep its levels until `deadline` (now()), stop it. Returns the
-    shape's summary entry (status measured | bound | failed, its rows)."""
-    argv = ["vllm", "serve", *shape["args"]]
+def profile_shape(spec: dict, shape: dict, out_dir: Path, vllm: str, deadline: float, date: str,
+                  on_level=None) -> dict:
+    """One candidate shape: serve it on 127.0.0.1, sweep its levels until `deadline` (now()), stop it. Returns the
+    shape's summary entry (status measured | bound | failed | terminated, its rows). After every completed level the
+    shape's rows file is rewritten and `on_level` (if any) is called with the entry so far (status running)."""
+    argv = ["vllm", "serve", *with_host(shape["args"])]
     print(" ".join(argv), flush=True)
     raw = out_dir / "raw" / shape["id"]
     rows: list[dict] = []
     entry = {"id": shape["id"], "tp": shape["tp"], "pp": shape["pp"], "kv_cache_dtype": shape["kv_cache_dtype"],
              "args": argv, "levels": shape["levels"]}
+    status, reason, where, engine = "measured", "", "while the engine started", None
     try:
-        engine = start_engine(argv, out_dir / "logs" / f"{shape['id']}.log", max(1.0, deadline - now()),
-                              hint="weights loading? raise planning.profile.maxMinutesPerShape")
-    except ServeError as e:
-        return {**entry, "status": "failed", "reason": str(e), "rows": rows}
-    status, reason = "measured", ""
-    try:
+        try:
+            engine = start_engine(argv, out_dir / "logs" / f"{shape['id']}.log", max(1.0, deadline - now()),
+                                  hint="weights loading? raise planning.profile.maxMinutesPerShape")
+        except ServeError as e:
+            return {**entry, "status": "failed", "reason": str(e), "rows": rows}
+        base_url = f"http://{ENGINE_HOST}:{port_of(argv)}"
         for c in shape["levels"]:
             left = deadline - now()
             if left <= 0:
                 status, reason = "bound", f"stopped at the shape's time bound before concurrency {c}"
                 break
-            cmd = bench_command(spec["served"], spec["tokenizer"], f"http://localhost:{port_of(argv)}",
+            where = f"during concurrency {c}"
+            cmd = bench_command(spec["served"], spec["tokenizer"], base_url,
                                 spec["prompt_tokens"], spec["output_tokens"], c, str(raw))
             print(" ".join(cmd), flush=True)
             try:
@@ -202,70 +250,145 @@ def profile_shape(spec: dict, shape: dict, out_dir: Path, vllm: str, deadline: f
             except (OSError, ValueError, KeyError) as e:
                 status, reason = "failed", f"no usable result at concurrency {c}: {e}"
                 break
+            where = f"after concurrency {c}"
+            write_rows(rows, out_dir / f"{shape['id']}.json")  # each level as it completes: a kill keeps it
+            if on_level is not None:
+                on_level({**entry, "status": "running", "reason": "", "rows": list(rows)})
+    except Terminated:
+        status, reason = "terminated", f"SIGTERM {where} (the Job's deadline, or the pod deleted or preempted)"
     finally:
-        stop_engine(engine)
+        if engine is not None:
+            stop_engine(engine)
     if rows:
         write_rows(rows, out_dir / f"{shape['id']}.json")
     return {**entry, "status": status, "reason": reason, "rows": rows}
 
 
-def _write(summary: dict, out_dir: Path) -> list[dict]:
-    """summary.json, and rows.json where some shape has rows; returns the rows."""
-    rows = [r for s in summary["shapes"] for r in s["rows"]]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    if rows:
-        write_rows(rows, out_dir / ROWS_FILE)
-    return rows
+class Results:
+    """summary.json, rows.json and the log's rows block, rewritten as the Job goes (after every level)."""
+
+    def __init__(self, summary: dict, out_dir: Path):
+        self.summary, self.out_dir, self.shown = summary, out_dir, 0
+
+    def flush(self, running: dict | None = None) -> list[dict]:
+        """Write summary.json (with `running`, the shape in progress, if any) and rows.json where some shape has
+        rows; print the rows block when it holds rows not printed yet. Returns the rows."""
+        shapes = [*self.summary["shapes"], *([running] if running else [])]
+        summary = {**self.summary, "shapes": shapes}
+        rows = [r for s in shapes for r in s["rows"]]
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.out_dir / SUMMARY_FILE, json.dumps(summary, indent=2) + "\n")
+        if rows:
+            write_rows(rows, self.out_dir / ROWS_FILE)
+        if len(rows) != self.shown:
+            print(f"{BEGIN} {summary['deployment']} ---")
+            print(json.dumps(rows, indent=2))
+            print(f"{END} ---", flush=True)
+            self.shown = len(rows)
+        return rows
+
+
+def spent_before(env: dict, wall: float) -> float:
+    """Seconds between the pod's first init container (the epoch second in the file env PROFILE_START_FILE names)
+    and `wall` (time.time()); 0 where the file is not there."""
+    path = env.get(START_ENV)
+    if not path:
+        return 0.0
+    try:
+        started = float(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError) as e:
+        print(f"no pod start time in {path} ({e}): the time before this script is not counted", flush=True)
+        return 0.0
+    return max(0.0, wall - started)
+
+
+def job_budget_s(spec: dict, env: dict, wall: float) -> float:
+    """The seconds this script may use: the Job's activeDeadlineSeconds (env PROFILE_DEADLINE_S, else the spec's
+    max_minutes) less the time the pod spent before the script (spent_before) less the stop reserve."""
+    deadline = float(env.get(DEADLINE_ENV) or spec["max_minutes"] * 60)
+    spent = spent_before(env, wall)
+    reserve = spec.get("stop_reserve_s", 2 * STOP_GRACE_S)
+    budget = deadline - spent - reserve
+    print(f"time bound: {budget:.0f} s = the Job's {deadline:.0f} s - {spent:.0f} s since the pod started "
+          f"- {reserve:.0f} s to stop the engine", flush=True)
+    return budget
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The profile Job: `python3 sweep.py SPEC.json` (the spec components/profiling/plan.py renders)."""
+    """The profile Job: `python3 sweep.py SPEC.json` (the spec components/profiling/plan.py renders). 0: rows
+    written; 1: no shape measured; 2: bad input; 143: SIGTERM (what finished is written)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: sweep.py SPEC.json", file=sys.stderr)
         return 2
-    started = now()
     spec = json.loads(Path(args[0]).read_text())
     out_dir = Path(spec["out_dir"])
-    total_deadline = started + spec["max_minutes"] * 60 - spec.get("stop_reserve_s", 2 * STOP_GRACE_S)
+    total_deadline = now() + job_budget_s(spec, os.environ, time.time())
     date = time.strftime("%Y-%m-%d", time.gmtime())
     summary = {"deployment": spec["deployment"], "model": spec["model"], "gpu": spec["gpu"], "date": date,
                "bounds": {"max_minutes": spec["max_minutes"], "max_minutes_per_shape": spec["max_minutes_per_shape"]},
                "shapes": [dict(s, status="skipped", rows=[]) for s in spec.get("skipped", [])]}
+    results = Results(summary, out_dir)
     try:
-        vllm = installed_vllm(": the profile Job runs in the pinned vLLM image")
-    except ServeError as e:
-        print(e, file=sys.stderr)
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (a test's): no handler
+        previous = None
+    try:
+        terminated = _sweep(spec, summary, results, out_dir, total_deadline, date)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if terminated is None:
         return 2
-    have = gpus_here() or spec["gpus"]  # no nvidia-smi in the image: the pod's GPU limit
-    for shape in spec["shapes"]:
-        need = shape["tp"] * shape["pp"]
-        left = total_deadline - now()
-        if need > have:
-            summary["shapes"].append({**shape, "status": "skipped", "rows": [],
-                                      "reason": f"TP {shape['tp']} x PP {shape['pp']} needs {need} GPU(s); "
-                                                f"`nvidia-smi --list-gpus` shows {have} in the pod"})
-        elif left <= 0:
-            summary["shapes"].append({**shape, "status": "skipped", "rows": [],
-                                      "reason": f"not started: the Job's {spec['max_minutes']}-minute bound is spent"})
-        else:
-            deadline = now() + min(left, spec["max_minutes_per_shape"] * 60)
-            summary["shapes"].append(profile_shape(spec, shape, out_dir, vllm, deadline, date))
-        entry = summary["shapes"][-1]
-        print(f"{shape['id']}: {entry['status']}, {len(entry['rows'])} row(s)"
-              + (f": {entry['reason']}" if entry.get("reason") else ""), flush=True)
-        rows = _write(summary, out_dir)  # after every shape: a Job ended at its deadline keeps what it finished
-    rows = _write(summary, out_dir)
+    rows = results.flush()
+    if terminated:
+        print(f"SIGTERM: stopped; {len(rows)} row(s) kept in {out_dir / ROWS_FILE} (summary.json says where)",
+              file=sys.stderr, flush=True)
+        return TERMINATED_RC
     if not rows:
         print(f"no shape was measured; see {out_dir / SUMMARY_FILE}", file=sys.stderr)
         return 1
-    print(f"{BEGIN} {spec['deployment']} ---")
-    print(json.dumps(rows, indent=2))
-    print(f"{END} ---")
     print(f"wrote {len(rows)} rows to {out_dir / ROWS_FILE}; list them under planning.measurements "
           f"(docs/measurements.md)", flush=True)
     return 0
+
+
+def _sweep(spec: dict, summary: dict, results: Results, out_dir: Path, total_deadline: float,
+           date: str) -> bool | None:
+    """Every shape of the spec in turn; True when SIGTERM ended it, None when `vllm` is missing."""
+    try:
+        vllm = installed_vllm(": the profile Job runs in the pinned vLLM image")
+        have = gpus_here() or spec["gpus"]  # no nvidia-smi in the image: the pod's GPU limit
+        for shape in spec["shapes"]:
+            need = shape["tp"] * shape["pp"]
+            left = total_deadline - now()
+            if need > have:
+                summary["shapes"].append({**shape, "status": "skipped", "rows": [],
+                                          "reason": f"TP {shape['tp']} x PP {shape['pp']} needs {need} GPU(s); "
+                                                    f"`nvidia-smi --list-gpus` shows {have} in the pod"})
+            elif left <= 0:
+                summary["shapes"].append({**shape, "status": "skipped", "rows": [],
+                                          "reason": f"not started: the Job's {spec['max_minutes']}-minute bound "
+                                                    f"is spent"})
+            else:
+                deadline = now() + min(left, spec["max_minutes_per_shape"] * 60)
+                summary["shapes"].append(profile_shape(spec, shape, out_dir, vllm, deadline, date, results.flush))
+            entry = summary["shapes"][-1]
+            print(f"{shape['id']}: {entry['status']}, {len(entry['rows'])} row(s)"
+                  + (f": {entry['reason']}" if entry.get("reason") else ""), flush=True)
+            results.flush()  # after every shape too (the levels flushed already)
+            if entry["status"] == "terminated":
+                raise Terminated()
+    except ServeError as e:
+        print(e, file=sys.stderr)
+        return None
+    except Terminated:
+        summary["stopped"] = "SIGTERM (the Job's deadline, or the pod deleted or preempted)"
+        seen = {x["id"] for x in summary["shapes"]}
+        summary["shapes"] += [{**s, "status": "skipped", "rows": [], "reason": "not started: SIGTERM"}
+                              for s in spec["shapes"] if s["id"] not in seen]
+        return True
+    return False
 
 
 if __name__ == "__main__":

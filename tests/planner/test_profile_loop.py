@@ -84,3 +84,5 @@ def test_a_measured_stack_asks_no_pool_room_and_makes_no_job(gpu_machine):
     resources, _ = plan_config(values({"profile": {"enabled": True, "candidates": 2}, "measurements": [str(rows)]},
                                       **SLA))
     assert not [r for r in by_type(resources, "kubernetes:batch/v1:Job") if r.name.endswith("-profile")]
+    # nor the profile pods' PriorityClass: it is made with the Jobs only
+    assert by_type(resources, "kubernetes:scheduling.k8s.io/v1:PriorityClass") == []

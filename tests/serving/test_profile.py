@@ -126,8 +126,14 @@ def test_a_model_no_single_node_serves_is_refused_with_the_reason():
 # --- the Job -----------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def rendered():
+def profiled_resources():
     resources, _ = plan_config(values({"profile": {"enabled": True}}))
+    return resources
+
+
+@pytest.fixture(scope="module")
+def rendered(profiled_resources):
+    resources = profiled_resources
     job = one(resources, "kubernetes:batch/v1:Job", "vllm-chat-profile")
     cm = one(resources, "kubernetes:core/v1:ConfigMap", "vllm-chat-profile-script")
     (deployment,) = [r for r in by_type(resources, "kubernetes:apps/v1:Deployment") if r.name == "vllm-chat-deployment"]
@@ -165,9 +171,11 @@ def test_the_job_mounts_the_model_cache_where_the_serving_pods_do(rendered):
     assert cache_path(pod) == cache_path(served) == ["/models"]
     assert [v for v in pod["volumes"] if v["name"] == "model-cache"] == \
         [v for v in served["volumes"] if v["name"] == "model-cache"]
-    # the same cache gate before the engine starts (the weights are there), then the results directory made writable
-    assert pod["initContainers"][0]["command"] == served["initContainers"][0]["command"]
-    assert "mkdir -p /models/profiles/chat" in pod["initContainers"][1]["command"][-1]
+    # the pod's clock first (sweep.py counts the time from it), then the same cache gate before the engine starts (the
+    # weights are there), then the results directory made writable
+    assert pod["initContainers"][0]["name"] == "profile-clock"
+    assert pod["initContainers"][1]["command"] == served["initContainers"][0]["command"]
+    assert "mkdir -p /models/profiles/chat" in pod["initContainers"][2]["command"][-1]
     spec = json.loads(cm["data"]["spec.json"])
     assert spec["out_dir"] == "/models/profiles/chat"
     # the serving pods' engine arguments the cache adds (the loader), after each shape's own
@@ -196,6 +204,11 @@ def test_the_entrypoint_imports_nothing_the_vllm_image_lacks():
 
 # --- the entrypoint against the fake `vllm` -------------------------------------------------------------------------
 
+def last_block(log: str) -> list[dict]:
+    """The rows of the last BEGIN/END block of a log (the sweep prints one after every level)."""
+    return json.loads(log.rsplit(f"{sweep.BEGIN} chat ---\n", 1)[1].split(f"\n{sweep.END}")[0])
+
+
 def run_entrypoint(tmp: Path, port: int, plan, capsys) -> tuple[int, str, Path]:
     """The Job's entrypoint on the spec the ConfigMap would carry, its results under tmp (not /models), the engine on
     `port` (a free one: tests run side by side)."""
@@ -219,7 +232,8 @@ def test_the_entrypoint_measures_each_shape_and_writes_rows_the_stack_reads(gpu_
     served = [json.loads(line) for line in (tmp / "served.jsonl").read_text().splitlines()]
     # each shape's exact arguments, then the cache's, on the port given; one engine at a time, stopped after
     assert [a[a.index("--tensor-parallel-size") + 1] for a in served] == ["1", "2"]
-    assert served[0] == ["serve", *sweep.with_port(list(plan.shapes[0].args), port), "--load-format", "auto"]
+    assert served[0] == ["serve", *sweep.with_port(list(plan.shapes[0].args), port), "--load-format", "auto",
+                         "--host", "127.0.0.1"]
     assert not _up(port)
     shapes = read(results / "rows.json", "rows.json")
     assert [(s.accelerator, s.tp, s.pp, s.model, s.precision) for s in shapes] == \
@@ -232,9 +246,8 @@ def test_the_entrypoint_measures_each_shape_and_writes_rows_the_stack_reads(gpu_
     assert [(s["id"], s["status"]) for s in summary["shapes"]] == \
         [("h100-tp1", "measured"), ("h100-tp2", "measured"), ("h100-tp4", "skipped")]
     assert summary["shapes"][2]["reason"] == "TP 4 x PP 1 needs 4 GPU(s); `nvidia-smi --list-gpus` shows 2 in the pod"
-    # the log carries the same rows between markers (kubectl logs, docs/measurements.md)
-    logged = out.split(f"{sweep.BEGIN} chat ---\n")[1].split(f"\n{sweep.END}")[0]
-    assert json.loads(logged) == json.loads((results / "rows.json").read_text())
+    # the log carries the same rows between markers (kubectl logs, docs/measurements.md): its last block
+    assert last_block(out) == json.loads((results / "rows.json").read_text())
 
 
 def test_a_shape_that_does_not_start_is_recorded_and_the_job_fails_without_rows(gpu_machine, monkeypatch, capsys):
@@ -320,3 +333,218 @@ def test_a_job_ended_at_its_deadline_keeps_the_shapes_it_finished(gpu_machine, m
         run_entrypoint(tmp, port, profiled({"candidates": 2}), capsys)
     shapes = read(tmp / "profiles" / "chat" / "rows.json", "rows.json")
     assert [(s.tp, len(s.points)) for s in shapes] == [(1, 6)]
+
+
+# --- the SRE review: the serving pods first, results kept, the engine private -------------------------------------
+
+PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
+
+
+def test_the_profile_pod_never_takes_gpus_a_serving_pod_needs(profiled_resources, rendered):
+    """A pending profile pod must not take the GPUs a rolling update frees (maxSurge 0 / maxUnavailable 1 on a pool
+    with no room), else `pulumi up` waits up to maxMinutes: the pod runs below the serving pods' priority (0), which
+    preempt it, and preempts nothing."""
+    job, _, deployment = rendered
+    (pc,) = by_type(profiled_resources, PRIORITY_CLASS)  # one per stack
+    pod = job["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == pc.inputs["metadata"]["name"] == "vllm-platform-profile-vllm"
+    assert pc.inputs["preemptionPolicy"] == "Never" and pc.inputs["globalDefault"] is False
+    # below the serving pods (no class: 0), not below cluster-autoscaler's expendable cutoff (-10): an expendable pod
+    # adds no node, and the pool's one extra node is there for this pod
+    assert -10 <= pc.inputs["value"] < 0
+    assert "priorityClassName" not in deployment["spec"]["template"]["spec"]
+    assert "preempt" in pc.inputs["description"]
+
+
+def test_no_profile_no_priority_class():
+    resources, _ = plan_config(values())
+    assert by_type(resources, PRIORITY_CLASS) == []
+
+
+def test_the_autoscalers_leave_the_profile_node_alone(rendered):
+    from components.serving.redis import NO_CONSOLIDATION
+    job, _, _ = rendered
+    annotations = job["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == NO_CONSOLIDATION
+    assert annotations == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false",
+                           "karpenter.sh/do-not-disrupt": "true"}
+
+
+def test_the_plan_warns_where_the_pool_cannot_grow_for_the_job():
+    # an existing cluster: the stack does not size its nodes
+    line = profiled().lines()[-1]
+    assert line.startswith("planning.profile chat: cloud existing: the stack does not size the cluster's GPU nodes: "
+                           "the profile pod runs only on GPUs no serving pod uses (PriorityClass "
+                           "vllm-platform-profile-vllm")
+    assert "a serving pod that needs its GPUs (a rolling update with no spare node) preempts it" in line
+    # EKS on demand: the pool grows for the Job, no such line
+    cfg = _aws_stack({"enabled": True})
+    topologies = plan_stack(cfg)
+    plans, _ = profile_plans(cfg, topologies)
+    assert not [x for x in plans["llama-70b"].lines() if "runs only on GPUs no serving pod uses" in x]
+    # EKS on a reservation or a Capacity Block: no node more to be had
+    for kind in ("reservation", "capacityBlock"):
+        raw = project_values(load_stack_yaml(stack_file("prod-llama70b-aws")))
+        raw["planning"] = {"profile": {"enabled": True}}
+        raw["aws"] = {**raw["aws"], "capacityType": kind, "capacityReservations": {
+            t.instance_type: "cr-0123456789abcdef0" for t in topologies.values()}}
+        cfg = parse(raw, {"hfToken", "gatewayApiKeys"}, base_dir=ROOT / "stacks")
+        plans, problems = profile_plans(cfg, plan_stack(cfg))
+        assert problems == []
+        assert plans["llama-70b"].lines()[-1].startswith(
+            f"planning.profile llama-70b: aws.capacityType {kind}: the reserved capacity holds no node more for the "
+            f"Job: the profile pod runs only on GPUs no serving pod uses")
+
+
+def test_a_profile_on_a_node_local_cache_is_refused():
+    """modelCache.kind nvme: the rows would sit on the local disk of the node the autoscaler removes once idle."""
+    v = values({"profile": {"enabled": True}})
+    v["modelCache"] = {"kind": "nvme"}
+    cfg = parse(v, {"hfToken"})
+    plans, problems = profile_plans(cfg, plan_stack(cfg))
+    assert plans == {}
+    (problem,) = problems
+    assert problem.startswith("planning.profile.enabled: true with modelCache.kind nvme: the Job writes its rows to "
+                              "the model cache, here each node's local NVMe, which goes with the node")
+    assert "set modelCache.kind: rwx" in problem and "planning.profile.enabled: false" in problem
+    with pytest.raises(ConfigError) as e:
+        validated_plan(cfg)
+    assert "planning.profile.enabled: true with modelCache.kind nvme" in str(e.value)
+
+
+def test_the_engine_answers_only_inside_the_pod(gpu_machine, monkeypatch, capsys):
+    """No API key on the profile's engine: it binds 127.0.0.1, and the bench asks it there."""
+    tmp, port = gpu_machine
+    rc, out, _ = run_entrypoint(tmp, port, profiled({"candidates": 1}), capsys)
+    assert rc == 0
+    (served,) = [json.loads(line) for line in (tmp / "served.jsonl").read_text().splitlines()]
+    assert served[served.index("--host") + 1] == "127.0.0.1" and served.count("--host") == 1
+    benches = [line for line in out.splitlines() if line.startswith("vllm bench serve")]
+    assert benches and all(f"--base-url http://127.0.0.1:{port} " in b for b in benches)
+    assert "localhost" not in "\n".join(benches)
+    # a --host in the shape's arguments is replaced, not doubled
+    assert sweep.with_host(["m", "--host", "0.0.0.0", "--port", "8000"]) == \
+        ["m", "--host", "127.0.0.1", "--port", "8000"]
+
+
+def _bench_hook(monkeypatch, at: int, action):
+    """`action()` when the sweep starts `vllm bench serve` at concurrency `at`."""
+    real = sweep.subprocess.run
+
+    def run(cmd, *a, **kw):
+        if "--max-concurrency" in cmd and cmd[cmd.index("--max-concurrency") + 1] == str(at):
+            action()
+        return real(cmd, *a, **kw)
+
+    monkeypatch.setattr(sweep.subprocess, "run", run)
+
+
+def test_a_job_killed_mid_shape_keeps_every_level_it_finished(gpu_machine, monkeypatch, capsys):
+    """SIGKILL (nothing runs after) during concurrency 8 of the first shape: levels 1, 2 and 4 are on the cache volume
+    and in the log already."""
+    tmp, port = gpu_machine
+
+    def killed():
+        raise SystemExit(137)
+
+    _bench_hook(monkeypatch, 8, killed)
+    with pytest.raises(SystemExit):
+        run_entrypoint(tmp, port, profiled({"candidates": 2}), capsys)
+    out = capsys.readouterr().out
+    results = tmp / "profiles" / "chat"
+    rows = json.loads((results / "rows.json").read_text())
+    assert [r["concurrency"] for r in rows] == [1, 2, 4]
+    assert [r["concurrency"] for r in json.loads((results / "h100-tp1.json").read_text())] == [1, 2, 4]
+    (shape,) = json.loads((results / "summary.json").read_text())["shapes"]
+    assert shape["status"] == "running" and len(shape["rows"]) == 3
+    assert out.count(sweep.BEGIN) == 3 and last_block(out) == rows  # one block per level, the last is the result
+    assert not _up(port)
+
+
+def test_sigterm_stops_the_engine_keeps_the_rows_and_fails_the_job(gpu_machine, monkeypatch, capsys):
+    """The Job's deadline (or a preemption) sends the script, PID 1, SIGTERM: it stops the engine, writes what
+    finished, says where it stopped and exits non-zero."""
+    import os
+    import signal
+    tmp, port = gpu_machine
+    monkeypatch.setenv("FAKE_GPUS", "2")
+
+    class Unhandled(Exception):
+        pass
+
+    def unhandled(*_):  # the test's own: were the script to install none, this (not the worker's death) fails it
+        raise Unhandled()
+
+    before = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        _bench_hook(monkeypatch, 8, lambda: os.kill(os.getpid(), signal.SIGTERM))
+        rc, out, results = run_entrypoint(tmp, port, profiled({"candidates": 2}), capsys)
+        assert signal.getsignal(signal.SIGTERM) is unhandled  # the handler is the script's only while it runs
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert rc == 143 and not _up(port)
+    rows = json.loads((results / "rows.json").read_text())
+    assert [r["concurrency"] for r in rows] == [1, 2, 4] and last_block(out) == rows
+    summary = json.loads((results / "summary.json").read_text())
+    assert [(s["id"], s["status"]) for s in summary["shapes"]] == [("h100-tp1", "terminated"), ("h100-tp2", "skipped")]
+    assert summary["shapes"][0]["reason"].startswith("SIGTERM during concurrency 8")
+    assert summary["shapes"][1]["reason"] == "not started: SIGTERM" and summary["stopped"].startswith("SIGTERM")
+    served = [json.loads(line) for line in (tmp / "served.jsonl").read_text().splitlines()]
+    assert len(served) == 1  # the second shape's engine never started
+
+
+def test_the_scripts_bound_counts_the_time_the_pod_spent_before_it(tmp_path, capsys):
+    spec = {"max_minutes": 60}
+    start = tmp_path / "started"
+    start.write_text("1000000\n")
+    env = {sweep.DEADLINE_ENV: "3600", sweep.START_ENV: str(start)}
+    # 50 min after the pod's first init container: 10 min of the deadline left, 2 of them to stop the engine
+    assert sweep.job_budget_s(spec, env, 1_000_000 + 3000) == 3600 - 3000 - 120
+    assert sweep.job_budget_s(spec, {}, 5.0) == 3600 - 120  # outside a pod: the spec's bound from now
+    assert sweep.job_budget_s(spec, {sweep.START_ENV: str(tmp_path / "none")}, 5.0) == 3600 - 120
+    assert "no pod start time" in capsys.readouterr().out
+
+
+def test_a_pod_that_waited_out_its_deadline_starts_no_shape(gpu_machine, monkeypatch, capsys):
+    import time
+    tmp, port = gpu_machine
+    start = tmp / "started"
+    start.write_text(f"{int(time.time()) - 59 * 60}\n")  # the cache gate waited 59 of the 60 minutes
+    monkeypatch.setenv(sweep.DEADLINE_ENV, "3600")
+    monkeypatch.setenv(sweep.START_ENV, str(start))
+    rc, _, results = run_entrypoint(tmp, port, profiled({"candidates": 1, "maxMinutes": 60}), capsys)
+    (shape,) = json.loads((results / "summary.json").read_text())["shapes"]
+    assert rc == 1 and shape["status"] == "skipped" and "bound is spent" in shape["reason"]
+    assert not (tmp / "served.jsonl").exists()
+
+
+def test_the_job_gives_the_script_its_deadline_and_the_pods_start(rendered):
+    job, _, _ = rendered
+    pod = job["spec"]["template"]["spec"]
+    (main,) = pod["containers"]
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert env[sweep.DEADLINE_ENV] == str(int(job["spec"]["activeDeadlineSeconds"])) == "7200"
+    clock = pod["initContainers"][0]  # before the cache gate: its wait counts
+    assert clock["command"][-1] == f"date +%s > {env[sweep.START_ENV]}"
+    (mount,) = clock["volumeMounts"]
+    assert env[sweep.START_ENV].startswith(mount["mountPath"] + "/")
+    assert mount in main["volumeMounts"]
+    assert {"name": mount["name"], "emptyDir": {"sizeLimit": "20Gi"}} in pod["volumes"]
+    # room to stop the engine on SIGTERM before the kubelet's SIGKILL
+    assert pod["terminationGracePeriodSeconds"] > sweep.STOP_GRACE_S
+
+
+def test_the_docs_take_the_last_rows_block_and_say_the_log_goes_with_the_node(gpu_machine, monkeypatch, capsys):
+    import subprocess
+    docs = (ROOT / "docs" / "measurements.md").read_text()
+    section = docs.split("## Profiling on the cluster")[1].split("\n## ")[0]
+    assert "keeps its log for" not in section and "the Job and its log go" not in section
+    assert "the pod and its log go with it" in section and "The rows on the cache volume are what lasts" in section
+    assert "pulumi up --replace" in section
+    (awk,) = [line.strip() for line in section.splitlines() if line.strip().startswith("| awk ")]
+    tmp, port = gpu_machine
+    rc, out, results = run_entrypoint(tmp, port, profiled({"candidates": 1}), capsys)
+    assert rc == 0 and out.count(sweep.BEGIN) == 6
+    command = awk[1:].split(" > stacks/")[0].strip()  # the docs' command, writing to stdout
+    taken = subprocess.run(["sh", "-c", command], input=out, capture_output=True, text=True, check=True)
+    assert json.loads(taken.stdout) == json.loads((results / "rows.json").read_text())
