@@ -248,10 +248,10 @@ def test_serve_starts_the_planned_engine_measures_it_and_stops_it(gpu_machine, c
     out = tmp / "results" / "dev.json"
     assert bench_serve.main(["dev", "--serve", "--port", str(port), "--out", str(out), "--start-timeout", "60"]) == 0
     (served,) = [json.loads(line) for line in (tmp / "served.jsonl").read_text().splitlines()]
-    # exactly the dev plan's engine (FP8 weights on one L4, --max-num-seqs 36), on the port asked for
+    # exactly the dev plan's engine (FP8 weights on one L4, --max-num-seqs 53), on the port asked for
     assert served == ["serve", "RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8", "--served-model-name", "llama-8b",
                       "--tensor-parallel-size", "1", "--pipeline-parallel-size", "1", "--max-model-len", "8192",
-                      "--gpu-memory-utilization", "0.90", "--max-num-seqs", "36", "--max-num-batched-tokens", "2048",
+                      "--gpu-memory-utilization", "0.90", "--max-num-seqs", "53", "--max-num-batched-tokens", "2048",
                       "--port", str(port)]
     rows = json.loads(out.read_text())
     assert [r["id"] for r in rows][:3] == ["llama-8b-l4-tp1-c1", "llama-8b-l4-tp1-c2", "llama-8b-l4-tp1-c4"]
