@@ -168,5 +168,5 @@ def test_every_bad_input_is_reported_once_in_one_run(model_bad, stack_bad, token
 
 def test_a_bad_latency_percentile_names_the_field_and_the_choices():
     (e,) = errors(with_model(sla={"tpotMs": 30, "latencyPercentile": "p95"}))
-    assert e == "models[0].sla.latencyPercentile: Input should be 'mean' or 'p99' (got 'p95')"
+    assert e == "models[0].sla.latencyPercentile: Input should be 'p90', 'p99' or 'mean' (got 'p95')"
     assert parse(with_model(sla={"latencyPercentile": "p99"}), {"hfToken"}).models[0].sla.latency_percentile == "p99"

@@ -273,7 +273,7 @@ def test_latency_alerts_read_the_bucket_bound_at_or_above_the_sla(stack, ttft_le
 @pytest.mark.parametrize("stack, stalled_for", [
     ("prod-llama405b-onprem", "35m"),  # 1460 s start-up budget (loader-capped) + 10 min for a GPU node
     ("prod-llama405b-aws", "35m"),
-    ("prod-llama70b-aws", "17m"),      # 390 s budget (one TP 8 pod per node since the step-model refit) + 600 s
+    ("prod-llama70b-aws", "19m"),      # 530 s budget (two TP 4 pods per node since the class margins) + 600 s
 ])
 def test_scale_up_stalled_waits_for_the_replica_start_up_budget(stack, stalled_for):
     assert _rules(stack)["VllmQueueHighScaleUpStalled"]["for"] == stalled_for
@@ -282,7 +282,7 @@ def test_scale_up_stalled_waits_for_the_replica_start_up_budget(stack, stalled_f
 @pytest.mark.parametrize("stack, absent_for", [
     ("prod-llama405b-aws", "45m"),     # cold start: 30 s + GPU node 900 s + image 300 s + budget 1460 s + 10 s
     ("prod-llama405b-onprem", "25m"),  # an existing cluster's nodes stay: 30 + 1460 + 10 s
-    ("prod-llama70b-aws", "28m"),      # 30 + 900 + 300 + 390 + 10 s = 1630 s
+    ("prod-llama70b-aws", "30m"),      # 30 + 900 + 300 + 530 + 10 s = 1770 s
     ("dev", "10m"),                    # 340 s, raised to the 10-minute floor
 ])
 def test_metrics_absent_waits_for_a_cold_start(stack, absent_for):

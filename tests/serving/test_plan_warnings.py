@@ -29,13 +29,12 @@ def _plan_out(capsys, path: str) -> str:
 
 
 def test_a_production_fleet_planned_at_its_max_is_told_it_has_no_headroom(tmp_path, capsys):
-    # 64 users at a knee of 37 (TP 8, 0.35 planning margin; 40 under 0.30) need 2 replicas: with replicas.max 2 the
-    # fleet is already at its ceiling (input changed from max 4: at the old knee of 17 that was 4 replicas; now
-    # 2 < 4 leaves room, so max 4 no longer exercises the warning)
-    out = _plan_out(capsys, _copy(tmp_path, "prod-llama70b-aws", {"replicas": {"min": 2, "max": 2}}))
-    assert ("WARNING: NO HEADROOM in production: llama-70b needs 2 replica(s) for the declared load, its "
+    # 64 users at a knee of 17 (TP 4, the dense class's 10 % margin, p90) need 4 replicas: with replicas.max 4 the
+    # fleet is already at its ceiling (the shipped stack now allows 6)
+    out = _plan_out(capsys, _copy(tmp_path, "prod-llama70b-aws", {"replicas": {"min": 2, "max": 4}}))
+    assert ("WARNING: NO HEADROOM in production: llama-70b needs 4 replica(s) for the declared load, its "
             "replicas.max: a spike above it queues with nowhere to scale and the gateway refuses requests beyond "
-            "2 x 37; raise replicas.max") in out
+            "4 x 17; raise replicas.max") in out
 
 
 def test_shipped_production_stacks_keep_room_above_their_load(capsys):
@@ -76,19 +75,25 @@ def _latency_rules(t) -> dict:
 
 
 def test_a_p99_sla_is_watched_at_the_p99():
-    mean = _latency_rules(_topology("prod-llama70b-aws", {}))
+    sla = {"ttftMs": 2000, "tpotMs": 30, "concurrency": 64}
+    mean = _latency_rules(_topology("prod-llama70b-aws", {"sla": {**sla, "latencyPercentile": "mean"}}))
     tpot = mean["VllmTimePerOutputTokenAboveSla"]
     assert ") > 0.05) and on()" in tpot["expr"] and tpot["annotations"]["summary"].startswith("llama-70b: p95 ")
     assert "> 0.10) and on()" in mean["VllmTimeToFirstTokenAboveSla"]["expr"]
-    assert "The plan sized 22.0 ms (mean) per token at a batch of 37" in tpot["annotations"]["description"]
-    t = _topology("prod-llama70b-aws", {"sla": {"ttftMs": 2000, "tpotMs": 30, "concurrency": 64,
-                                                "latencyPercentile": "p99"}})
+    assert "The plan sized 27.1 ms (mean) per token at a batch of 21" in tpot["annotations"]["description"]
+    # the default SLA is p90: both alerts fire when more than 10 % of requests are over, and quote the p90 planned
+    p90 = _latency_rules(_topology("prod-llama70b-aws", {}))
+    tpot, ttft = p90["VllmTimePerOutputTokenAboveSla"], p90["VllmTimeToFirstTokenAboveSla"]
+    assert ") > 0.10) and on()" in tpot["expr"] and ") > 0.10) and on()" in ttft["expr"]
+    assert tpot["annotations"]["summary"].startswith("llama-70b: p90 per-request time per output token")
+    assert "The plan sized 26.9 ms (p90) per token at a batch of 17" in tpot["annotations"]["description"]
+    t = _topology("prod-llama70b-aws", {"sla": {**sla, "latencyPercentile": "p99"}})
     p99 = _latency_rules(t)
     tpot, ttft = p99["VllmTimePerOutputTokenAboveSla"], p99["VllmTimeToFirstTokenAboveSla"]
     assert ") > 0.01) and on()" in tpot["expr"] and ") > 0.01) and on()" in ttft["expr"]
     assert tpot["annotations"]["summary"].startswith("llama-70b: p99 per-request time per output token")
     assert ttft["annotations"]["description"].startswith("More than 1% of requests waited")
-    # a p99 SLA sizes on the tail: the mean plan is already TP 8 (knee 37 under the 0.35 margin), and the p99
-    # one shrinks the knee to 30 (p99 21.93 ms x 1.35 = 29.6 <= 30): the alert quotes that tail at that batch
-    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.knee_tpot_tail_ms) == (8, 30, 21.93)
-    assert "The plan sized 21.9 ms (p99) per token at a batch of 30" in tpot["annotations"]["description"]
+    # a p99 SLA sizes on the tail: TP 8 at a knee of 47 (p99 27.06 ms x 1.1, the dense margin, = 29.8 <= 30); the
+    # alert quotes that tail at that batch
+    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.knee_tpot_tail_ms) == (8, 47, 27.06)
+    assert "The plan sized 27.1 ms (p99) per token at a batch of 47" in tpot["annotations"]["description"]

@@ -70,14 +70,14 @@ def test_large_models_get_more_than_vllms_600_s_default():
 
 
 def test_budget_terms_for_prod_llama70b_aws():
-    """132 GiB over EFS (1.5 GB/s per node), one TP 8 replica per node since the step-model refit (was 2 x TP 4),
-    Run:ai streamer (uncapped): 1.5 GB/s per pod -> 141.7 GB / 1.5 = 94.5 -> 95 s load x 1.5 + 240 s engine
-    start = 382.5 s -> 390 s."""
+    """132 GiB over EFS (1.5 GB/s per node), two TP 4 replicas per node since the class margins (2026-12-06; one TP 8
+    before), Run:ai streamer (uncapped): 0.75 GB/s per pod -> 141.7 GB / 0.75 = 189 s load x 1.5 + 240 s engine
+    start = 523.5 s -> 530 s."""
     s = planned("prod-llama70b-aws").exports["serving"]["llama-70b"]["startup"]
     assert (s["loader"], s["readGBps"], s["loadS"], s["engineStartS"], s["budgetS"]) == \
-        ("runai-streamer", 1.5, 95, 240, 390)
+        ("runai-streamer", 0.75, 189, 240, 530)
     (_, c, _), = _serving_containers(planned("prod-llama70b-aws").resources)
-    assert c["startupProbe"]["failureThreshold"] == 39 and _env(c)["VLLM_ENGINE_READY_TIMEOUT_S"] == "390"
+    assert c["startupProbe"]["failureThreshold"] == 53 and _env(c)["VLLM_ENGINE_READY_TIMEOUT_S"] == "530"
 
 
 def test_the_default_loader_is_capped_on_a_shared_file_system_and_the_streamer_is_not():
