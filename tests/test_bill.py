@@ -54,9 +54,10 @@ def test_an_eks_stack_pays_control_plane_system_nodes_nat_efs_and_nlb():
         "EFS model cache (up to 200 GiB)": (200, 0.30, 0.0822),  # 200 x $0.30 / 730 h
         "gateway NLB (internal)": (1, 0.0225, 0.0225),
     }
-    assert (bill.gpu_min, bill.gpu_planned, bill.gpu_max, bill.total) == (110.08, 110.08, 220.16, 111.24)
+    # the shipped TP 4 plan: 4 replicas on 2 p5 nodes, at min 2 replicas on 2 nodes, at max 6 on 3 (3 x $55.04)
+    assert (bill.gpu_min, bill.gpu_planned, bill.gpu_max, bill.total) == (110.08, 110.08, 165.12, 111.24)
     d = bill.to_dict()
-    assert d["perHour"] == {"min": 111.24, "planned": 111.24, "max": 221.32} and d["perMonth"] == 81205.2
+    assert d["perHour"] == {"min": 111.24, "planned": 111.24, "max": 166.28} and d["perMonth"] == 81205.2
     # the catalog's oldest base-region figure, the platform rows, and regional.csv's read date (its header)
     assert d["pricesRead"] == ["2025-10", "2026-12-04", "2026-12-06"]
     nat = next(x for x in bill.lines if x.item.startswith("NAT"))
@@ -68,13 +69,13 @@ def test_the_plan_prints_the_bill_with_its_total_and_when_prices_were_read():
     text = "\n".join(bill_lines(bill_of(shipped("prod-llama70b-aws")).to_dict()))
     assert text.startswith("bill (aws us-east-1; prices read 2025-10, 2026-12-04, 2026-12-06; sources per line: "
                            "components/catalog/data/prices/platform.csv, cpu_instances.csv):\n"
-                           "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $220.16 at max)\n")
+                           "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $165.12 at max)\n")
     assert ("  NAT gateways (one per zone, aws.availabilityZones): $0.14/h (3 x $0.045/gateway-hour ⚠); "
             "plus $0.045 per GB processed (not included)") in text
     # the bill prints ⚠ (NAT, NLB, system nodes), so it says what the mark means, above the total
     assert text.splitlines()[-2].startswith("  ⚠ = not a price read for this region and item from a dated source: ")
     assert text.splitlines()[-1].startswith("  total: $111.24/h as planned (~$81,205 a month at 730 h); $111.24/h at "
-                                            "min replicas, $221.32/h at max; not included: data transfer")
+                                            "min replicas, $166.28/h at max; not included: data transfer")
 
 
 def test_plan_prints_the_bill_of_the_stack_output(capsys, monkeypatch, tmp_path):
@@ -162,21 +163,24 @@ def test_a_region_without_price_rows_is_marked():
 # --- negotiated rates: vllm-platform:pricing -------------------------------------------------------------
 
 def test_a_negotiated_rate_changes_the_planners_choice_consistently():
-    # Under the 0.35 margin an L4 holds 2 of SMALL's 4 users, so at list prices one A10G (g5.xlarge, $1.006) beats
-    # two L4s (2 x $0.8048); a negotiated L4 rate of $0.50 (2 x $0.50 = $1.00) turns the choice back to g6.xlarge.
+    # Under the dense 10 % margin one L4 holds all 4 of SMALL's users (12 at its knee), so at list prices one L4
+    # (g6.xlarge, $0.8048) beats one A10G (g5.xlarge, $1.006); a negotiated A10G rate of $0.50 turns the choice to
+    # g5.xlarge. (Before the class margins an L4 held 2 users and the list choice was g5.xlarge, so the negotiated
+    # rate is now on g5.xlarge instead of g6.xlarge, to still move the choice.)
     listed = plan_stack(aws())["small"]
-    assert (listed.instance_type, listed.price_per_node_hour) == ("g5.xlarge", 1.006)
-    cheap = plan_stack(aws(pricing={"instanceTypes": {"g6.xlarge": 0.5}}))["small"]
+    assert (listed.instance_type, listed.price_per_node_hour) == ("g6.xlarge", 0.8048)
+    cheap = plan_stack(aws(pricing={"instanceTypes": {"g5.xlarge": 0.5}}))["small"]
     assert (cheap.instance_type, cheap.price_per_node_hour, cheap.price_basis) == (
-        "g6.xlarge", 0.5, "negotiated (pricing.instanceTypes)")
-    assert (cheap.cost_min_per_hour, cheap.cost_max_per_hour) == (0.5, 1.0)
-    assert bill_of(aws(pricing={"instanceTypes": {"g6.xlarge": 0.5}})).gpu_max == 1.0
+        "g5.xlarge", 0.5, "negotiated (pricing.instanceTypes)")
+    assert (cheap.cost_min_per_hour, cheap.cost_max_per_hour) == (0.5, 1.0)  # 1 / 2 replicas of one node
+    assert bill_of(aws(pricing={"instanceTypes": {"g5.xlarge": 0.5}})).gpu_max == 1.0
 
 
 def test_a_discount_comes_off_every_list_price_but_not_a_negotiated_rate():
     cfg = aws(pricing={"discountPercent": 10, "instanceTypes": {"m7i.2xlarge": 0.3}})
     t = plan_stack(cfg)["small"]
-    assert (t.price_per_node_hour, t.price_basis) == (0.9054, "on-demand us-east-1 less 10 % (pricing.discountPercent)")
+    # the planner's g6.xlarge: $0.8048 less 10 %
+    assert (t.price_per_node_hour, t.price_basis) == (0.7243, "on-demand us-east-1 less 10 % (pricing.discountPercent)")
     items = lines_of(cfg)
     assert items["EKS control plane (standard support)"].per_hour == 0.09
     system = items["system nodes (2 x m7i.2xlarge)"]

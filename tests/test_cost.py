@@ -20,8 +20,8 @@ from tests.support.plans import ROOT
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SMALL = {"name": "small", "model": "llama-3.1-8b", "instanceTypes": ["g6.xlarge"], "maxModelLen": 8192,
          "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 3}}
-# TP 1 pinned to a 4-GPU node: an L4 holds 2 of the 4 users under the 0.35 margin, so two replicas leave two paid
-# GPUs idle (one replica, at min, leaves three)
+# TP 1 pinned to a 4-GPU node: an L4 holds 12 users at its p90 knee under the dense 10 % margin, so the one replica
+# planned for the 4 users leaves three paid GPUs idle (two at max 2 replicas)
 IDLE = {"name": "idle", "model": "llama-3.1-8b", "instanceTypes": ["g6.12xlarge"], "maxModelLen": 8192,
         "tensorParallelSize": 1, "sla": {"concurrency": 4}, "replicas": {"min": 1, "max": 2}}
 BIG = {"name": "big", "model": "llama-3.1-70b", "instanceTypes": ["p5.48xlarge"], "maxModelLen": 8192,
@@ -37,7 +37,8 @@ def aws(models, **settings):
 def test_a_spot_stack_pays_the_spot_price_of_its_region():
     t = plan_stack(aws([SMALL], capacityType="spot"))["small"]
     assert (t.instance_type, t.price_per_node_hour, t.price_basis) == ("g6.xlarge", 0.4077, "spot us-east-1 ⚠")
-    assert (t.cost_per_hour, t.cost_min_per_hour, t.cost_max_per_hour) == (0.82, 0.41, 1.22)  # 2 replicas planned
+    # 1 replica planned (an L4 holds the 4 users: 12 at its knee), 3 at max
+    assert (t.cost_per_hour, t.cost_min_per_hour, t.cost_max_per_hour) == (0.41, 0.41, 1.22)
     east2 = plan_stack(aws([SMALL], capacityType="spot", region="us-east-2"))["small"]
     assert (east2.price_per_node_hour, east2.price_basis) == (0.3112, "spot us-east-2 ⚠")  # the region counts
     on_demand = plan_stack(aws([SMALL]))["small"]
@@ -74,9 +75,11 @@ def test_min_max_total_and_per_million_lines():
     plans = plan_stack(aws([SMALL, IDLE]))
     assert cost_lines(plans["small"])[0] == (
         "  cost: $0.80/h at min 1 replica(s) (1 node(s)), $2.41/h at max 3 (3 node(s)); "
-        "$0.80/node-hour on-demand us-east-1; $8.34 per million output tokens (27 tokens/s per replica at "
-        "2 concurrent)")  # the capacity model's knee: $0.80/h / (26.8 tok/s x 3600 s) = $8.34 per M
-    assert total_line(plans) == "total for 2 models: $5.40/h at min replicas, $6.21/h as planned, $7.01/h at max"
+        "$0.80/node-hour on-demand us-east-1; $1.63 per million output tokens (136 tokens/s per replica at "
+        "12 concurrent)")  # the capacity model's knee: $0.8048/h / (136 tok/s x 3600 s) = $1.64 per M, as planned
+    # 1 replica of each model planned (both at min): $0.80 + $4.60; at max 3 x $0.80 + 1 x $4.60 (2 TP 1 replicas
+    # share the one g6.12xlarge)
+    assert total_line(plans) == "total for 2 models: $5.40/h at min replicas, $5.40/h as planned, $7.01/h at max"
     assert "  cost: $0.80/h at min 1 replica(s)" in summary(plans["small"])
 
 
@@ -89,21 +92,23 @@ def test_cost_per_million_follows_the_throughput_it_is_given():
 
 def test_idle_gpus_are_shown_with_the_cheaper_shape_that_avoids_them():
     t = plan_stack(aws([IDLE]))["idle"]
-    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (2, 3, 2)
-    assert t.idle_alternative == "1 x TP 1 on 1 x g5.xlarge at $1.01/h"  # one A10G holds all 4 users
-    assert cost_lines(t)[1] == ("  idle paid GPUs: 2 of 4 at 2 replica(s) (idle at min replicas: 3, at max: 2); cheaper without idle "
-                                "GPUs: 1 x TP 1 on 1 x g5.xlarge at $1.01/h")
+    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (3, 3, 2)
+    assert t.idle_alternative == "1 x TP 1 on 1 x g6.xlarge at $0.80/h"  # one L4 node holds all 4 users
+    assert cost_lines(t)[1] == ("  idle paid GPUs: 3 of 4 at 1 replica(s) (idle at min replicas: 3, at max: 2); cheaper without idle "
+                                "GPUs: 1 x TP 1 on 1 x g6.xlarge at $0.80/h")
     assert cost_lines(plan_stack(aws([SMALL]))["small"])[1] == "  idle paid GPUs: none"
 
 
 def test_a_pinned_type_dearer_than_the_planners_best_gets_a_note_with_the_difference():
     t = plan_stack(aws([IDLE]))["idle"]
-    assert (t.pinned_best, t.pinned_extra_per_hour) == ("1 x TP 1 on 1 x g5.xlarge at $1.01/h", 3.59)
-    assert cost_lines(t)[-1] == ("  NOTE: pinned instanceTypes cost $3.59/h more than the planner's best unpinned "
-                                 "shape: 1 x TP 1 on 1 x g5.xlarge at $1.01/h")
-    # pinned to the planner's own choice: under the 0.35 margin that is one g5.xlarge ($1.006/h) for the 4 users,
-    # no longer two g6.xlarge (an L4 holds 2), so the pin is g5.xlarge
-    best = plan_stack(aws([{**SMALL, "instanceTypes": ["g5.xlarge"]}]))["small"]
+    # $4.6016 (g6.12xlarge) - $0.8048 (g6.xlarge) = $3.80
+    assert (t.pinned_best, t.pinned_extra_per_hour) == ("1 x TP 1 on 1 x g6.xlarge at $0.80/h", 3.8)
+    assert cost_lines(t)[-1] == ("  NOTE: pinned instanceTypes cost $3.80/h more than the planner's best unpinned "
+                                 "shape: 1 x TP 1 on 1 x g6.xlarge at $0.80/h")
+    # pinned to the planner's own choice: under the dense 10 % margin one L4 holds the 4 users (12 at its knee), so
+    # one g6.xlarge ($0.8048/h) is the best again (under the old 0.35 margin it was one g5.xlarge), and SMALL's own pin
+    best = plan_stack(aws([SMALL]))["small"]
+    assert best.instance_type == "g6.xlarge"
     assert (best.pinned_best, best.pinned_extra_per_hour) == (None, 0.0)
     assert not any("NOTE: pinned" in line for line in cost_lines(best))
 
@@ -160,16 +165,16 @@ def test_every_shipped_stack_shows_min_max_cost_and_idle_gpus():
 def test_the_shipped_llama70b_stack_fills_its_nodes_and_with_idle_gpus_is_told_of_a_cheaper_shape():
     plans = dict((s, p) for s, _, p in _stack_plans())
     t = plans["prod-llama70b-aws"]["llama-70b"]
-    # 64 users at 37 per replica (the knee at TPOT 30 ms with the 35 % margin; TP 4 holds only 8, 8 replicas on
-    # 4 nodes): 2 replicas of TP 8, one per 8-GPU node, on 2 nodes ($110.08/h; at max 4 replicas, 4 x $55.04 =
-    # $220.16/h); no GPU idle, so no cheaper shape to suggest
-    assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 8, 2, 2)
-    assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (0, 110.08, 220.16)
-    assert (t.concurrency_per_replica, t.idle_alternative) == (37, None)
-    # 24 users (40 no longer leaves GPUs idle: TP 8 takes it on 2 full nodes): 3 replicas of TP 4 (8 users each at
-    # the knee) on the 2 nodes leave 4 GPUs idle; 3 A100-80GB nodes at TP 8 (10 users each at their knee) fill
-    # theirs for less, 3 x $27.44705 = $82.34/h (us-east-1 row of regional.csv; A100-40GB holds 4: 6 nodes)
-    t = _shipped_with_load("prod-llama70b-aws", 24)["llama-70b"]
+    # 64 users at 17 per replica (the p90 knee at TPOT 30 ms with the dense 10 % margin): 4 replicas of TP 4, two
+    # per 8-GPU node, on 2 nodes ($110.08/h; at max 6 replicas on 3 nodes, 3 x $55.04 = $165.12/h); no GPU idle, so
+    # no cheaper shape to suggest
+    assert (t.instance_type, t.tensor_parallel_size, t.replicas, t.nodes) == ("p5.48xlarge", 4, 4, 2)
+    assert (t.idle_gpus, t.cost_min_per_hour, t.cost_max_per_hour) == (0, 110.08, 165.12)
+    assert (t.concurrency_per_replica, t.idle_alternative) == (17, None)
+    # 40 users (24 now needs only 2 TP 4 replicas: 8 idle, and 2 p4de nodes are the cheaper shape): 3 replicas of
+    # TP 4 (17 users each at the knee) on the 2 nodes leave 4 GPUs idle; 3 A100-80GB nodes at TP 8 hold the 40 and
+    # fill theirs for less, 3 x $27.44705 = $82.34/h (us-east-1 row of regional.csv)
+    t = _shipped_with_load("prod-llama70b-aws", 40)["llama-70b"]
     assert (t.tensor_parallel_size, t.replicas, t.nodes, t.idle_gpus) == (4, 3, 2, 4)
     assert t.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.34/h"
 
@@ -186,12 +191,13 @@ def test_an_existing_cluster_keeps_its_configured_node_price():
 
 
 def test_idle_gpus_without_a_cheaper_shape_say_so_only_when_the_planner_was_asked():
-    # the fp8 405B stack at 28 users, with its shipped replicas.min 2: two TP 4 replicas (23 users each at the knee)
+    # the fp8 405B stack at 28 users, with its shipped replicas.min 2: two TP 4 replicas (30 users each at the knee)
     # spread over two 8-GPU p5en nodes (2 x $63.296 = $126.59/h) leave 8 of 16 GPUs idle (4 at max 3 replicas).
-    # Shapes without idle GPUs: p4de TP 8 holds 7 at its knee, so 28 users would need 4 nodes, over replicas.max 3;
-    # two p5 TP 8 nodes (47 users each at their knee) cost 2 x $55.04 = $110.08/h, less than the $126.59/h planned
+    # Shapes without idle GPUs: p4de TP 8 holds 8 at its knee, so 28 users would need 4 nodes, over replicas.max 3;
+    # two p5 TP 8 nodes (61 users each at their knee; two for replicas.min 2) cost 2 x $55.04 = $110.08/h, less than
+    # the $126.59/h planned
     t = _shipped_with_load("prod-llama405b-fp8-h200-aws", 28)["llama-405b-fp8"]
-    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.replicas, t.cost_per_hour) == (4, 23, 2, 126.59)
+    assert (t.tensor_parallel_size, t.concurrency_per_replica, t.replicas, t.cost_per_hour) == (4, 30, 2, 126.59)
     assert (t.idle_gpus, t.idle_alternative) == (8, "2 x TP 8 on 2 x p5.48xlarge at $110.08/h")
     from dataclasses import replace
     assert cost_lines(replace(t, idle_alternative=""))[1].endswith("; no cheaper shape avoids them")
@@ -213,7 +219,8 @@ def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path
     assert code == 0
     assert ("  cost: $0.41/h at min 1 replica(s) (1 node(s)), $1.22/h at max 3 (3 node(s)); "
             "$0.41/node-hour spot us-east-1 ⚠;") in out
-    assert "total for 2 models: $2.74/h at min replicas, $3.15/h as planned, $3.55/h at max" in out
+    # one replica of each planned (an L4 holds SMALL's and IDLE's 4 users), so as planned is the min
+    assert "total for 2 models: $2.74/h at min replicas, $2.74/h as planned, $3.55/h at max" in out
 
 
 def _gcp(region: str, model: dict, **gcp):

@@ -22,11 +22,11 @@ def _shipped(stack: str, concurrency: int | None = None, max_replicas: int | Non
 
 
 def test_a_capacity_block_copy_of_the_405b_stack_pays_for_all_six_reserved_nodes():
-    # 26 users, not the shipped 32: at its knee a replica holds 13 (15 under the 0.30 margin, when this copy served
-    # 30), so more than 26 users would fill all 3 replicas and leave no reserved node unused as planned
+    # 26 users, not the shipped 32: at its p90 knee a replica holds 23 (13 under the old 0.35 margin), so 26 users
+    # need 2 replicas; more than 46 would fill all 3 replicas and leave no reserved node unused as planned
     # replicas.max 3: the shipped 4 would grow the pool to 8 nodes, beyond the stubs' 6-instance block (refused)
     t = _shipped("prod-llama405b-aws", 26, 3, capacityType="capacityBlock", **RESERVED)["llama-405b"]
-    # 1 replica = 2 x p5.48xlarge; 26 users need 2 replicas of 13 (its knee); its max 3 replicas: 6 nodes, all in
+    # 1 replica = 2 x p5.48xlarge; 26 users need 2 replicas of 23 (its knee); its max 3 replicas: 6 nodes, all in
     # the block at $39.33 each
     assert (t.min_nodes, t.max_nodes, t.reserved_nodes) == (2, 6, 6)
     assert (t.cost_min_per_hour, t.cost_max_per_hour) == (235.98, 235.98)  # 6 x $39.33, not 2 x $39.33 = $78.66
@@ -50,12 +50,14 @@ def test_the_on_demand_405b_stack_still_pays_by_the_running_node():
 
 def test_an_on_demand_capacity_reservation_bills_the_reserved_nodes_at_the_on_demand_rate():
     t = _shipped("prod-llama70b-aws", capacityType="reservation", **RESERVED)["llama-70b"]
-    # min 2 TP 8 replicas, one per node; max 4 replicas = 4 x p5.48xlarge reserved
-    assert (t.instance_type, t.min_nodes, t.max_nodes, t.reserved_nodes) == ("p5.48xlarge", 2, 4, 4)
-    assert (t.cost_min_per_hour, t.cost_max_per_hour) == (220.16, 220.16)  # 4 x $55.04
-    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (16, 16, 0)  # 32 reserved GPUs - 2 / 2 / 4 x 8
+    # the shipped TP 4 plan: min 2 replicas on 2 nodes, 4 planned (two per node), max 6 replicas = 3 x p5.48xlarge
+    # reserved
+    assert (t.instance_type, t.min_nodes, t.max_nodes, t.reserved_nodes) == ("p5.48xlarge", 2, 3, 3)
+    assert (t.cost_min_per_hour, t.cost_max_per_hour) == (165.12, 165.12)  # 3 x $55.04
+    # 24 reserved GPUs - 4 x 4 planned / 2 x 4 at min / 6 x 4 at max
+    assert (t.idle_gpus, t.idle_gpus_min, t.idle_gpus_max) == (8, 16, 0)
     # the on-demand rate read from regional.csv (us-east-1 row): no mark
-    assert "reserved: billed for 4 node(s) whether used or not; $55.04/node-hour reserved (on-demand rate) " \
+    assert "reserved: billed for 3 node(s) whether used or not; $55.04/node-hour reserved (on-demand rate) " \
            "us-east-1; " in cost_lines(t)[0]
 
 
@@ -76,8 +78,8 @@ def test_the_cost_per_hour_output_of_a_capacity_block_stack_is_the_whole_block()
     from tests.support.plans import plan_config
     raw = {k.split(":", 1)[1]: v for k, v in load_stack_yaml(stack_file("prod-llama405b-aws")).items()}
     raw["aws"] = {**raw["aws"], "capacityType": "capacityBlock", **RESERVED}
-    # 26 users: 2 replicas of 13 (the knee) run on 4 of the 6 nodes (the shipped 32, or the 30 this copy served under
-    # the 0.30 margin, would run all 6, hiding the difference)
+    # 26 users: 2 replicas of 23 (the p90 knee) run on 4 of the 6 nodes (more than 46 users would run all 6, hiding
+    # the difference)
     raw["models"][0]["sla"] = {**raw["models"][0]["sla"], "concurrency": 26}
     raw["models"][0]["replicas"] = {**raw["models"][0]["replicas"], "max": 3}  # the pool's 6 nodes: the whole block
     _, exports = plan_config(raw)

@@ -28,9 +28,9 @@ def _shipped(stack: str, users: int | None = None, **aws) -> dict:
 
 def test_on_demand_the_pin_note_names_the_cheaper_type():
     t = _shipped("prod-llama405b-aws")["llama-405b"]
-    # 32 users: 3 replicas of TP 8 x PP 2 (13 each at the knee) on 6 p5 nodes, 6 x $55.04 = $330.24/h; unpinned, one
-    # B200 node at TP 8 holds 65 (p5en TP 8 holds 23: 2 nodes, $126.59/h): $330.24 - $113.93 = $216.31
-    assert cost_lines(t)[-1] == ("  NOTE: pinned instanceTypes cost $216.31/h more than the planner's best unpinned "
+    # 32 users: 2 replicas of TP 8 x PP 2 (23 each at the p90 knee) on 4 p5 nodes, 4 x $55.04 = $220.16/h; unpinned,
+    # one B200 node at TP 8 holds 82 (p5en TP 8 holds 30: 2 nodes, $126.59/h): $220.16 - $113.93 = $106.23
+    assert cost_lines(t)[-1] == ("  NOTE: pinned instanceTypes cost $106.23/h more than the planner's best unpinned "
                                  "shape: 1 x TP 8 on 1 x p6-b200.48xlarge at $113.93/h")
 
 
@@ -44,16 +44,16 @@ def test_a_capacity_block_gets_no_pin_note_against_on_demand_types():
 
 
 def test_a_reservation_gets_no_cheaper_shape_of_another_type_for_its_idle_gpus():
-    # 24 users at 8 per replica (the TP 4 knee): 3 TP 4 replicas spread over 2 p5 nodes leave 4 GPUs idle on demand
-    # (40 users no longer do: they go to 2 TP 8 replicas of 37, which fill their nodes)
-    on_demand = _shipped("prod-llama70b-aws", users=24)["llama-70b"]
+    # 40 users at 17 per replica (the TP 4 p90 knee): 3 TP 4 replicas spread over 2 p5 nodes leave 4 GPUs idle on
+    # demand (24 users now need only 2 replicas; 40 is the load that leaves 3 replicas, as 24 did under the 0.35 margin)
+    on_demand = _shipped("prod-llama70b-aws", users=40)["llama-70b"]
     assert (on_demand.replicas, on_demand.idle_gpus) == (3, 4)
     assert on_demand.idle_alternative == "3 x TP 8 on 3 x p4de.24xlarge at $82.34/h"  # 3 x $27.44705
-    t = _shipped("prod-llama70b-aws", users=24, capacityType="reservation", **RESERVED)["llama-70b"]
+    t = _shipped("prod-llama70b-aws", users=40, capacityType="reservation", **RESERVED)["llama-70b"]
     assert t.idle_alternative is None
     lines = cost_lines(t)
-    # reserved: the 2 nodes of max 4 TP 4 replicas (replicas.max 8 reserved 4 nodes)
-    assert lines[1] == "  idle paid GPUs: 4 of 16 at 3 replica(s) (idle at min replicas: 8, at max: 0)"
+    # reserved: the 3 nodes of max 6 TP 4 replicas (the shipped replicas.max 6), 24 GPUs, 12 of them idle at 3 replicas
+    assert lines[1] == "  idle paid GPUs: 12 of 24 at 3 replica(s) (idle at min replicas: 16, at max: 0)"
     assert lines[-1] == FIXED
 
 
@@ -76,8 +76,9 @@ def _pin_advice(values: dict) -> tuple[dict, list[str]]:
 
 
 def test_on_demand_the_policy_advises_against_the_pinned_type_as_the_plan_does():
-    # 16 users: two A100-80GB TP 2 replicas (13 each at the knee, 73.7 ms x 1.35 <= 100 ms), 2 x $10.14
-    assert plan_stack(parse(_gcp(), {"hfToken"}))["mega"].pinned_best == "2 x TP 2 on 2 x a2-ultragpu-2g at $20.28/h"
+    # 16 users: one A100-80GB TP 2 replica (17 at its p90 knee under the dense 10 % margin; 13 under the old 0.35),
+    # $10.14/h
+    assert plan_stack(parse(_gcp(), {"hfToken"}))["mega"].pinned_best == "1 x TP 2 on 1 x a2-ultragpu-2g at $10.14/h"
     annotations, advice = _pin_advice(_gcp())
     assert "vllm-platform/capacity" not in annotations
     assert advice == ["template: a replica of 2 GPU(s) per node on a3-megagpu-8g costs $23.00/h; a3-highgpu-8g holds "

@@ -25,7 +25,7 @@ def test_the_dev_stack_without_a_node_price_reads_unpriced():
                                 "at min, 2 (2 node(s)) at max; no price per million output tokens")
     assert "$0.00" not in summary(t)
     assert t.reason.startswith("1 x TP 1 on 1 x existing-l4x1, unpriced; ")
-    # 8 users, 13 a replica at the knee (TPOT SLA 120 ms)
+    # 8 users, 53 a replica at the p90 knee (TPOT SLA 100 ms)
     assert "1 replica(s) on 1 node(s), unpriced (set existing.gpuNodes.pricePerNodeHour)" in summary(t)
     d = t.to_dict()
     assert (d["cost_per_hour"], d["cost_min_per_hour"], d["cost_max_per_hour"]) == (0.0, 0.0, 0.0)
@@ -39,9 +39,9 @@ def test_the_onprem_405b_stack_reads_unpriced():
                                        "(2 node(s)) at min, 4 (8 node(s)) at max; no price per million")
     # the why line: no "$0.00/h", and the runner-up is not called the next cheapest (both cost unknown)
     why = summary(t).splitlines()[-1]
-    # 32 users, 13 per replica at the knee: 3 replicas of 2 nodes (the runner-up, PP 3: 3 replicas of 3 nodes)
-    assert why.startswith("  why: 3 x TP 8 x PP 2 on 6 x existing-h100x8, unpriced; TP 8 refused (memory: ")
-    assert why.endswith("; next (unpriced, not compared on cost): 3 x TP 8 x PP 3 on 9 x existing-h100x8, unpriced")
+    # 32 users, 23 per replica at the p90 knee: 2 replicas of 2 nodes (the runner-up, PP 3: 2 replicas of 3 nodes)
+    assert why.startswith("  why: 2 x TP 8 x PP 2 on 4 x existing-h100x8, unpriced; TP 8 refused (memory: ")
+    assert why.endswith("; next (unpriced, not compared on cost): 2 x TP 8 x PP 3 on 6 x existing-h100x8, unpriced")
     assert "$0.00" not in why and "cheapest" not in why
 
 
@@ -51,9 +51,9 @@ def test_an_unpriced_shape_is_never_ranked_cheaper_than_a_priced_one():
     free = replace(g6, cloud="existing", name="existing-l4x1", price_hour=0.0)  # same node, no price stated
     t = plan_topology(replace(req, candidates=(free, g6)))
     # before: the unpriced node's cost of 0 won the rank and the why line read "at $0.00/h"
-    # 16 users at 2 per replica (73.8 ms x 1.35 <= 100 ms): 8 nodes, 8 x $0.8048 = $6.44
-    assert t.instance_type == "g6.xlarge" and t.cost_per_hour == 6.44
-    assert t.reason.endswith("; next (unpriced, not compared on cost): 8 x TP 1 on 8 x existing-l4x1, unpriced")
+    # 16 users at 12 per replica (the p90 knee under the dense 10 % margin): 2 nodes, 2 x $0.8048 = $1.61
+    assert t.instance_type == "g6.xlarge" and t.cost_per_hour == 1.61
+    assert t.reason.endswith("; next (unpriced, not compared on cost): 2 x TP 1 on 2 x existing-l4x1, unpriced")
 
 
 def test_a_stated_node_price_prints_dollars():

@@ -61,7 +61,7 @@ def test_the_gateway_queue_wakes_the_model(dev_zero):
     # llm-d-router v0.10.0's current name (the GAIE name it also sets is deprecated there)
     assert meta["query"] == 'sum(llm_d_epp_flow_control_queue_size{namespace="vllm",inference_pool="small"})'
     assert meta["activationThreshold"] == "0"  # one held request (value 1 > 0) activates 0 -> 1
-    assert meta["threshold"] == "1"  # the waiting-requests threshold: a tenth of 2 concurrent (the knee), rounded up
+    assert meta["threshold"] == "2"  # the waiting-requests threshold: a tenth of 12 concurrent (the knee), rounded up
     assert meta["serverAddress"] == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
 
 
@@ -69,7 +69,7 @@ def test_the_model_stays_up_while_it_answers_and_kv_usage_never_keeps_it_awake(d
     t = triggers(dev_zero[0])
     running = t["running-requests"]["metadata"]
     assert running["query"] == 'sum(vllm:num_requests_running{namespace="vllm",model_name="small"})'
-    assert (running["activationThreshold"], running["threshold"]) == ("0", "2")  # 2 concurrent per replica (the knee)
+    assert (running["activationThreshold"], running["threshold"]) == ("0", "12")  # 12 concurrent per replica (the knee)
     assert t["waiting-requests"]["metadata"]["activationThreshold"] == "0"
     assert t["kv-cache-usage"]["metadata"]["activationThreshold"] == "1"  # a 0-1 gauge never exceeds it
 
