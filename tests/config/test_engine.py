@@ -152,7 +152,8 @@ def test_kv_cache_dtype_auto_is_the_default_and_any_is_allow_fp8_with_a_warning(
 
 
 def test_allow_fp8_shows_in_the_plan_when_the_planner_used_it():
-    # Llama-3.1-70B BF16 at 131,072 tokens on L40S: with FP8 allowed, 4 GPUs (g6e.12xlarge) hold it; without, 8
+    # Llama-3.1-70B BF16 at 131,072 tokens on L40S: with FP8 allowed, 4 GPUs (g6e.12xlarge) hold it; without, 8 (TP 4
+    # x PP 2 over two g6e.24xlarge since the class margins: one 8-GPU g6e.48xlarge before)
     values = {**BASE, "models": [{"name": "chat", "model": "llama-3.1-70b", "accelerator": "l40s"}]}
     allowed = parse({**values, "models": [{**values["models"][0], "kvCacheDtype": "allow-fp8"}]}, {"hfToken"})
     t = plan_topology(plan_request(allowed, allowed.models[0]))
@@ -161,7 +162,8 @@ def test_allow_fp8_shows_in_the_plan_when_the_planner_used_it():
     assert arg(list(t.vllm_args), "--kv-cache-dtype") == "fp8"
     auto = parse(values, {"hfToken"})
     t = plan_topology(plan_request(auto, auto.models[0]))
-    assert (t.kv_cache_dtype, t.instance_type) == ("auto", "g6e.48xlarge") and not t.engine_notes
+    assert (t.kv_cache_dtype, t.instance_type, t.tensor_parallel_size, t.pipeline_parallel_size) == (
+        "auto", "g6e.24xlarge", 4, 2) and not t.engine_notes
 
 
 def test_extra_args_that_change_the_sized_shape_are_refused():

@@ -114,11 +114,11 @@ def test_the_url_is_exported_and_printed():
 
 
 def test_the_concurrency_cap_is_the_plans_ceiling_per_model():
-    """dev: llama-8b at most 2 replicas x 36 concurrent requests each within the SLA (the knee) -> 72 on its
+    """dev: llama-8b at most 2 replicas x 53 concurrent requests each within the SLA (the knee) -> 106 on its
     breaker."""
     res = planned("dev").resources
     spec = next(r.inputs["spec"] for r in _of(res, BTP) if r.inputs["metadata"]["name"] == "llama-8b")
-    assert spec["circuitBreaker"] == {"maxParallelRequests": 72, "maxPendingRequests": 72}
+    assert spec["circuitBreaker"] == {"maxParallelRequests": 106, "maxPendingRequests": 106}
 
 
 @pytest.mark.parametrize("stack", stack_names())

@@ -273,21 +273,20 @@ def test_the_plan_prints_the_budgets_their_cost_and_the_fleet(capsys):
             "current minute; while it is down the budgets are not enforced, fail open)\n"
             "    added cost: no bill line, on the system nodes: Redis 1 pod 250m CPU / 768Mi, envoy-ratelimit 2 pod(s) "
             "100m CPU / 512Mi each\n"
-            "    llama-70b: budgets sum 800,000/min, fleet at max replicas 4,003,200/min\n") in out
+            "    llama-70b: budgets sum 800,000/min, fleet at max replicas 1,579,200/min\n") in out
     assert "WARNING: gateway.tokenQuotas" not in out
 
 
 def test_budgets_above_what_the_fleet_serves_are_a_warning(tmp_path):
-    # the fleet serves 4,003,200/min at max under the 0.35 planning margin (8 x TP 8 at 1,668 output tok/s x
-    # 1280/256 x 60; 4,170,960 at 1,738 under 0.30, 1,638,480 at TP 4 before the step-model refit), so team-b at
-    # 4,000,000 (was 1,500,000, which now fits) still exceeds it
+    # the fleet serves 1,579,200/min at max (8 x TP 4 at 658 output tok/s x 1280/256 x 60, the dense class's 10 %
+    # margin at p90; 4,003,200 under one 0.35 margin at TP 8), so team-b at 4,000,000 exceeds it
     text = STACK.read_text().replace("team-b: 600000", "team-b: 4000000")
     path = tmp_path / "Pulumi.token-quotas-over.yaml"
     path.write_text(text)
     result = plan_stack_offline(str(path))
     assert [w for w in result.warnings if w.startswith("gateway.tokenQuotas")] == [
         "gateway.tokenQuotas: the clients' budgets sum to 4,200,000 total tokens/min per model, more than llama-70b "
-        "serves within its SLA at max replicas (4,003,200/min): with every key at its budget the model queues past "
+        "serves within its SLA at max replicas (1,579,200/min): with every key at its budget the model queues past "
         "its SLA; lower the budgets or raise models[].replicas.max"]
 
 
