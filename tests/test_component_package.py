@@ -85,8 +85,8 @@ def test_a_vllm_service_is_built_from_schema_inputs(tmp_path: Path):
     program = tmp_path / "program.py"
     program.write_text(PROGRAM)
     resources, exports = run_program({}, [], "package-test", program=program)
-    # 4 users at 2 per replica (the knee on one L4 at 100 ms with the 35 % margin): 2 replicas
-    assert exports == {"endpoint": "http://llama-8b.llm.svc.cluster.local:8000/v1", "replicas": 2}
+    # 4 users at 12 per replica (the knee on one L4 at 100 ms, p90, the dense class's 10 % margin): 1 replica
+    assert exports == {"endpoint": "http://llama-8b.llm.svc.cluster.local:8000/v1", "replicas": 1}
     types = {r.type for r in resources}
     assert {"vllm-platform:index:VllmService", "vllm-platform:index:Platform", "vllm-platform:serving:VllmService",
             "kubernetes:apps/v1:Deployment"} <= types

@@ -59,11 +59,11 @@ def test_gpu_pools_are_tainted_and_sized_alike_on_both_clouds():
 
 def test_gpu_pools_are_created_empty_on_both_clouds_and_grow_to_the_plans_max():
     """A pool created at its planned size fails the run on a capacity shortage; both clouds create GPU pools with
-    no node and leave the count to the autoscaler (prod-llama70b-aws: up to 4 p5 nodes, replicas.max 4 x one TP 8
-    replica per node; prod-qwen72b-gcp: up to 3 a3-highgpu-8g nodes, replicas.max 3 x TP 8)."""
+    no node and leave the count to the autoscaler (prod-llama70b-aws: up to 3 p5 nodes, replicas.max 6 x TP 4, two
+    replicas a node; prod-qwen72b-gcp: up to 3 a3-highgpu-8g nodes, replicas.max 3 x TP 8)."""
     (aws_gpu,) = [g for g in inputs("prod-llama70b-aws", NODE_GROUP) if not is_system(g)]
     (gke_gpu,) = [p for p in inputs("prod-qwen72b-gcp", NODE_POOL) if p["name"] != "system"]
-    assert aws_gpu["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 4}
+    assert aws_gpu["scalingConfig"] == {"minSize": 0, "desiredSize": 0, "maxSize": 3}
     assert (gke_gpu["initialNodeCount"], gke_gpu["autoscaling"]["minNodeCount"],
             gke_gpu["autoscaling"]["maxNodeCount"]) == (0, 0, 3)
 

@@ -64,7 +64,7 @@ def test_every_stacks_diagram_is_valid_mermaid(stack):
 
 
 @pytest.mark.parametrize("stack, pool, model, kind", [
-    ("prod-llama405b-aws", "p5.48xlarge x6 (8 GPU/node, TP8xPP2, efa; 2–8 nodes)",
+    ("prod-llama405b-aws", "p5.48xlarge x4 (8 GPU/node, TP8xPP2, efa; 2–8 nodes)",
      "llama-405b: Llama-3.1-405B bf16<br/>RayService", "EKS llama405b-prod, Kubernetes 1.35"),
     ("prod-qwen72b-gcp", "a3-highgpu-8g x2 (8 GPU/node, TP8, gpudirect-tcpx; 2–3 nodes)",
      "qwen-72b: Qwen2.5-72B-Instruct bf16<br/>Deployment, 2 replica(s) (2–3)", "GKE llm-prod (us-central1), Kubernetes 1.35"),

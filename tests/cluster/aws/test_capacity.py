@@ -58,8 +58,8 @@ ODCR_STACK = dict(capacityType="reservation", capacityReservations={"p5.48xlarge
 
 def test_a_capacity_block_group_waits_closed_in_the_blocks_zone_and_is_scheduled_on_its_dates(monkeypatch):
     """Before the block EC2 refuses every launch into it: the group is created empty at EKS's smallest max (1),
-    the block's start opens it to the plan's max and launches the planned nodes (405B: 3 replicas x 2 nodes, TP 8
-    x PP 2 (13 users each at the knee), the whole 6-instance block), its end closes it."""
+    the block's start opens it to the plan's max and launches the planned nodes (405B: 2 replicas x 2 nodes, TP 8
+    x PP 2, 4 of the 6-instance block; its max opens to all 6), its end closes it."""
     at(monkeypatch, "2027-02-01T00:00:00")
     res, _ = plan_config(config(models=[BIG], **BLOCK_STACK))
     group = gpu(res, NG)
@@ -72,7 +72,7 @@ def test_a_capacity_block_group_waits_closed_in_the_blocks_zone_and_is_scheduled
     end = schedules["vllm-cluster-nodes-gpu-p5-48xlarge-block-end"]
     assert start["autoscalingGroupName"] == end["autoscalingGroupName"] == asg
     assert (start["startTime"], start["minSize"], start["desiredCapacity"], start["maxSize"]) == (
-        "2027-03-01T11:30:00Z", 0, 6, 6)
+        "2027-03-01T11:30:00Z", 0, 4, 6)
     # EC2 starts terminating the block's instances 30 minutes before its end
     assert (end["startTime"], end["minSize"], end["desiredCapacity"], end["maxSize"]) == ("2027-03-15T11:00:00Z", 0, 0, 0)
     lt = gpu(res, LT).inputs
