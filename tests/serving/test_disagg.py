@@ -1,25 +1,59 @@
 """The worked P/D example (tests/stacks/Pulumi.pd-aws-p5.yaml, docs/disaggregation.md): what it renders, pinned
-literally, and that every object and Helm value validates like a shipped stack's."""
+literally, and that every object and Helm value validates like a shipped stack's.
+
+Since the class margins (dense 10 %) and the p90 default, the stack's own `disaggregation: auto` keeps it aggregated
+(P/D 6 nodes vs 5, under the 10 % it must save), so the rendering tests plan a copy with `serving.disaggregation: on`
+(the same 10 prefill + 2 decode TP 4 fleet on 6 x p5.48xlarge), and the choice test a copy whose shorter answers
+make auto choose P/D."""
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import yaml
 
 from components.gateway.disagg import pd_config
 from components.serving.disagg import SIDECAR_ARGS, kv_transfer_config
 from components.upstream.versions import PD_SIDECAR_IMAGE
-from tests.support.plans import manifests, planned
+from components.offline.runner import load_stack_yaml
+from tests.support.plans import manifests, plan_config, planned
 from tests.test_helm_values import _key, releases, unknown_keys
 from tests.test_manifest_schemas import _plain, problems
 
-STACK = str(Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.pd-aws-p5.yaml")
+STACK = Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.pd-aws-p5.yaml"
+
+
+def _values() -> dict:
+    raw = load_stack_yaml(STACK)
+    return copy.deepcopy({k.split(":", 1)[1]: v for k, v in raw.items()})
+
+
+@functools.lru_cache(maxsize=None)
+def _pd():
+    """The worked stack with serving.disaggregation: on: auto no longer picks P/D for it (6 vs 5 nodes at the
+    dense 10 % margin and p90), and these tests are about what a P/D fleet renders."""
+    values = _values()
+    values["serving"] = {**values["serving"], "disaggregation": "on"}
+    resources, exports = plan_config(values, stack="pd-aws-p5")
+    return SimpleNamespace(resources=resources, exports=exports)
+
+
+@functools.lru_cache(maxsize=None)
+def _pd_auto():
+    """The worked stack (auto) with 100-token answers: decode-light, so P/D saves more than 10 % and auto picks it."""
+    values = _values()
+    (model,) = values["models"]
+    values["models"] = [{**model, "sla": {**model["sla"], "outputTokens": 100}}]
+    resources, exports = plan_config(values, stack="pd-aws-p5")
+    return SimpleNamespace(resources=resources, exports=exports)
 
 
 def _objects() -> dict[str, dict]:
-    return manifests([dataclasses.replace(r, inputs=_plain(r.inputs)) for r in planned(STACK).resources])
+    return manifests([dataclasses.replace(r, inputs=_plain(r.inputs)) for r in _pd().resources])
 
 
 def _deployment(role: str) -> dict:
@@ -96,7 +130,7 @@ def test_pods_of_the_model_reach_each_other_and_no_scaledobject():
 
 
 def test_epp_runs_the_pd_profile():
-    (values,) = [v for name, chart, _, v in releases(planned(STACK).resources) if chart == "llm-d-router-gateway"]
+    (values,) = [v for name, chart, _, v in releases(_pd().resources) if chart == "llm-d-router-gateway"]
     epp = values["router"]["epp"]
     assert epp["pluginsConfigFile"] == "vllm-platform-pd.yaml"
     config = yaml.safe_load(epp["pluginsCustomConfig"]["vllm-platform-pd.yaml"])
@@ -114,16 +148,24 @@ def test_epp_runs_the_pd_profile():
 def test_the_plan_prints_the_choice_and_its_cost():
     from components.planner import Topology
     from components.cli.summary import summary
-    t = Topology.from_dict(planned(STACK).exports["topology"]["llama-70b"])
+    t = Topology.from_dict(_pd_auto().exports["topology"]["llama-70b"])
     line = next(x for x in summary(t).splitlines() if "P/D:" in x)
-    assert line.startswith("  P/D: ") and ": chosen because it is " in line and "vs aggregated $" in line
+    assert line == (
+        "  P/D: 6 prefill + 2 decode instances (TP 8 on 8 x p5.48xlarge, $440.32/h), $/M tok at the declared load "
+        "$342.4711 vs aggregated $470.8978 (11 replica(s), $605.44/h): chosen because it is 27% cheaper at the "
+        "declared load: decode runs without prefill chunks beside it")
+    # the worked stack itself (auto, 300-token answers) stays aggregated, and says why
+    t = Topology.from_dict(planned(str(STACK)).exports["topology"]["llama-70b"])
+    line = next(x for x in summary(t).splitlines() if "P/D:" in x)
+    assert not t.disaggregated and line.endswith(
+        ": not chosen because it saves less than 10% at the declared load (6 vs 5 node(s))")
 
 
 def test_objects_and_helm_values_validate():
     version = "1.35"  # the stack's cluster.kubernetesVersion
     bad = {n: p for n, o in _objects().items() if (p := problems(o, version))}
     assert not bad, bad
-    rel = [f"{n}: {bad}" for n, chart, v, values in releases(planned(STACK).resources)
+    rel = [f"{n}: {bad}" for n, chart, v, values in releases(_pd().resources)
            for bad in unknown_keys(values, _key(chart, v))]
     assert not rel, rel
 
@@ -133,6 +175,7 @@ def test_the_pool_gets_efa():
     instance fits one node."""
     from components.cluster.pools import gpu_pool_specs
     from components.planner import Topology
-    t = Topology.from_dict(planned(STACK).exports["topology"]["llama-70b"])
+    t = Topology.from_dict(_pd().exports["topology"]["llama-70b"])
     (spec,) = gpu_pool_specs({"llama-70b": t})
-    assert (t.nodes_per_replica, spec.multi_node, spec.fabric, spec.max_nodes) == (1, True, "efa", t.nodes)
+    # 10 prefill + 2 decode TP 4 instances, two per p5.48xlarge: 6 nodes
+    assert (t.nodes_per_replica, spec.multi_node, spec.fabric, t.nodes, spec.max_nodes) == (1, True, "efa", 6, 6)

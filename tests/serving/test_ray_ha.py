@@ -210,18 +210,18 @@ def test_engine_waits_as_long_as_the_start_up_budget(plan):
 # --- Serve autoscaling against the KV cache ----------------------------------------------------------------
 
 def test_onprem_405b_scales_before_its_kv_cache_fills():
-    """The capacity model's knee makes the shipped on-prem 405B TPOT-bound: 13 requests per replica (58.89 ms x
-    the 35 % margin = 79.5 ms under its 80 ms SLA; its KV cache would hold 549; the knee depends on the calibration
-    and the margin), so Serve adds a replica once the batch is full and a queue of KEDA's waiting threshold (2, a
-    tenth of 13 rounded up) forms (15), and hands one replica at most its batch plus twice that (17). Were it
-    KV-bound at 549, Serve would add a replica at 75 % of the batch, as KEDA's KV threshold would, before
-    preemptions."""
+    """The capacity model's knee makes the shipped on-prem 405B TPOT-bound: 23 requests per replica (p90 TPOT
+    72.5 ms x the dense models' 10 % margin = 79.75 ms under its 80 ms SLA; its KV cache would hold 549; the knee
+    depends on the calibration, the margin and the SLA percentile: 13 under the old 35 % on the mean), so Serve adds
+    a replica once the batch is full and a queue of KEDA's waiting threshold (3, a tenth of 23 rounded up) forms
+    (26), and hands one replica at most its batch plus twice that (29). Were it KV-bound at 549, Serve would add a
+    replica at 75 % of the batch, as KEDA's KV threshold would, before preemptions."""
     t = topology(planned("prod-llama405b-onprem"), MODEL)
-    assert (t.max_num_seqs, t.concurrency_per_replica, t.concurrency_bound) == (13, 13, "tpot")
+    assert (t.max_num_seqs, t.concurrency_per_replica, t.concurrency_bound) == (23, 23, "tpot")
     assert t.kv_limit_concurrency == 549
     auto = serve_llm(obj(planned("prod-llama405b-onprem").resources, "RayService", MODEL))["deployment_config"]
-    assert auto["autoscaling_config"]["target_ongoing_requests"] == 15
-    assert auto["max_ongoing_requests"] == 17
+    assert auto["autoscaling_config"]["target_ongoing_requests"] == 26
+    assert auto["max_ongoing_requests"] == 29
     kv = dataclasses.replace(t, concurrency_bound="kv-cache", concurrency_per_replica=549, max_num_seqs=549)
     assert (target_ongoing_requests(kv, Serving()), max_ongoing_requests(kv, Serving())) == (411, 659)
 
