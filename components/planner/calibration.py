@@ -24,7 +24,7 @@ from ..catalog.measurements import Measurement, usable
 from . import memory as mem
 from .burst import burst
 from .capacity import LoadPoint, ReplicaShape, Workload, _cost, at_load
-from .margins import CONCURRENCY_BUCKETS, Cell, concurrency_bucket, fit_cells, model_class  # noqa: F401  (re-exported)
+from .margins import CONCURRENCY_BUCKETS, Cell, concurrency_bucket, covering_margin, fit_cells, model_class  # noqa: F401
 from .performance import EFFICIENCY, Efficiency
 
 GPU_MEMORY_UTILIZATION = 0.90  # vLLM's default; every usable source runs with it
@@ -187,10 +187,7 @@ def margin_for(rows: list[Measurement], coverage: float, eff: Efficiency = EFFIC
     ratios = unsafe_ratios(rows, eff)
     if not ratios:
         raise ValueError("margin_for: no row with a measured TPOT")
-    k = 0
-    while sum(r <= 1 + k * step + 1e-9 for r in ratios) < coverage * len(ratios):
-        k += 1
-    return round(k * step, 10)
+    return covering_margin(ratios, coverage, step)
 
 
 def error_by(rows: list[Measurement], by: str, eff: Efficiency = EFFICIENCY) -> dict[str, dict]:

@@ -103,6 +103,15 @@ def cell_for(model: ModelSpec, concurrency: float, estimator: str = "step-model"
     return max(cells, key=lambda c: c.margin)
 
 
+def covering_margin(ratios: list[float], coverage: float = COVERAGE, step: float = STEP) -> float:
+    """The smallest multiple of `step` whose estimate x (1 + margin) covers `coverage` of `ratios` (measured /
+    estimated TPOT)."""
+    k = 0
+    while sum(r <= 1 + k * step + 1e-9 for r in ratios) < coverage * len(ratios):
+        k += 1
+    return round(k * step, 10)
+
+
 def fit_cells(ratios: list[tuple[str, str, float]], estimator: str = "step-model") -> tuple[Cell, ...]:
     """The cells `ratios` (model class, regime, measured TPOT / estimate), held-out rows, support: every row, each
     class, and each (class, regime) with MIN_CELL_ROWS rows or more."""
@@ -116,10 +125,7 @@ def fit_cells(ratios: list[tuple[str, str, float]], estimator: str = "step-model
         rs = groups[(cls, regime)]
         if not rs or ((cls, regime) != ("*", "*") and len(rs) < MIN_CELL_ROWS):
             continue
-        k = 0
-        while sum(r <= 1 + k * STEP + 1e-9 for r in rs) < COVERAGE * len(rs):
-            k += 1
-        margin = round(k * STEP, 10)
+        margin = covering_margin(rs)
         out.append(Cell(estimator, cls, regime, margin, len(rs), sum(r <= 1 + margin + 1e-9 for r in rs),
                         round(max(rs), 2)))
     return tuple(out)
