@@ -145,6 +145,15 @@ class LoadPoint:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
+QUANTILES = {"p90": 0.90, "p99": 0.99}
+
+
+def wait_quantile(service: float, utilisation: float, q: float) -> float:
+    """The q-th quantile of an M/M/1 wait (P(wait > x) = f exp(-(1 - f) x / S)); 0 while f <= 1 - q."""
+    f = utilisation
+    return service * math.log(f / (1 - q)) / (1 - f) if f > 1 - q else 0.0
+
+
 def _steps(r: ReplicaShape, w: Workload, decode: float, eff: Efficiency) -> tuple[float, float, float]:
     """(chunk size, pure-decode step s, chunk step s) at `decode` running requests."""
     cost = _cost(r, w, eff)
@@ -186,7 +195,7 @@ def _at_decode(r: ReplicaShape, w: Workload, decode: float, eff: Efficiency) -> 
     def tails(q: float, z: float) -> tuple[float, float]:
         """(TPOT, TTFT) at the q-th percentile, s: the M/M/1 waiting-time quantile for TTFT (P(wait > x) =
         f exp(-(1 - f) x / S)), the binomial share of chunk steps a request's O - 1 decode steps see for TPOT."""
-        wait = service * math.log(f / (1 - q)) / (1 - f) if f > 1 - q else 0.0
+        wait = wait_quantile(service, f, q)
         k = min(n, n * g + z * math.sqrt(n * g * (1 - g)))
         return max(t_dec + k / n * (t_chk - t_dec), t), max(ttft, t / 2 + wait + service)
 

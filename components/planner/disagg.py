@@ -27,7 +27,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from . import memory as mem
-from .capacity import Workload, margin_judge
+from .capacity import QUANTILES, Workload, margin_judge, wait_quantile
 from .margins import cell_for
 from .estimators import replica_step_cost
 from .performance import EFFICIENCY
@@ -99,9 +99,8 @@ def kv_transfer_s(model, tp: int, kv_dtype: str, inst, prompt_tokens: int) -> fl
 def _wait(rho: float, service: float, percentile: str) -> float:
     if rho <= 0:
         return 0.0
-    if percentile in ("p90", "p99"):  # the M/M/1 waiting-time quantile, as capacity.py's tail model
-        q = 0.99 if percentile == "p99" else 0.90
-        return service * math.log(rho / (1 - q)) / (1 - rho) if rho > 1 - q else 0.0
+    if percentile in QUANTILES:  # the M/M/1 waiting-time quantile, as capacity.py's tail model
+        return wait_quantile(service, rho, QUANTILES[percentile])
     return rho / (2 * (1 - rho)) * service
 
 
