@@ -1,6 +1,7 @@
 """plan_topology: the cheapest feasible topology the search found, or why none fits (explain)."""
 from __future__ import annotations
 
+from . import wide_ep
 from .explain import explain_refusal
 from .request import PlanRequest
 from .search import _Fit, _topology, evaluate
@@ -13,9 +14,12 @@ def plan_topology(req: PlanRequest) -> Topology:
         raise NoFeasibleTopology(
             f"{req.model.name} is served at {' or '.join(req.model.precisions)}, not {req.precision}", [])
     fits, refusals = evaluate(req)
+    if not fits and req.wide_ep is not None:
+        raise NoFeasibleTopology(wide_ep.explain(req, refusals), refusals)
     if not fits:
         raise NoFeasibleTopology(explain_refusal(req, refusals), refusals)
-    fits.sort(key=_Fit.rank)
+    fits.sort(key=wide_ep.rank_key if req.wide_ep is not None else _Fit.rank)
     best = fits[0]
-    alt = next((f for f in fits[1:] if (f.inst.name, f.tp, f.pp) != (best.inst.name, best.tp, best.pp)), None)
+    alt = next((f for f in fits[1:] if (f.inst.name, f.tp, f.pp, f.dp) != (best.inst.name, best.tp, best.pp, best.dp)),
+               None)
     return _topology(req, best, alt, refusals)
