@@ -332,7 +332,7 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
                f"bound by {bound_text}; {best.replicas} replica(s) for {req.sla.load_text}")
     why.append(_next_shape(best, alt))
     rpn = best.replicas_per_node
-    if req.spread_nodes > 1 and best.pp == 1 and best.replicas > 1:
+    if req.spread_nodes > 1 and best.nodes_per_replica == 1 and best.replicas > 1:
         why.insert(1, f"spread over at least {min(best.replicas, req.spread_nodes)} nodes")
     served = req.served_model_name or m.id
     # an override is what the engine runs with; a wide-EP rank's engine core takes its own share

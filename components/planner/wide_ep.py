@@ -66,11 +66,10 @@ class All2All:
 
 
 # DeepEP's NVSHMEM transport across nodes, as llm-d's wide-EP decode/prefill pods set it (guides/wide-ep-lws
-# manifests/modelserver/base/decode.yaml): GPU-initiated RDMA (IBGDA); torch's gloo group on the pod network, not
-# the RDMA NICs (vllm docs/serving/expert_parallel_deployment.md "InfiniBand Clusters": GLOO_SOCKET_IFNAME=eth0
-# prevents initialization hangs).
-_NVSHMEM_IBGDA = (("NVSHMEM_REMOTE_TRANSPORT", "ibgda"), ("NVSHMEM_IB_ENABLE_IBGDA", "true"),
-                  ("GLOO_SOCKET_IFNAME", "eth0"))
+# manifests/modelserver/base/decode.yaml): GPU-initiated RDMA (IBGDA). (torch's gloo group on the pod network, not
+# the RDMA NICs, which vllm docs/serving/expert_parallel_deployment.md "InfiniBand Clusters" asks for, is the
+# fabric's own GLOO_SOCKET_IFNAME=eth0: components/serving/fabric.py FABRICS.)
+_NVSHMEM_IBGDA = (("NVSHMEM_REMOTE_TRANSPORT", "ibgda"), ("NVSHMEM_IB_ENABLE_IBGDA", "true"))
 
 # vLLM 0.31.0 vllm/config/parallel.py All2AllBackend; what each needs: docs/serving/expert_parallel_deployment.md,
 # llm-d guides/wide-ep-lws. Only the backends the planner may pick are listed; the others (pplx, deepep_v2,
