@@ -113,7 +113,7 @@ class Parallelism(_Base):
                               "experts split over the same ranks (DP = EP = GPUs per replica), a replica over "
                               "several nodes as a LeaderWorkerSet")
     all2all_backend: Literal[ALL2ALL_CHOICES] = Field(  # type: ignore[valid-type]
-        "auto", description="wide-ep: vLLM's --all2all-backend; auto = deepep_low_latency on InfiniBand / RoCE / "
+        "auto", alias="all2allBackend", description="wide-ep: vLLM's --all2all-backend; auto = deepep_low_latency on InfiniBand / RoCE / "
                             "GKE RDMA, allgather_reducescatter on EFA and on one node; a backend the pool's fabric "
                             "cannot carry is refused")
     eplb_redundant_experts: int = Field(

@@ -256,7 +256,13 @@ def explain(req: PlanRequest, refusals: list[Refusal]) -> str:
         cur = best.get(r.instance_type)
         if cur is None or order.index(r.constraint) > order.index(cur.constraint):
             best[r.instance_type] = r
-    lines = [f"  {r.instance_type}: {r.constraint}: {r.detail}" for r in best.values()]
+    # a fabric that cannot carry the all2all is said even where a smaller shape got further (memory on one node)
+    fabric: dict[str, Refusal] = {}
+    for r in refusals:
+        if r.constraint == "fabric":
+            fabric.setdefault(r.instance_type, r)  # the smallest shape it refused
+    shown = [*best.values(), *(r for k, r in fabric.items() if best[k] is not r)]
+    lines = [f"  {r.instance_type}: {r.constraint}: {r.detail}" for r in shown]
     return (f"no wide-EP shape (DP = EP over 1..{MAX_NODES} nodes, TP 1 per rank) serves {req.model.name} "
             f"(parallelism.mode: wide-ep):\n" + "\n".join(lines) +
             "\n  fix: the refusals say what to change (an RDMA fabric, more GPU memory, replicas.max, the SLA), or "
