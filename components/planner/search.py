@@ -17,7 +17,6 @@ from .performance import EFFICIENCY, hop_s
 from .request import PlanRequest
 from .topology import NoFeasibleTopology, Refusal, Topology
 from .vllm_args import ExpertParallel, engine_args
-from . import wide_ep
 
 _SHAPE_RULES = {"tp-heads", "tp-kv-heads", "tp-fp8-block"}
 def host_reserved_cpu(vcpu: int) -> int:
@@ -281,8 +280,7 @@ def fleet_nodes(replicas: int, replicas_per_node: int, pp: int, spread_nodes: in
 
 
 def evaluate(req: PlanRequest) -> tuple[list[_Fit], list[Refusal]]:
-    if req.wide_ep is not None:
-        return wide_ep.evaluate(req)
+    """The TP x PP shapes (a wide-EP request: planner/wide_ep.py evaluate; choose.evaluate picks)."""
     fits, refusals = [], []
     for cand in _candidates(req):
         r = _evaluate(req, *cand)
@@ -340,8 +338,6 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
     expert = ExpertParallel(best.dp, inst.gpus, best.all2all, req.wide_ep.redundant_experts) if best.dp > 1 else None
     args = engine_args(req, best.tp, best.pp, best.kv_dtype, seqs, served, batched_tokens(req, best.acc), expert)
     notes = list(req.engine.summary())
-    if expert:
-        notes += wide_ep.plan_lines(best, req)
     if best.kv_dtype != "auto" and "auto" in req.kv_cache_dtypes:
         notes.append("FP8 KV cache chosen by the planner (kvCacheDtype: allow-fp8): lower quality, "
                      "set kvCacheDtype: auto to refuse it")

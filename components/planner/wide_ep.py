@@ -45,6 +45,7 @@ from .estimators import choose
 from .margins import cell_for
 from .performance import EFFICIENCY
 from .request import PlanRequest
+from .search import _Fit, _pod_share, batched_tokens, fleet_nodes  # one candidate type with the TP x PP search
 from .topology import Refusal
 
 # Nodes one wide-EP replica may span (EP 64 on 8-GPU nodes): the largest llm-d guide (DP 16 prefill + DP 16
@@ -162,7 +163,6 @@ def _shapes(req: PlanRequest):
 
 def evaluate(req: PlanRequest):
     """(fits, refusals) over instance type x nodes per replica x KV dtype, DP = EP = nodes x GPUs per node."""
-    from .search import _Fit, _pod_share, batched_tokens, fleet_nodes  # one candidate type with the TP x PP search
     fits, refusals = [], []
     m, sla, opts = req.model, req.sla, req.engine
     for inst, acc, nodes, kv in _shapes(req):
