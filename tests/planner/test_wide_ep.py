@@ -139,3 +139,18 @@ def test_the_smallest_dp_ep_that_fits_and_carries_the_load_wins_over_a_bigger_on
     t = plan_topology(request(node(), users=128, max_replicas=8))
     # DP 8 on one node: 4 replicas of 40 users fit replicas.max 8, so no bigger group is planned
     assert (t.data_parallel_size, t.replicas) == (8, 4)
+
+
+def test_the_profile_job_refuses_a_wide_ep_model():
+    from components.profiling.plan import ProfileRefused, plan_profile
+    t = plan_topology(request(node()))
+    with pytest.raises(ProfileRefused) as e:
+        plan_profile("deepseek-v3", t, [], count=2, max_minutes=60, max_minutes_per_shape=30, out_dir="/out")
+    assert "parallelism.mode wide-ep runs one DP x EP engine over its nodes" in str(e.value)
+
+
+def test_a_tensor_parallel_request_is_planned_as_before():
+    # the same model and pool without wide_ep: TP x PP, no DP flags
+    t = plan_topology(request(node(), wide_ep=None))
+    assert t.data_parallel_size == 1 and t.all2all_backend == ""
+    assert "--data-parallel-size" not in t.vllm_args and "--enable-expert-parallel" not in t.vllm_args
