@@ -188,3 +188,18 @@ def test_pinned_tp_and_owned_flags_and_options_without_wide_ep_are_refused():
 def test_data_parallel_size_in_extra_args_points_at_wide_ep():
     (e,) = errors({"parallelism": {"mode": "tensor"}, "extraArgs": {"--data-parallel-size": 2}})
     assert "--data-parallel-size" in e and "parallelism.mode: wide-ep" in e
+
+
+def test_a_wide_ep_replica_across_nodes_is_refused_on_rayservice():
+    from types import SimpleNamespace
+
+    from components.config.schema import Serving
+    from components.planner import Topology
+    from components.serving.checks import wide_ep_problems
+    t = Topology.from_dict(planned(STACK).exports["topology"]["deepseek-v3"])
+    ctx = SimpleNamespace(models=(SimpleNamespace(name="deepseek-v3"),), topologies={"deepseek-v3": t},
+                          serving=Serving(multiNode="rayservice"))
+    assert wide_ep_problems(ctx) == [
+        "models[0].parallelism.mode: wide-ep across 2 nodes runs as a LeaderWorkerSet; serving.multiNode is "
+        "rayservice, which is not rendered for wide-EP (docs/wide-ep.md); set serving.multiNode: lws"]
+    assert wide_ep_problems(SimpleNamespace(**{**vars(ctx), "serving": Serving()})) == []
