@@ -21,6 +21,7 @@ REGISTERED = (  # name -> the module it lives in, in the order the report lists 
     ("serving.scale_to_zero", "components.serving.checks"),
     ("serving.ray_upgrades", "components.serving.checks"),
     ("serving.runtime_lora_cache", "components.serving.checks"),
+    ("serving.wide_ep", "components.serving.checks"),
     ("gateway.production_tls", "components.config.gateway"),
     ("gateway.quota_lora", "components.config.token_quotas"),
     ("planner.disagg_production", "components.planner.checks"),
@@ -33,7 +34,7 @@ def test_every_check_is_registered_once_in_order():
     assert got == list(REGISTERED)
     assert problems.ORDER == tuple(name for name, _ in REGISTERED)
     checks = [check for _, check in problems.registered()]
-    assert len(set(checks)) == len(checks) == 13
+    assert len(set(checks)) == len(checks) == 14
 
 
 def test_the_registry_imports_nothing_of_the_project():

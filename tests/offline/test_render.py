@@ -82,6 +82,7 @@ def test_key_inputs_of_node_pools_and_workloads():
 
 # --- byte-identical plans --------------------------------------------------------------------------------
 
+@pytest.mark.full_crds  # the second plan is a subprocess: the vendored CRDs whole (tests/conftest.py)
 def test_two_plans_of_one_stack_are_byte_identical(tmp_path, capsys):
     """One in this process, one in a fresh interpreter with another hash seed: same bytes, every file."""
     a, b = tmp_path / "a", tmp_path / "b"
