@@ -77,6 +77,12 @@ class GatewayClient(_Base):
         return self
 
 
+def raw_client_names(entries) -> list[str]:
+    """The client names of an unvalidated gateway.clients (the offline plan's placeholder keys): a name, or the
+    `name` of a {name, priority} entry; unset: [default]."""
+    return [e.get("name", "") if isinstance(e, dict) else str(e) for e in (entries or ["default"])]
+
+
 class GatewaySettings(_Base):
     enabled: bool = True
     # false: the cluster already runs the gateway (a cluster stack installed it, examples/cluster-stack); this
