@@ -66,7 +66,7 @@ class GatewayClient(_Base):
     """One API-key holder with its tier: `{name: chat, priority: interactive}`. A plain name in gateway.clients is
     the same client at no tier (every request at priority 0, flow control not turned on for it)."""
     name: str
-    priority: str | None = None
+    priority: str | int | None = None  # a tier's name; a number is refused with the tiers (their numbers are fixed)
 
     @model_validator(mode="after")
     def _tier(self):
@@ -96,7 +96,7 @@ class GatewaySettings(_Base):
     auth: Literal["apiKeys", "none"] = "apiKeys"
     # The API-key holders (e.g. one per team); their keys are the secret gatewayApiKeys {client: key}. An entry is a
     # name, or {name, priority} with a tier of PRIORITY_TIERS (tenant priority, docs/tenant-priority.md)
-    clients: list[str | GatewayClient] = Field(default_factory=lambda: ["default"])
+    clients: list[GatewayClient] = Field(default_factory=lambda: [GatewayClient(name="default")])
     rate_limit: GatewayRateLimit = GatewayRateLimit()
     # Tokens per minute per key and model, charged from each answer's usage (components/config/token_quotas.py);
     # None: no token budget (the per-key request limit above still holds)
@@ -113,23 +113,24 @@ class GatewaySettings(_Base):
 
     _ranges = field_validator("source_ranges")(cidr_blocks)
 
+    @field_validator("clients", mode="before")
+    @classmethod
+    def _names(cls, value):
+        """A plain name is the client at no tier."""
+        return [{"name": c} if isinstance(c, str) else c for c in value] if isinstance(value, list) else value
+
     @property
     def client_names(self) -> list[str]:
         """The clients' names in order (a key's identity: the secret gatewayApiKeys, rate limits, quotas)."""
-        return [c if isinstance(c, str) else c.name for c in self.clients]
+        return [c.name for c in self.clients]
 
     @property
     def tenant_priorities(self) -> dict[str, int] | None:
         """client -> its InferenceObjective priority when any client names a tier (a client without one: standard,
         0); None when none does (no objectives, flow control as without tenants)."""
-        if not any(isinstance(c, GatewayClient) and c.priority is not None for c in self.clients):
+        if all(c.priority is None for c in self.clients):
             return None
-        return {(c if isinstance(c, str) else c.name): PRIORITY_TIERS[
-            (None if isinstance(c, str) else c.priority) or "standard"] for c in self.clients}
-
-    def tier_of(self, client: str) -> str:
-        entry = next(c for c in self.clients if (c if isinstance(c, str) else c.name) == client)
-        return (None if isinstance(entry, str) else entry.priority) or "standard"
+        return {c.name: PRIORITY_TIERS[c.priority or "standard"] for c in self.clients}
 
     @model_validator(mode="after")
     def _clients(self):
