@@ -263,3 +263,23 @@ def test_quota_and_priority_args_compose():
                                   priorities={"a": 10, "b": -10}))
     assert run.named("gw-chat-priority").inputs["spec"]["targetRefs"] == [
         {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "all-models.v1", "sectionName": "chat"}]
+
+
+def parse_stack_version() -> str:
+    from components.config.schema import ClusterSettings
+    return ClusterSettings().kubernetes_version
+
+
+def test_every_object_of_the_worked_stack_validates_against_the_vendored_crds():
+    """tests/test_manifest_schemas.py covers stacks/; this is the worked stack's share, the objective and the
+    extension policy included (strict: a misspelt field is an error, not a pruned one)."""
+    from tests.test_manifest_schemas import objects, problems
+    version = "1.35"  # ClusterSettings' default kubernetesVersion (the stack sets none)
+    assert parse_stack_version() == version
+    objs = objects(str(STACK))
+    bad = {name: p for name, o in objs.items() if (p := problems(o, version))}
+    assert not bad, bad
+    (objective,) = [o for o in objs.values() if o["metadata"]["name"] == "llama-70b.chat"]
+    assert problems({**objective, "spec": {**objective["spec"], "priorty": 1}}, version)
+    (policy,) = [o for o in objs.values() if o["kind"] == "EnvoyExtensionPolicy"]
+    assert problems({**policy, "spec": {**policy["spec"], "lua": [{"type": "Inlined", "inline": "x"}]}}, version)
