@@ -283,3 +283,50 @@ def test_every_object_of_the_worked_stack_validates_against_the_vendored_crds():
     assert problems({**objective, "spec": {**objective["spec"], "priorty": 1}}, version)
     (policy,) = [o for o in objs.values() if o["kind"] == "EnvoyExtensionPolicy"]
     assert problems({**policy, "spec": {**policy["spec"], "lua": [{"type": "Inlined", "inline": "x"}]}}, version)
+
+
+# ---- policy objective-header-from-gateway --------------------------------------------------------------------------
+
+def _policy_stack(script: str | None, section: str | None = "m", priorities=(10, -10)):
+    from policies.rules import StackResource
+    res = [StackResource("kubernetes:core/v1:Namespace", "ns", {"metadata": {
+               "name": "llm", "labels": {"vllm-platform/environment": "prod"}}}),
+           StackResource("kubernetes:aigateway.envoyproxy.io/v1beta1:AIGatewayRoute", "route", {
+               "metadata": {"name": "all-models.v1", "namespace": "llm"},
+               "spec": {"rules": [{"name": "m", "backendRefs": [
+                   {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "m"}]}]}})]
+    res += [StackResource("kubernetes:llm-d.ai/v1alpha2:InferenceObjective", f"o{i}", {
+                "metadata": {"name": f"m.c{i}", "namespace": "llm"},
+                "spec": {"priority": p, "poolRef": {"name": "m"}}}) for i, p in enumerate(priorities)]
+    if script is not None:
+        ref = {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "all-models.v1"}
+        if section:
+            ref["sectionName"] = section
+        res.append(StackResource(EEP, "eep", {"metadata": {"name": "m-priority", "namespace": "llm"},
+                                              "spec": {"targetRefs": [ref], "lua": [{"type": "Inline",
+                                                                                     "inline": script}]}}))
+    return res
+
+
+def _flagged(resources) -> list[str]:
+    from policies.rules import evaluate_resources
+    return [v.message for v in evaluate_resources(resources) if v.rule == "objective-header-from-gateway"]
+
+
+def test_the_policy_refuses_a_pool_whose_priorities_a_caller_could_choose(objs):
+    from policies.rules import MANDATORY, RULES_BY_NAME, evaluate_plan
+    assert RULES_BY_NAME["objective-header-from-gateway"].level == MANDATORY
+    assert not [v for v in evaluate_plan(planned(str(STACK))) if v.rule == "objective-header-from-gateway"]
+    script = pr.lua_script("m")
+    assert _flagged(_policy_stack(script)) == []
+    assert _flagged(_policy_stack(script, section=None)) == []  # the whole route
+    assert _flagged(_policy_stack(None)) == [
+        "rule m of AIGatewayRoute llm/all-models.v1 sends to InferencePool m, whose objectives have different "
+        "priorities, without removing a caller's objective header; fix: keep the platform's tenant priority "
+        "(gateway.clients[].priority: the stack makes the policy <model>-priority), or attach your own Lua "
+        "EnvoyExtensionPolicy removing both headers to the route"]
+    # a script that drops only the current header name leaves the deprecated alias to the caller
+    assert _flagged(_policy_stack(script.replace('  h:remove("x-gateway-inference-objective")\n', "")))
+    assert _flagged(_policy_stack(script, section="other"))
+    # one priority for every objective: nothing to choose
+    assert _flagged(_policy_stack(None, priorities=(0, 0))) == []
