@@ -87,6 +87,9 @@ def gateway_outputs(gateway: Any) -> dict[str, Any] | None:
     if args.auth:
         out["keysSecret"] = f"{args.namespace}/{KEYS_SECRET}"
         out["clients"] = list(args.clients)
+    if args.priorities:
+        out["priorities"] = {"clients": dict(args.priorities),
+                             "models": [r.model for r in args.routes if not r.multi_node]}
     if args.token_quotas:
         out["tokenQuotas"] = {"counts": args.token_quotas.counts, "budgets": dict(args.token_quotas.budgets),
                               "fleetsPerMinute": args.token_fleets(),
@@ -111,6 +114,10 @@ def gateway_lines(gw: dict[str, Any] | None) -> list[str]:
     if gw.get("keysSecret"):
         lines.append(f"  API keys: secret gatewayApiKeys -> Secret {gw['keysSecret']} "
                      f"(clients: {', '.join(gw.get('clients', []))})")
+    if gw.get("priorities"):
+        from .gateway.priority import priority_lines
+        lines += priority_lines({c: int(p) for c, p in gw["priorities"]["clients"].items()},
+                                list(gw["priorities"]["models"]))
     if gw.get("tokenQuotas"):
         from .gateway.quotas import TokenQuotas, quota_lines
         tq = gw["tokenQuotas"]

@@ -53,7 +53,7 @@ def _gateway(name: str, loaded: LoadedConfig, topologies: dict[str, Topology], f
     cfg, gw = loaded.config, loaded.config.gateway
     if not gw.enabled:  # dev without a gateway: vLLM checks the key itself (VLLM_API_KEY from this Secret)
         if gw.auth == "apiKeys":
-            api_key_secret(f"{name}-api-keys", cfg.namespace, loaded.gateway_api_keys, list(gw.clients),
+            api_key_secret(f"{name}-api-keys", cfg.namespace, loaded.gateway_api_keys, gw.client_names,
                            pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
                                provider=facts.provider, depends_on=[*facts.depends_on, *after])))
         return None

@@ -118,7 +118,7 @@ def upgrade_room(cfg: StackConfig) -> str | None:
 def serving_args(cfg: StackConfig) -> ServingArgs:
     gw = cfg.gateway
     return ServingArgs(namespace=cfg.namespace, production=cfg.production, serving=cfg.serving, gateway=gw.enabled,
-                       api_key_client=gw.clients[0] if not gw.enabled and gw.auth == "apiKeys" else None,
+                       api_key_client=gw.client_names[0] if not gw.enabled and gw.auth == "apiKeys" else None,
                        new_cluster_blocked=upgrade_room(cfg))
 
 
@@ -132,7 +132,7 @@ def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, moni
     gw = cfg.gateway
     return GatewayArgs(
         cloud=cfg.cloud, namespace=cfg.namespace, routes=routes, scheme=gw.scheme, auth=gw.auth == "apiKeys",
-        clients=list(gw.clients), requests_per_second=gw.rate_limit.requests_per_second,
+        clients=gw.client_names, priorities=gw.tenant_priorities, requests_per_second=gw.rate_limit.requests_per_second,
         concurrent_requests=gw.rate_limit.concurrent_requests, max_request_mib=gw.max_request_mib,
         request_timeout_s=gw.request_timeout_s, hostname=gw.hostname, source_ranges=list(gw.source_ranges),
         tls_mode=gw.tls.mode, tls_secret=gw.tls.secret_name, certificate_arn=gw.tls.certificate_arn,
@@ -149,7 +149,7 @@ def token_quotas(gw: Any):
     """gateway.tokenQuotas -> the gateway's TokenQuotas: every client's budget by name (None: no quotas)."""
     from .gateway.quotas import TokenQuotas
     q = gw.token_quotas
-    return None if q is None else TokenQuotas({c: q.budget(c) for c in gw.clients}, q.counts)
+    return None if q is None else TokenQuotas({c: q.budget(c) for c in gw.client_names}, q.counts)
 
 
 def total_tokens_per_s(t: Topology) -> float:

@@ -55,6 +55,34 @@ class GatewayRateLimit(_Base):
     concurrent_requests: int | None = Field(None, ge=1, le=100_000)
 
 
+# Tenant priority (docs/tenant-priority.md): a client's tier -> the InferenceObjective priority its requests get in
+# each single-node model's endpoint picker (llm-d-router v0.10.0 apix/v1alpha2/inferenceobjective_types.go: higher is
+# served first, 0 is what a request without an objective gets, negative allowed). Three named tiers rather than free
+# integers: every stack's pickers then run the same three flow-control bands (gateway/priority.py).
+PRIORITY_TIERS = {"interactive": 10, "standard": 0, "batch": -10}
+
+
+class GatewayClient(_Base):
+    """One API-key holder with its tier: `{name: chat, priority: interactive}`. A plain name in gateway.clients is
+    the same client at no tier (every request at priority 0, flow control not turned on for it)."""
+    name: str
+    priority: str | int | None = None  # a tier's name; a number is refused with the tiers (their numbers are fixed)
+
+    @model_validator(mode="after")
+    def _tier(self):
+        if self.priority is not None and self.priority not in PRIORITY_TIERS:
+            tiers = ", ".join(f"{t} ({p:+d})" if p else f"{t} (0)" for t, p in PRIORITY_TIERS.items())
+            raise field_error("priority", f"{self.priority!r} for client {self.name}: not a tier; one of {tiers} "
+                                          f"(docs/tenant-priority.md)")
+        return self
+
+
+def raw_client_names(entries) -> list[str]:
+    """The client names of an unvalidated gateway.clients (the offline plan's placeholder keys): a name, or the
+    `name` of a {name, priority} entry; unset: [default]."""
+    return [e.get("name", "") if isinstance(e, dict) else str(e) for e in (entries or ["default"])]
+
+
 class GatewaySettings(_Base):
     enabled: bool = True
     # false: the cluster already runs the gateway (a cluster stack installed it, examples/cluster-stack); this
@@ -66,8 +94,9 @@ class GatewaySettings(_Base):
     # none: anyone who reaches the load balancer may call (dev only; the config and the policy pack refuse it
     # elsewhere)
     auth: Literal["apiKeys", "none"] = "apiKeys"
-    # The API-key holders (e.g. one per team); their keys are the secret gatewayApiKeys {client: key}.
-    clients: list[str] = Field(default_factory=lambda: ["default"])
+    # The API-key holders (e.g. one per team); their keys are the secret gatewayApiKeys {client: key}. An entry is a
+    # name, or {name, priority} with a tier of PRIORITY_TIERS (tenant priority, docs/tenant-priority.md)
+    clients: list[GatewayClient] = Field(default_factory=lambda: [GatewayClient(name="default")])
     rate_limit: GatewayRateLimit = GatewayRateLimit()
     # Tokens per minute per key and model, charged from each answer's usage (components/config/token_quotas.py);
     # None: no token budget (the per-key request limit above still holds)
@@ -84,15 +113,39 @@ class GatewaySettings(_Base):
 
     _ranges = field_validator("source_ranges")(cidr_blocks)
 
+    @field_validator("clients", mode="before")
+    @classmethod
+    def _names(cls, value):
+        """A plain name is the client at no tier."""
+        return [{"name": c} if isinstance(c, str) else c for c in value] if isinstance(value, list) else value
+
+    @property
+    def client_names(self) -> list[str]:
+        """The clients' names in order (a key's identity: the secret gatewayApiKeys, rate limits, quotas)."""
+        return [c.name for c in self.clients]
+
+    @property
+    def tenant_priorities(self) -> dict[str, int] | None:
+        """client -> its InferenceObjective priority when any client names a tier (a client without one: standard,
+        0); None when none does (no objectives, flow control as without tenants)."""
+        if all(c.priority is None for c in self.clients):
+            return None
+        return {c.name: PRIORITY_TIERS[c.priority or "standard"] for c in self.clients}
+
     @model_validator(mode="after")
     def _clients(self):
-        bad = [c for c in self.clients if not re.match(DNS_LABEL, c)]
+        names = self.client_names
+        bad = [c for c in names if not re.match(DNS_LABEL, c)]
         if bad:
             raise field_error("clients", f"{', '.join(bad)}: a client is a DNS label (lower case, digits, '-')")
-        if len(set(self.clients)) != len(self.clients):
+        if len(set(names)) != len(names):
             raise field_error("clients", "duplicate client names")
-        if self.auth == "apiKeys" and not self.clients:
+        if self.auth == "apiKeys" and not names:
             raise field_error("clients", "empty: auth apiKeys needs at least one client (e.g. [default])")
+        if self.tenant_priorities is not None and self.auth != "apiKeys":
+            raise field_error("clients", f"a priority needs auth: apiKeys (it is {self.auth}): the gateway knows a "
+                                         f"request's client, and so its tier, only from its API key; remove the "
+                                         f"priorities or set auth: apiKeys")
         return self
 
 
@@ -105,7 +158,7 @@ def check_gateway(gw: GatewaySettings, cloud: str, environment: str) -> None:
         raise field_error("gateway.auth", f"none in {environment}: only dev may serve without API keys; set auth: "
                                           f"apiKeys and the secret gatewayApiKeys")
     if gw.enabled:
-        check_token_quotas(gw.token_quotas, list(gw.clients), gw.auth, gw.install)
+        check_token_quotas(gw.token_quotas, gw.client_names, gw.auth, gw.install)
     if gw.tls.mode == "acm" and cloud != "aws":
         raise field_error("gateway.tls.mode", f"acm is an AWS certificate (the NLB terminates it); on {cloud} use "
                                               f"mode certificate (the secrets gatewayTlsCert / gatewayTlsKey) or mode "

@@ -21,6 +21,7 @@ from ..cluster.charts import ChartMirror, chart_source
 from ..upstream import crds
 from ..upstream.versions import CHARTS
 from . import objects as o
+from . import priority as pr
 from . import quotas as q
 from . import shared as sh
 from . import wake
@@ -72,6 +73,9 @@ class GatewayArgs:
     # per-model paths (AI Gateway counts no tokens on a plain HTTPRoute) and, installing the gateway, runs the
     # rate-limit service's Redis
     token_quotas: q.TokenQuotas | None = None
+    # gateway.clients[].priority (gateway/priority.py): client -> InferenceObjective priority; None: no tenant
+    # priority (no objectives, the pickers' flow control as without it)
+    priorities: dict[str, int] | None = None
     charts: ChartMirror | None = None            # the stack's `charts` block: where the releases' charts come from
     # ClusterFacts.platform_crd_groups: API groups whose CRDs the cluster's platform owns (GKE: Gateway API and
     # InferencePool); the gateway applies none of them and takes the platform's
@@ -299,14 +303,23 @@ class InferenceGateway(pulumi.ComponentResource):
             if args.auth and args.routes else None
         groups = sh.route_groups(args.routes) if args.shared else []
         shared_deps: list = []
+        # tenant priority: the InferenceObjective CRD before any picker, which looks for it only at start
+        # (gateway/priority.py); cluster-wide and kept on destroy like the pool's
+        prioritized = bool(args.priorities) and any(not r.multi_node for r in args.routes)
+        objective_crds = apply_crds(name, "inferenceobjective", args.platform_crd_groups, base) if prioritized else []
         for r in args.routes:
             deps = [d for d in (self.gateway,) if d is not None]
             if not r.multi_node:
                 values = epp_values(r, args.system_node_selector, args.monitor_labels, args.epp_replicas,
-                                    zones=args.cloud in ZONED_CLOUDS)
+                                    zones=args.cloud in ZONED_CLOUDS, priorities=args.priorities)
                 deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
                     "llm-d-router-gateway", args.namespace, values, name=r.model, charts=args.charts),
-                    opts=after(self.pool_crd)))
+                    opts=after(self.pool_crd, *objective_crds)))
+                if args.priorities:
+                    deps += [cr(f"{r.model}-objective-{client}", pr.OBJECTIVE_API, pr.OBJECTIVE_KIND,
+                                {"name": pr.objective_name(r.model, client), "namespace": args.namespace},
+                                pr.objective_spec(r.model, p), after(*objective_crds))
+                             for client, p in args.priorities.items()]
             meta = {"name": r.model, "namespace": args.namespace}
             # the policies first: the route never serves a request without its key check and limits. One
             # BackendTrafficPolicy per model governs its own route and its rule on the shared route (a rule-level
@@ -322,6 +335,10 @@ class InferenceGateway(pulumi.ComponentResource):
                                                          response_override=wake.response_override(
                                                              r.model, r.cold_start_s) if r.cold_start_s else None),
                            ready)]
+            if args.priorities and not r.multi_node:  # the objective header from the key, never the caller's
+                policies.append(cr(f"{r.model}-priority", sh.EG_API, "EnvoyExtensionPolicy",
+                                   {"name": pr.extension_policy_name(r.model), "namespace": args.namespace},
+                                   pr.extension_policy_spec(r.model, targets), ready))
             if args.auth and args.per_model_paths:
                 policies.append(cr(f"{r.model}-auth", sh.EG_API, "SecurityPolicy", meta,
                                    o.security_policy_spec(r.model, KEYS_SECRET, args.namespace),

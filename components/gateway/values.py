@@ -7,6 +7,7 @@ import yaml
 from ..upstream.versions import EPP_IMAGE_TAG
 from .disagg import PD_CONFIG, pd_config
 from .objects import AI_GATEWAY_NAMESPACE, CONTROLLER_NAME, ModelRoute
+from .priority import FLOW_CONTROL_GATE, with_flow_control
 from .wake import queue_ttl_s
 
 # The AI Gateway controller is Envoy Gateway's extension server (envoyproxy/ai-gateway v1.1.0
@@ -99,7 +100,6 @@ def epp_spread(model: str, zones: bool) -> dict:
 # no endpoint the queue is "a scale-from-zero waiting room" (pkg/epp/flowcontrol/README.md) and the request
 # counts in metrics.EPP_PENDING_REQUESTS, the gauge the KEDA wake-up trigger reads.
 FLOW_CONTROL_CONFIG = "vllm-platform-flow-control.yaml"
-FLOW_CONTROL_GATE = "flowControl"
 
 
 # A model with LoRA slots (engine.lora) scores the pods on its adapters too: llm-d-router v0.10.0's
@@ -142,7 +142,8 @@ def epp_monitoring(model: str, monitor_labels: dict[str, str]) -> dict:
 
 
 def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
-               monitor_labels: dict[str, str] | None = None, replicas: int = 1, zones: bool = False) -> dict:
+               monitor_labels: dict[str, str] | None = None, replicas: int = 1, zones: bool = False,
+               priorities: dict[str, int] | None = None) -> dict:
     """llm-d-router-gateway (the release is named after the model): it creates the model's InferencePool (named
     after the release, selecting the vLLM pods on their port) and its endpoint picker `<model>-epp`, whose default
     plugin set scores queue depth, KV-cache use (vLLM's gauges, metrics.EPP_READS_VLLM) and prefix-
@@ -154,7 +155,10 @@ def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
     leader reports ready; routerlib templates/_deployment.yaml), so a drained or failed leader is replaced by the
     standby. Envoy AI Gateway v1.1.0 calls the picker fail-closed whatever the pool says
     (internal/extensionserver/inferencepool.go: FailureModeAllow false): without a ready picker the model's
-    requests fail, so the pool says FailClose, what actually happens (docs/gateway.md)."""
+    requests fail, so the pool says FailClose, what actually happens (docs/gateway.md).
+
+    priorities: the tenants' client -> priority (gateway/priority.py): the config file, whichever it is, gets flow
+    control with their bands."""
     epp: dict = {
         "replicas": replicas,
         # the chart's default tag is `main`, pulled Always: pin the release
@@ -166,11 +170,14 @@ def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
     if r.disaggregated:  # prefill and decode instances (gateway/disagg.py); P/D never scales to zero
         epp["pluginsConfigFile"] = PD_CONFIG
         epp["pluginsCustomConfig"] = {PD_CONFIG: pd_config()}
-    elif r.cold_start_s or r.lora:
-        name = FLOW_CONTROL_CONFIG if r.cold_start_s else LORA_CONFIG
+    elif r.cold_start_s or r.lora or priorities:
+        name = FLOW_CONTROL_CONFIG if r.cold_start_s or priorities else LORA_CONFIG
         epp["pluginsConfigFile"] = name
         ttl = queue_ttl_s(r.cold_start_s) if r.cold_start_s else None
         epp["pluginsCustomConfig"] = {name: flow_control_config(ttl, r.lora)}
+    if priorities:  # tenant priority: the bands on top of the file above (gateway/priority.py)
+        file = epp["pluginsConfigFile"]
+        epp["pluginsCustomConfig"][file] = with_flow_control(epp["pluginsCustomConfig"][file], priorities)
     return {
         "provider": {"name": "none"},
         "router": {

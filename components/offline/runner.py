@@ -148,7 +148,8 @@ def pulumi_config(raw: dict[str, Any], notes: list[str]) -> tuple[dict[str, str]
             filled.append("hfToken (`pulumi config set --secret hfToken hf_...`)")
     keys = f"{PROJECT}:gatewayApiKeys"  # components/config/gateway.py: one placeholder key per client
     if keys not in config:
-        clients = (raw.get(f"{PROJECT}:gateway") or {}).get("clients") or ["default"]
+        from ..config.gateway import raw_client_names
+        clients = raw_client_names((raw.get(f"{PROJECT}:gateway") or {}).get("clients"))
         config[keys], secret_keys = json.dumps({c: f"{OFFLINE_SECRET}-{c}" for c in clients}), secret_keys + [keys]
         example = json.dumps({c: "..." for c in clients})
         gw = raw.get(f"{PROJECT}:gateway") or {}

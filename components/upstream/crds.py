@@ -56,6 +56,11 @@ CHART_CRDS: dict[str, tuple[str, ...]] = {
     # kubernetes-sigs/gateway-api-inference-extension v1.6.0: no chart installs it (the EPP chart does not); the
     # gateway applies it where the cluster's platform does not own it (ClusterFacts.platform_crd_groups)
     "inferencepool": ("gateway-api-inference-extension/inference.networking.k8s.io_inferencepools.yaml",),
+    # llm-d/llm-d-router v0.10.0 config/crd/bases/llm-d.ai_inferenceobjectives.yaml: the InferenceObjective the
+    # pinned picker reads (apix/v1alpha2, group llm-d.ai; GAIE's inference.networking.x-k8s.io one is its deprecated
+    # fallback). No chart installs it (the picker chart renders objectives, never the CRD); the gateway applies it
+    # when tenants have priorities (gateway/priority.py)
+    "inferenceobjective": ("llm-d-router/llm-d.ai_inferenceobjectives.yaml",),
 }
 
 

@@ -176,3 +176,70 @@ def token_quotas_fail_open(resources: list[StackResource]):
                 and _charges_tokens(r)):
             yield r, (f"BackendTrafficPolicy {namespace_of(r)}/{metadata(r).get('name')} charges token budgets in "
                       f"production while the rate-limit service fails open (rateLimit.failClosed false)")
+
+
+# Tenant priority (components/gateway/priority.py, docs/tenant-priority.md): llm-d-router v0.10.0's endpoint picker
+# takes a request's priority from the InferenceObjective its header `x-llm-d-inference-objective` (or the deprecated
+# `x-gateway-inference-objective`) names (pkg/epp/metadata/consts.go). Where objectives of different priorities
+# exist for a pool, a caller who can send that header picks its own priority unless the gateway drops it before the
+# picker: an HTTPRoute filter cannot (Envoy applies it in the router, after the picker's ext_proc), a Lua filter of
+# an EnvoyExtensionPolicy on the route can.
+OBJECTIVE_TYPES = ("kubernetes:llm-d.ai/v1alpha2:InferenceObjective",
+                   "kubernetes:inference.networking.x-k8s.io/v1alpha2:InferenceObjective")
+EXTENSION_POLICY = "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyExtensionPolicy"
+OBJECTIVE_HEADERS = ("x-llm-d-inference-objective", "x-gateway-inference-objective")
+
+
+def _strips_objective(policy: StackResource) -> bool:
+    scripts = [str(get(s, "inline") or "") for s in as_list(get(policy.props, "spec", "lua"))]
+    return any(all(f'remove("{h}")' in s for h in OBJECTIVE_HEADERS) for s in scripts)
+
+
+def _stripped_targets(resources: list[StackResource]) -> set[tuple[str, str, str | None]]:
+    """(namespace, HTTPRoute, rule or None for the whole route) a Lua policy dropping both objective headers
+    covers."""
+    out = set()
+    for p in resources:
+        if p.type == EXTENSION_POLICY and _strips_objective(p):
+            for ref in as_list(get(p.props, "spec", "targetRefs")):
+                ref = as_dict(ref)
+                if ref.get("kind") == "HTTPRoute":
+                    out.add((namespace_of(p), str(ref.get("name")), ref.get("sectionName")))
+    return out
+
+
+def _pool_rules(route: StackResource, pool: str) -> list[str | None]:
+    """The rules of an HTTPRoute / AIGatewayRoute that send to InferencePool `pool` (their names; None unnamed)."""
+    return [as_dict(rule).get("name") for rule in as_list(get(route.props, "spec", "rules"))
+            if any(get(b, "kind") == "InferencePool" and get(b, "name") == pool
+                   for b in as_list(as_dict(rule).get("backendRefs")))]
+
+
+@stack_rule("objective-header-from-gateway", MANDATORY,
+            "Where a model's pool has InferenceObjectives of different priorities, no caller chooses its own: every "
+            "route (rule) to that pool runs a Lua EnvoyExtensionPolicy that removes the objective headers "
+            "x-llm-d-inference-objective and x-gateway-inference-objective before the endpoint picker reads them.",
+            "keep the platform's tenant priority (gateway.clients[].priority: the stack makes the policy "
+            "<model>-priority), or attach your own Lua EnvoyExtensionPolicy removing both headers to the route")
+def objective_header_from_gateway(resources: list[StackResource]):
+    priorities: dict[tuple[str, str], set] = {}
+    for r in resources:
+        if r.type in OBJECTIVE_TYPES:
+            pool = str(get(r.props, "spec", "poolRef", "name"))
+            priorities.setdefault((namespace_of(r), pool), set()).add(get(r.props, "spec", "priority") or 0)
+    contested = {key for key, levels in priorities.items() if len(levels) > 1}
+    if not contested:
+        return
+    covered = _stripped_targets(resources)
+    for r in resources:
+        if r.type not in ROUTES:
+            continue
+        ns, name = namespace_of(r), str(metadata(r).get("name"))
+        for (pool_ns, pool) in sorted(contested):
+            if pool_ns != ns:
+                continue
+            for rule in _pool_rules(r, pool):
+                if (ns, name, None) not in covered and (ns, name, rule) not in covered:
+                    where = f"rule {rule} of " if rule else ""
+                    yield r, (f"{where}{ROUTES[r.type]} {ns}/{name} sends to InferencePool {pool}, whose objectives "
+                              f"have different priorities, without removing a caller's objective header")

@@ -32,6 +32,8 @@ NEVER_RECONCILED = {
     "aigateway.envoyproxy.io/v1beta1:AIServiceBackend": "as AIGatewayRoute",
     "gateway.envoyproxy.io/v1alpha1:Backend": "as Gateway",
     "inference.networking.k8s.io/v1:InferencePool": "the endpoint picker (a stand-in) serves it",
+    "llm-d.ai/v1alpha2:InferenceObjective": "the endpoint picker (a stand-in) reads it; its status is the picker's",
+    "gateway.envoyproxy.io/v1alpha1:EnvoyExtensionPolicy": "as Gateway",
     "leaderworkerset.x-k8s.io/v1:LeaderWorkerSet": "the LWS controller makes the leader and worker pods; its "
                                                    "module (sigs.k8s.io/lws v0.10.0) is listed but its zip refused "
                                                    "(403) by the Go module proxy, so a stand-in",

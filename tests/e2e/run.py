@@ -85,6 +85,7 @@ STACKS = {
     "lws-onprem": StackSpec("lws-onprem", "tests/stacks/Pulumi.lws-onprem.yaml"),
     "pd-onprem": StackSpec("pd-onprem", "tests/stacks/Pulumi.pd-onprem.yaml"),
     "wide-ep-onprem": StackSpec("wide-ep-onprem", "tests/stacks/Pulumi.wide-ep-onprem.yaml"),
+    "tenants-onprem": StackSpec("tenants-onprem", "tests/stacks/Pulumi.tenants-onprem.yaml"),
 }
 
 
@@ -283,7 +284,8 @@ class StackRun:
         if self.spec.hf_token:
             self.pulumi("config", "set", "--secret", "hfToken", step="config set --secret hfToken",
                         stdin="hf_e2e_not_a_real_token")
-        clients = raw["config"].get(f"{NS}:gateway", {}).get("clients", ["default"])
+        clients = [c if isinstance(c, str) else c["name"]  # a name, or {name, priority} (tenant priority)
+                   for c in raw["config"].get(f"{NS}:gateway", {}).get("clients", ["default"])]
         keys = {c: f"e2e-key-{c}-0123456789abcdef" for c in clients}
         self.pulumi("config", "set", "--secret", "gatewayApiKeys", step="config set --secret gatewayApiKeys",
                     stdin=json.dumps(keys))

@@ -26,7 +26,8 @@ def plan_config(values: dict, preview: bool = False, secrets: dict | None = None
     """
     secrets = {"hfToken": OFFLINE_SECRET} if secrets is None else dict(secrets)
     if "gatewayApiKeys" not in secrets:  # a placeholder key per gateway client (components/config/gateway.py)
-        clients = (values.get("gateway") or {}).get("clients") or ["default"]
+        from components.config.gateway import raw_client_names  # a name, or {name, priority}
+        clients = raw_client_names((values.get("gateway") or {}).get("clients"))
         secrets["gatewayApiKeys"] = json.dumps({c: f"{OFFLINE_SECRET}-{c}" for c in clients})
     if ((values.get("gateway") or {}).get("tls") or {}).get("mode") == "certificate":  # the PEM pair it takes
         secrets = {**OFFLINE_PEM, **secrets}
