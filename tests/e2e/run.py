@@ -9,7 +9,10 @@ the resources the offline plans before and after the change differ in, then `pul
 then the cluster must hold nothing of the stack but what docs/e2e.md says is retained. Every failure is reported
 with its URN; the report (timings, resources, failures) is written as JSON for bench/e2e_report.py.
 
-    scripts/e2e run [--stacks dev,pd-onprem] [--keep] [--work DIR]
+    scripts/e2e run [--stacks dev,pd-onprem] [--lanes 2] [--keep] [--work DIR]
+
+The stacks are split between --lanes control planes that run side by side (each its own etcd, API server,
+controllers, KWOK and Pulumi file backend, under WORK/lane-N), about equal in time by the last run's report.
 """
 from __future__ import annotations
 
@@ -94,20 +97,52 @@ class Failure(Exception):
 
 
 class Report:
+    """The run's JSON report; the lanes (threads) write it in turn."""
     def __init__(self, path: Path):
         self.path = path
         self.data: dict = {"stacks": {}, "failures": [], "started": time.time()}
+        self.lock = threading.RLock()
 
     def stack(self, name: str) -> dict:
-        return self.data["stacks"].setdefault(name, {"steps": []})
+        with self.lock:
+            return self.data["stacks"].setdefault(name, {"steps": []})
 
     def fail(self, stack: str, step: str, message: str, urn: str | None = None) -> None:
-        self.data["failures"].append({"stack": stack, "step": step, "urn": urn, "message": message})
-        self.save()
+        with self.lock:
+            self.data["failures"].append({"stack": stack, "step": step, "urn": urn, "message": message})
+            self.save()
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps(self.data, indent=1))
+        with self.lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.data, indent=1))
+            tmp.replace(self.path)
+
+
+# What a stack took in the last run (report.json), for splitting the stacks between lanes; a stack never run
+# weighs this much.
+DEFAULT_STACK_S = 600.0
+
+
+def split_lanes(names: list[str], lanes: int, seconds: dict[str, float]) -> list[list[str]]:
+    """The stacks in `lanes` groups of about equal time (longest first onto the least loaded lane); each lane keeps
+    the order the stacks were given in."""
+    load = [0.0] * lanes
+    assigned: dict[str, int] = {}
+    for name in sorted(names, key=lambda n: -seconds.get(n, DEFAULT_STACK_S)):
+        lane = min(range(lanes), key=lambda i: (load[i], i))
+        assigned[name] = lane
+        load[lane] += seconds.get(name, DEFAULT_STACK_S)
+    return [[n for n in names if assigned[n] == i] for i in range(lanes) if any(assigned[n] == i for n in names)]
+
+
+def last_seconds(path: Path) -> dict[str, float]:
+    try:
+        stacks = json.loads(path.read_text()).get("stacks", {})
+    except (OSError, ValueError):
+        return {}
+    return {name: float(st["seconds"]) for name, st in stacks.items() if st.get("seconds")}
 
 
 def serve_directory(directory: Path) -> tuple[str, http.server.ThreadingHTTPServer]:
@@ -390,15 +425,50 @@ class StackRun:
             raise Failure(f"{self.spec.name}: after up:\n  " + "\n  ".join(problems))
 
 
+def run_lane(names: list[str], lane: Path, a, mirror: str, report: Report, pids: Path, ok: list[bool],
+             clusters: list[ControlPlane]) -> None:
+    """One control plane, its stacks one after another (each stack starts on a cluster with nothing of the last)."""
+    cluster = ControlPlane(a.bin, lane, a.cache / "kwok" / "upstream-stages.yaml", pids)
+    clusters.append(cluster)
+    t0 = time.monotonic()
+    try:
+        cluster.start()
+    except Exception as err:  # noqa: BLE001 - a lane whose control plane does not start fails its stacks
+        for name in names:
+            report.fail(name, "control plane", f"did not start: {err}")
+        ok[0] = False
+        return
+    with report.lock:
+        report.data.setdefault("control_plane_start_s", round(time.monotonic() - t0, 1))
+    for name in names:
+        try:
+            StackRun(STACKS[name], cluster, a.bin, lane, mirror, report).run()
+        except Failure as err:
+            ok[0] = False
+            print(f"FAILED {err}", file=sys.stderr, flush=True)
+        except Exception as err:  # noqa: BLE001 - a harness error fails this stack, the lane goes on
+            ok[0] = False
+            report.fail(name, "harness", f"{type(err).__name__}: {err}")
+            print(f"FAILED {name}: harness {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", type=Path, required=True, help="where scripts/e2e put the built tools")
     ap.add_argument("--cache", type=Path, required=True)
     ap.add_argument("--work", type=Path, help="work directory (replaced); default: CACHE/run")
     ap.add_argument("--stacks", default=",".join(STACKS), help=f"comma-separated, of {', '.join(STACKS)}")
-    ap.add_argument("--keep", action="store_true", help="leave the control plane running at the end (debugging)")
+    ap.add_argument("--lanes", type=int, default=2,
+                    help="control planes side by side, each deploying its share of the stacks one after another "
+                         "(default 2: a stack mostly waits on the engine and the API server)")
+    ap.add_argument("--keep", action="store_true", help="leave the control plane(s) running at the end (debugging)")
     a = ap.parse_args(argv)
     work = (a.work or a.cache / "run").resolve()
+    names = [n for n in a.stacks.split(",") if n]
+    unknown = [n for n in names if n not in STACKS]
+    if unknown:
+        ap.error(f"--stacks: unknown {', '.join(unknown)}; one of {', '.join(STACKS)}")
+    seconds = last_seconds(work / "report.json")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     report = Report(work / "report.json")
@@ -407,37 +477,46 @@ def main(argv: list[str] | None = None) -> int:
     charts = work / "charts"
     write_mirror(charts)
     mirror, server = serve_directory(charts)
-    cluster = ControlPlane(a.bin, work, a.cache / "kwok" / "upstream-stages.yaml", a.cache / "pids")
-    ControlPlane.reap(a.cache / "pids")  # a run killed before its clean-up left its processes (pid files)
+    pids = a.cache / "pids"
+    ControlPlane.reap(pids)  # a run killed before its clean-up left its processes (pid files)
+    for lane_pids in sorted(pids.glob("lane-*")) if pids.exists() else []:
+        ControlPlane.reap(lane_pids)
+    lanes = split_lanes(names, max(1, a.lanes), seconds)
+    report.data["lanes"] = lanes
+    print("lanes: " + " | ".join(", ".join(lane) for lane in lanes), flush=True)
 
     def _terminate(signum, _frame):
-        raise SystemExit(128 + signum)  # runs the finally below: the control plane stops with the run
+        raise SystemExit(128 + signum)  # runs the finally below: the control planes stop with the run
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGHUP, _terminate)
-    ok = True
+    ok = [True]
+    clusters: list[ControlPlane] = []
+    threads = []
     try:
-        t0 = time.monotonic()
-        cluster.start()
-        report.data["control_plane_start_s"] = round(time.monotonic() - t0, 1)
-        for name in a.stacks.split(","):
-            try:
-                StackRun(STACKS[name], cluster, a.bin, work, mirror, report).run()
-            except Failure as err:
-                ok = False
-                print(f"FAILED {err}", file=sys.stderr, flush=True)
+        for i, lane in enumerate(lanes):
+            # one lane: the work directory itself (the paths docs/e2e.md names); more: work/lane-N each
+            lane_dir = work if len(lanes) == 1 else work / f"lane-{i}"
+            lane_pids = pids if len(lanes) == 1 else pids / f"lane-{i}"
+            t = threading.Thread(target=run_lane, args=(lane, lane_dir, a, mirror, report, lane_pids, ok, clusters),
+                                 name=f"lane-{i}", daemon=True)
+            t.start()
+            threads.append(t)
+        for t in threads:
+            while t.is_alive():
+                t.join(timeout=1)  # a short join: the signal handler runs in this thread between joins
     finally:
         report.data["seconds"] = round(time.time() - report.data["started"], 1)
         report.save()
         server.shutdown()
         if not a.keep:
-            cluster.stop()
+            for cluster in clusters:
+                cluster.stop()
     print(f"report: {report.path}")
     if report.data["failures"]:
         print("failures:", file=sys.stderr)
         for f in report.data["failures"]:
             print(f"  [{f['stack']} / {f['step']}] {f['urn'] or '(no URN)'}: {f['message'][:800]}", file=sys.stderr)
-    return 0 if ok else 1
-
+    return 0 if ok[0] else 1
 
 if __name__ == "__main__":
     sys.exit(main())
