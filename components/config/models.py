@@ -123,6 +123,8 @@ class ModelDeployment(_Base):
     extra_args: dict[str, ExtraValue] = Field(
         default_factory=dict, description="other `vllm serve` flags of vLLM 0.31: {--flag: value}")
     source: Source = Field(Source(), description="where the weights come from (default: the Hub repo)")
+    prefix_routing: Literal["approximate", "precise"] | None = Field(
+        None, description="this model's prefix-cache routing (docs/prefix-routing.md); unset: gateway.prefixRouting")
     sla: Sla = Sla()
     replicas: Replicas = Replicas()
     _base_dir: Path | None = PrivateAttr(None)  # the stack file's directory (configFile is relative to it)

@@ -84,6 +84,7 @@ STACKS = {
     "prod-llama405b-onprem": StackSpec("prod-llama405b-onprem", "stacks/Pulumi.prod-llama405b-onprem.yaml"),
     "lws-onprem": StackSpec("lws-onprem", "tests/stacks/Pulumi.lws-onprem.yaml"),
     "pd-onprem": StackSpec("pd-onprem", "tests/stacks/Pulumi.pd-onprem.yaml"),
+    "routing-onprem": StackSpec("routing-onprem", "tests/stacks/Pulumi.routing-onprem.yaml"),
 }
 
 
