@@ -23,6 +23,7 @@ REGISTERED = (  # name -> the module it lives in, in the order the report lists 
     ("serving.runtime_lora_cache", "components.serving.checks"),
     ("gateway.production_tls", "components.config.gateway"),
     ("gateway.quota_lora", "components.config.token_quotas"),
+    ("gateway.prefix_routing", "components.serving.prefix_routing"),
     ("planner.disagg_production", "components.planner.checks"),
     ("planner.margin_production", "components.planner.checks"),
 )
@@ -33,7 +34,7 @@ def test_every_check_is_registered_once_in_order():
     assert got == list(REGISTERED)
     assert problems.ORDER == tuple(name for name, _ in REGISTERED)
     checks = [check for _, check in problems.registered()]
-    assert len(set(checks)) == len(checks) == 13
+    assert len(set(checks)) == len(checks) == 14
 
 
 def test_the_registry_imports_nothing_of_the_project():
