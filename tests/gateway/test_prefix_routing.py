@@ -217,3 +217,17 @@ def test_the_plan_says_which_scorer_each_model_routes_with(plan):
                                                 "token ids from the model's render endpoint)"}
     assert ("  routing llama-70b: precise prefix-cache scorer (vLLM KV-cache events on port 5557, token ids from "
             "the model's render endpoint)") in gateway_lines(gw)
+
+
+def test_only_the_models_own_pickers_reach_the_event_port(plan):
+    from tests.support.consistency import admitted
+    (netpol,) = [n for n in by_type(plan.resources, NETPOL) if n.inputs["metadata"]["name"] == "llama-70b"]
+    policy = {"metadata": {"namespace": "llm"}, "spec": netpol.inputs["spec"]}
+    own = {"kubernetes.io/metadata.name": "llm"}
+    # the chart's EPP pod label (llm-d-router v0.10.0 routerlib _helpers.tpl selectorLabels: <release>-epp)
+    assert admitted(policy, {"llm-d-router-gateway": "llama-70b-epp"}, "llm", own, 5557)
+    assert not admitted(policy, {"llm-d-router-gateway": "other-epp"}, "llm", own, 5557)
+    assert not admitted(policy, {}, "llm", own, 5557)  # the namespace may call the API port, not the events
+    assert not admitted(policy, {"llm-d-router-gateway": "llama-70b-epp"}, "gateway",
+                        {"kubernetes.io/metadata.name": "gateway"}, 5557)
+    assert admitted(policy, {}, "llm", own, 8000)  # the pickers' render calls: the API port
