@@ -90,6 +90,8 @@ def gateway_outputs(gateway: Any) -> dict[str, Any] | None:
     if args.priorities:
         out["priorities"] = {"clients": dict(args.priorities),
                              "models": [r.model for r in args.routes if not r.multi_node]}
+    from .gateway.values import routing_text
+    out["prefixRouting"] = {r.model: routing_text(r, r.model in args.precise_models) for r in args.routes}
     if args.token_quotas:
         out["tokenQuotas"] = {"counts": args.token_quotas.counts, "budgets": dict(args.token_quotas.budgets),
                               "fleetsPerMinute": args.token_fleets(),
@@ -111,6 +113,8 @@ def gateway_lines(gw: dict[str, Any] | None) -> list[str]:
     if gw.get("address"):
         lines.append(f"  GATEWAY_ADDRESS is a placeholder, also in the stack outputs (the load balancer's address "
                      f"exists only after `pulumi up`); read it with: {gw['address']}")
+    if gw.get("prefixRouting"):
+        lines += [f"  routing {model}: {how}" for model, how in sorted(gw["prefixRouting"].items())]
     if gw.get("keysSecret"):
         lines.append(f"  API keys: secret gatewayApiKeys -> Secret {gw['keysSecret']} "
                      f"(clients: {', '.join(gw.get('clients', []))})")

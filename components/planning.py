@@ -11,7 +11,8 @@ from .config.planning import Planning, measures
 from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 from .planner.disagg import plan_disaggregation
-from .planner.engine_args import EngineOptions, LoraSlots, Speculation
+from .config.gateway import prefix_routing as effective_prefix_routing
+from .planner.engine_args import EngineOptions, KvEvents, LoraSlots, Speculation
 from .planner.request import WideEp
 
 # In production a node's loss must not take every replica of a model with it.
@@ -81,8 +82,10 @@ def weights_source(dep: ModelDeployment) -> WeightsSource:
     return WeightsSource(s.kind, s.uri, s.claim_name, s.path or "", s.service_account, s.region)
 
 
-def engine_options(dep: ModelDeployment) -> EngineOptions:
-    """models[].engine and extraArgs as the planner's typed options (the chat template as the pod's path)."""
+def engine_options(dep: ModelDeployment, prefix_routing: str = "approximate") -> EngineOptions:
+    """models[].engine and extraArgs as the planner's typed options (the chat template as the pod's path);
+    prefix_routing precise (config/gateway.py prefix_routing): the KV-cache events and render endpoints the
+    endpoint picker reads (planner/engine_args.py KvEvents; docs/prefix-routing.md)."""
     e = dep.engine
     tpl = cm = None
     inline = e.chat_template.inline if e.chat_template else None
@@ -101,14 +104,17 @@ def engine_options(dep: ModelDeployment) -> EngineOptions:
         chat_template_config_map=cm, chat_template_sha256=inline and hashlib.sha256(inline.encode()).hexdigest(),
         prefix_caching=e.prefix_caching, quantization=e.quantization,
         max_num_seqs=e.max_num_seqs, max_num_batched_tokens=e.max_num_batched_tokens, speculative=sp or None,
-        lora=lora or None, kv_offload_gib=e.kv_offload_gib, extra=tuple(dep.extra_args.items()))
+        lora=lora or None, kv_offload_gib=e.kv_offload_gib, extra=tuple(dep.extra_args.items()),
+        kv_events=KvEvents(dep.name) if prefix_routing == "precise" else None)
 
 
 def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], production: bool = False,
-                       planning: Planning | None = None, multi_node: str = "lws") -> PlanRequest:
+                       planning: Planning | None = None, multi_node: str = "lws",
+                       prefix_routing: str = "approximate") -> PlanRequest:
     """The planner's request for one validated model deployment: what a stack file's `models` entry and
     `python -m components topology` (components/cli/topology.py) both plan, engine options included; `planning`:
-    the stack's latency margin and its measurements of this deployment's model; `multi_node`: serving.multiNode."""
+    the stack's latency margin and its measurements of this deployment's model; `multi_node`: serving.multiNode;
+    `prefix_routing`: the model's effective gateway.prefixRouting (config/gateway.py prefix_routing)."""
     s, planning = dep.sla, planning or Planning()
     return PlanRequest(
         model=dep.spec, precision=dep.effective_precision, candidates=candidates(pool, dep),
@@ -121,7 +127,8 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
         kv_cache_dtypes=KV_CACHE_DTYPES.get(dep.kv_cache_dtype, (dep.kv_cache_dtype,)),
         tensor_parallel_size=dep.tensor_parallel_size, served_model_name=dep.name,
         spread_nodes=PRODUCTION_SPREAD_NODES if production else 1,
-        engine=engine_options(dep), model_source=weights_source(dep).local_dir if dep.source.kind != "hf" else None,
+        engine=engine_options(dep, prefix_routing),
+        model_source=weights_source(dep).local_dir if dep.source.kind != "hf" else None,
         market=pool, latency_margin=planning.latency_margin, estimator=planning.estimator,
         measurements=tuple(m for m in planning.shapes if measures(m, dep)), multi_node=multi_node,
         wide_ep=WideEp(dep.parallelism.all2all_backend, dep.parallelism.eplb_redundant_experts)
@@ -130,7 +137,8 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
 
 
 def plan_request(cfg: StackConfig, dep: ModelDeployment) -> PlanRequest:
-    return deployment_request(dep, priced_pool(cfg), cfg.production, cfg.planning, cfg.serving.multi_node)
+    return deployment_request(dep, priced_pool(cfg), cfg.production, cfg.planning, cfg.serving.multi_node,
+                              effective_prefix_routing(cfg.gateway, dep))
 
 
 def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
@@ -138,7 +146,8 @@ def plan_deployment(cfg: StackConfig, dep: ModelDeployment) -> Topology:
     from .costs.notes import cost_notes
 
     pool = priced_pool(cfg)
-    req = deployment_request(dep, pool, cfg.production, cfg.planning, cfg.serving.multi_node)
+    req = deployment_request(dep, pool, cfg.production, cfg.planning, cfg.serving.multi_node,
+                             effective_prefix_routing(cfg.gateway, dep))
     if not req.candidates and cfg.cloud != "existing":
         region = buying(cfg)[0]
         gone = [i.name for i in candidates(tuple(instance_types(cfg.cloud)), dep) if not_offered(i, region)]

@@ -30,6 +30,7 @@ from .planner import NoFeasibleTopology, Topology
 from .planning import INLINE_TEMPLATE_KEY, chat_template_config_map, no_fit, plan_models, weights_source
 from .providers import CloudProviderArgs, provider_args  # noqa: F401  (provider_args: re-exported)
 from .cluster.source_access import bucket_readers
+from .config.gateway import prefix_routing
 from .serving.service import ServingArgs
 from .serving.shape import on_ray, ray_topologies
 from .serving.upgrades import no_room, pool_surge
@@ -44,9 +45,10 @@ from .config import gateway as _gateway_checks  # noqa: F401  (registers gateway
 from .config import token_quotas as _quota_checks  # noqa: F401  (registers gateway.quota_lora)
 from .planner import checks as _planner_checks  # noqa: F401  (registers planner.*)
 from .serving import checks as _serving_checks  # noqa: F401  (registers serving.*)
+from .serving import prefix_routing as _prefix_checks  # noqa: F401  (registers gateway.prefix_routing)
 
 PLAN_CHECK_MODULES = (_cluster_checks, _cache_checks, _serving_checks, _gateway_checks, _quota_checks,
-                      _planner_checks)
+                      _prefix_checks, _planner_checks)
 
 
 def chart_mirror(cfg: StackConfig, password: Any = None) -> ChartMirror | None:
@@ -142,7 +144,8 @@ def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, moni
         # production: no single Envoy proxy or endpoint picker whose drain takes a model's endpoint down
         proxy_replicas=2 if cfg.production else 1, epp_replicas=2 if cfg.production else 1,
         token_quotas=token_quotas(gw), charts=charts,
-        platform_crd_groups=frozenset(facts.platform_crd_groups))
+        platform_crd_groups=frozenset(facts.platform_crd_groups),
+        precise_models=frozenset(d.name for d in cfg.models if prefix_routing(gw, d) == "precise"))
 
 
 def token_quotas(gw: Any):

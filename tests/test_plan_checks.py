@@ -24,6 +24,7 @@ REGISTERED = (  # name -> the module it lives in, in the order the report lists 
     ("serving.wide_ep", "components.serving.checks"),
     ("gateway.production_tls", "components.config.gateway"),
     ("gateway.quota_lora", "components.config.token_quotas"),
+    ("gateway.prefix_routing", "components.serving.prefix_routing"),
     ("planner.disagg_production", "components.planner.checks"),
     ("planner.margin_production", "components.planner.checks"),
 )

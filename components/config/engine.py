@@ -174,7 +174,7 @@ OWNED_FLAGS = {
     "--max-loras": "engine.lora.maxLoras", "--max-lora-rank": "engine.lora.maxLoraRank",
     "--max-cpu-loras": "engine.lora.maxCpuLoras", "--lora-modules": "engine.lora.adapters",
     "--kv-offloading-size": "engine.kvOffloadGiB", "--kv-offloading-backend": "engine.kvOffloadGiB",
-    "--revision": "revision", "--tokenizer-revision": "revision", "--load-format": "modelCache.loader",
+    "--kv-events-config": "gateway.prefixRouting (precise)", "--revision": "revision", "--tokenizer-revision": "revision", "--load-format": "modelCache.loader",
     "--safetensors-load-strategy": "modelCache.loader", "--shutdown-timeout": "(the drain: sla.tpotMs)",
     "--download-dir": "(the model cache)", "--host": "(the pod's)", "--api-key": "(the gateway's)",
     "--data-parallel-size": "parallelism.mode: wide-ep (docs/wide-ep.md)",

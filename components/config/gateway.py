@@ -18,6 +18,7 @@ from .token_quotas import GatewayTokenQuotas, check_token_quotas
 
 # ACM certificate ARNs: arn:<partition>:acm:<region>:<account>:certificate/<id> (docs.aws.amazon.com, ACM ARNs).
 ACM_ARN = re.compile(r"^arn:aws(-[a-z]+)*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$")
+PrefixRouting = Literal["approximate", "precise"]
 HOSTNAME = r"^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
 
 
@@ -110,6 +111,11 @@ class GatewaySettings(_Base):
     # Source CIDRs the load balancer admits (empty: the VPC for internal, everyone for internet-facing).
     source_ranges: list[str] = Field(default_factory=list)
     tls: GatewayTls = GatewayTls()
+    # How each single-node model's endpoint picker scores prefix-cache affinity (docs/prefix-routing.md):
+    # approximate: from hashes of the request text the picker itself routed (the chart's prefix-cache-scorer);
+    # precise: from the KV-cache events vLLM publishes (what each pod really holds) and the real token ids (the
+    # model pods' render endpoint). models[].prefixRouting overrides it per model.
+    prefix_routing: PrefixRouting = "approximate"
 
     _ranges = field_validator("source_ranges")(cidr_blocks)
 
@@ -147,6 +153,11 @@ class GatewaySettings(_Base):
                                          f"request's client, and so its tier, only from its API key; remove the "
                                          f"priorities or set auth: apiKeys")
         return self
+
+
+def prefix_routing(gw: GatewaySettings, dep) -> str:
+    """A model's prefix-cache routing: its own models[].prefixRouting, else the stack's gateway.prefixRouting."""
+    return dep.prefix_routing or gw.prefix_routing
 
 
 def check_gateway(gw: GatewaySettings, cloud: str, environment: str) -> None:

@@ -161,6 +161,8 @@ class ModelDeployment(_Base):
     source: Source = Field(Source(), description="where the weights come from (default: the Hub repo)")
     parallelism: Parallelism = Field(Parallelism(), description="tensor x pipeline (default) or wide-ep "
                                                                  "(docs/wide-ep.md)")
+    prefix_routing: Literal["approximate", "precise"] | None = Field(
+        None, description="this model's prefix-cache routing (docs/prefix-routing.md); unset: gateway.prefixRouting")
     sla: Sla = Sla()
     replicas: Replicas = Replicas()
     _base_dir: Path | None = PrivateAttr(None)  # the stack file's directory (configFile is relative to it)

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 
 ORDER = ("cluster", "cache.nvme", "cache.sources", "cache.cross_cloud", "cache.loader", "cache.revisions",
          "serving.scale_to_zero", "serving.ray_upgrades", "serving.runtime_lora_cache", "serving.wide_ep",
-         "gateway.production_tls", "gateway.quota_lora",
+         "gateway.production_tls", "gateway.quota_lora", "gateway.prefix_routing",
          "planner.disagg_production", "planner.margin_production")
 
 

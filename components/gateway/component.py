@@ -80,6 +80,9 @@ class GatewayArgs:
     # ClusterFacts.platform_crd_groups: API groups whose CRDs the cluster's platform owns (GKE: Gateway API and
     # InferencePool); the gateway applies none of them and takes the platform's
     platform_crd_groups: frozenset[str] = frozenset()
+    # gateway.prefixRouting / models[].prefixRouting precise: the models whose picker scores prefix affinity from
+    # their pods' KV-cache events (values.py epp_config; docs/prefix-routing.md); the others score it approximately
+    precise_models: frozenset[str] = frozenset()
 
     @property
     def host(self) -> str:
@@ -311,7 +314,8 @@ class InferenceGateway(pulumi.ComponentResource):
             deps = [d for d in (self.gateway,) if d is not None]
             if not r.multi_node:
                 values = epp_values(r, args.system_node_selector, args.monitor_labels, args.epp_replicas,
-                                    zones=args.cloud in ZONED_CLOUDS, priorities=args.priorities)
+                                    zones=args.cloud in ZONED_CLOUDS, priorities=args.priorities,
+                                    precise=r.model in args.precise_models)
                 deps.append(k8s.helm.v3.Release(f"{name}-{r.model}-epp", **release_args(
                     "llm-d-router-gateway", args.namespace, values, name=r.model, charts=args.charts),
                     opts=after(self.pool_crd, *objective_crds)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import yaml
 
+from ..planner.engine_args import KV_EVENTS_PORT
 from ..upstream.versions import EPP_IMAGE_TAG
 from .disagg import PD_CONFIG, pd_config
 from .objects import AI_GATEWAY_NAMESPACE, CONTROLLER_NAME, ModelRoute
@@ -112,23 +113,84 @@ LORA_CONFIG = "vllm-platform-lora.yaml"
 LORA_SCORER, LORA_WEIGHT = "lora-affinity-scorer", 1
 
 
-def flow_control_config(queue_ttl_s: int | None, lora: bool = False) -> str:
-    """The EPP's config file: the chart's default plugins, with flow control (queue_ttl_s: scale to zero) and the
-    LoRA affinity scorer (lora)."""
-    plugins = ["queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"]
-    weights = [2, 2, 3]
+# A model routed with precise prefix-cache scoring (gateway.prefixRouting: precise; docs/prefix-routing.md): llm-d-router
+# v0.10.0's split pipeline (deploy/config/epp-precise-prefix-cache-config.yaml): a token-producer tokenizes the
+# request (dataproducer/tokenizer/README.md: the `vllm` backend calls /v1/completions/render and
+# /v1/chat/completions/render of "any reachable HTTP endpoint serving the same model": here the model's own Service,
+# whose pods serve them with --enable-scale-out, planner/engine_args.py KvEvents), the precise-prefix-cache-producer
+# indexes the blocks each pod reports in its KV-cache events and publishes the match per pod, and the chart's
+# prefix-cache-scorer reads that producer's match (prefixMatchInfoProducerName; without it the scorer falls back to
+# the approximate producer, dataproducer/preciseprefixcache/README.md). The producer dials every pod of the pool at
+# tcp://<pod IP>:<socketPort> as the endpoint-notification-source reports it (extractor.go ensureSubscriber,
+# kvEventsConfig.discoverPods), so each picker replica, the leader and its standby, keeps its own index of every pod.
+# Its block keys are recomputed from the token ids in the events (README "Engine compatibility": "blockSize/hashSeed
+# need not match the engine"); the block size is vLLM's CUDA default all the same, one event block per key
+# (pkg/kvcache/kvblock/token_processor.go defaultBlockSize 16, "the default value used by vLLM").
+PRECISE_CONFIG = "vllm-platform-precise-prefix.yaml"
+TOKEN_PRODUCER, PRECISE_PRODUCER = "token-producer", "precise-prefix-cache-producer"
+PRECISE_BLOCK_SIZE = 16
+ENDPOINT_SOURCE = "endpoint-notification-source"
+# pkg/kvevents/pool.go DefaultConfig TopicFilter: the prefix every vLLM topic starts with (KvEvents.topic)
+KV_TOPIC_FILTER = "kv@"
+APPROXIMATE_PLUGINS = ["queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"]
+APPROXIMATE_WEIGHTS = [2, 2, 3]
+METRICS_SOURCE = {"type": "metrics-data-source",
+                  "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True}}
+
+
+def render_url(r: ModelRoute) -> str:
+    """The model's own Service (serving/network.py service_spec: named after the model, its API port)."""
+    return f"http://{r.model}.{r.namespace}.svc.cluster.local:{r.port}"
+
+
+def precise_plugins(r: ModelRoute) -> list[dict]:
+    """The plugins precise scoring adds ahead of the scorers (the token ids, then the index that reads them)."""
+    return [
+        {"type": TOKEN_PRODUCER, "parameters": {"modelName": r.model, "vllm": {"url": render_url(r)}}},
+        {"type": PRECISE_PRODUCER, "parameters": {
+            "tokenProcessorConfig": {"blockSize": PRECISE_BLOCK_SIZE},
+            "kvEventsConfig": {"topicFilter": KV_TOPIC_FILTER, "discoverPods": True,
+                               "podDiscoveryConfig": {"socketPort": KV_EVENTS_PORT}}}},
+    ]
+
+
+def routing_text(r: ModelRoute, precise: bool) -> str:
+    """How the gateway scores prefix-cache affinity for one model (the plan's gateway block)."""
+    if r.multi_node:
+        return "Ray Serve LLM's PrefixCacheAffinityRouter (a RayService: no endpoint picker)"
+    if precise:
+        return (f"precise prefix-cache scorer (vLLM KV-cache events on port {KV_EVENTS_PORT}, token ids from the "
+                f"model's render endpoint)")
+    return "approximate prefix-cache scorer (hashes of the request text the picker routed)"
+
+
+def epp_config(queue_ttl_s: int | None = None, lora: bool = False, precise: ModelRoute | None = None) -> str:
+    """The EPP's config file: the chart's default plugins (queue-scorer 2, kv-cache-utilization-scorer 2,
+    prefix-cache-scorer 3, the metrics data source and extractor), with flow control (queue_ttl_s: scale to zero),
+    the LoRA affinity scorer (lora) and precise prefix-cache scoring for that route's model (precise), each
+    independently."""
+    scorers, weights = list(APPROXIMATE_PLUGINS), list(APPROXIMATE_WEIGHTS)
     if lora:
-        plugins.append(LORA_SCORER)
+        scorers.append(LORA_SCORER)
         weights.append(LORA_WEIGHT)
     config: dict = {"apiVersion": "llm-d.ai/v1alpha1", "kind": "EndpointPickerConfig"}
     if queue_ttl_s:
         config["featureGates"] = [FLOW_CONTROL_GATE]
         config["flowControl"] = {"defaultRequestTTL": f"{queue_ttl_s}s"}
-    config["plugins"] = [{"type": p} for p in plugins] + [
-        {"type": "metrics-data-source", "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True}},
-        {"type": "core-metrics-extractor"}]
+    plugins = [{"type": p} for p in scorers]
+    if precise:
+        at = scorers.index("prefix-cache-scorer")
+        plugins[at] = {"type": "prefix-cache-scorer", "parameters": {"prefixMatchInfoProducerName": PRECISE_PRODUCER}}
+        plugins = precise_plugins(precise) + plugins
+    config["plugins"] = plugins + [dict(METRICS_SOURCE), {"type": "core-metrics-extractor"}]
+    if precise:
+        # the producer's endpoint events (apix/config/v1alpha1 DataLayerConfig.sources; the sample config's)
+        config["plugins"].append({"type": ENDPOINT_SOURCE})
+        config["dataLayer"] = {"sources": [
+            {"pluginRef": "metrics-data-source", "extractors": [{"pluginRef": "core-metrics-extractor"}]},
+            {"pluginRef": ENDPOINT_SOURCE, "extractors": [{"pluginRef": PRECISE_PRODUCER}]}]}
     config["schedulingProfiles"] = [{"name": "default", "plugins": [
-        {"pluginRef": p, "weight": w} for p, w in zip(plugins, weights)]}]
+        {"pluginRef": p, "weight": w} for p, w in zip(scorers, weights)]}]
     return yaml.safe_dump(config, sort_keys=False)
 
 
@@ -143,7 +205,7 @@ def epp_monitoring(model: str, monitor_labels: dict[str, str]) -> dict:
 
 def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
                monitor_labels: dict[str, str] | None = None, replicas: int = 1, zones: bool = False,
-               priorities: dict[str, int] | None = None) -> dict:
+               priorities: dict[str, int] | None = None, precise: bool = False) -> dict:
     """llm-d-router-gateway (the release is named after the model): it creates the model's InferencePool (named
     after the release, selecting the vLLM pods on their port) and its endpoint picker `<model>-epp`, whose default
     plugin set scores queue depth, KV-cache use (vLLM's gauges, metrics.EPP_READS_VLLM) and prefix-
@@ -158,7 +220,9 @@ def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
     requests fail, so the pool says FailClose, what actually happens (docs/gateway.md).
 
     priorities: the tenants' client -> priority (gateway/priority.py): the config file, whichever it is, gets flow
-    control with their bands."""
+    control with their bands.
+    precise: gateway.prefixRouting precise for this model (serving/prefix_routing.py checked it can work): the
+    picker scores prefix affinity from the pods' KV-cache events (epp_config, docs/prefix-routing.md)."""
     epp: dict = {
         "replicas": replicas,
         # the chart's default tag is `main`, pulled Always: pin the release
@@ -170,11 +234,11 @@ def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
     if r.disaggregated:  # prefill and decode instances (gateway/disagg.py); P/D never scales to zero
         epp["pluginsConfigFile"] = PD_CONFIG
         epp["pluginsCustomConfig"] = {PD_CONFIG: pd_config()}
-    elif r.cold_start_s or r.lora or priorities:
-        name = FLOW_CONTROL_CONFIG if r.cold_start_s or priorities else LORA_CONFIG
+    elif r.cold_start_s or r.lora or precise or priorities:
+        name = (FLOW_CONTROL_CONFIG if r.cold_start_s or priorities else LORA_CONFIG if r.lora else PRECISE_CONFIG)
         epp["pluginsConfigFile"] = name
         ttl = queue_ttl_s(r.cold_start_s) if r.cold_start_s else None
-        epp["pluginsCustomConfig"] = {name: flow_control_config(ttl, r.lora)}
+        epp["pluginsCustomConfig"] = {name: epp_config(ttl, r.lora, r if precise else None)}
     if priorities:  # tenant priority: the bands on top of the file above (gateway/priority.py)
         file = epp["pluginsConfigFile"]
         epp["pluginsCustomConfig"][file] = with_flow_control(epp["pluginsCustomConfig"][file], priorities)

@@ -11,6 +11,12 @@ import json
 from dataclasses import dataclass, field, replace
 
 VLLM_PORT = 8000
+# Where vLLM publishes its KV-cache events for precise prefix-cache routing (gateway.prefixRouting: precise): a ZMQ
+# PUB socket each model pod binds, which every endpoint picker replica dials (llm-d-router v0.10.0 pkg/kvevents/
+# pool.go PodDiscoveryConfig.SocketPort "The reconciler will connect to tcp://<PodIP>:<SocketPort>", default 5557;
+# dataproducer/preciseprefixcache/extractor.go ensureSubscriber); vLLM 0.31.0's own default endpoint is the same
+# port (vllm/config/kv_events.py KVEventsConfig.endpoint "tcp://*:5557").
+KV_EVENTS_PORT = 5557
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,32 @@ class LoraSlots:
 
 
 @dataclass(frozen=True)
+class KvEvents:
+    """vLLM's `--kv-events-config` for the endpoint picker's precise prefix-cache index (docs/prefix-routing.md).
+
+    vLLM 0.31.0 vllm/config/kv_events.py KVEventsConfig: enable_kv_cache_events, publisher "zmq", endpoint (bound by
+    the publisher, vllm/distributed/kv_events.py ZmqEventPublisher), topic (the first frame of every message).
+    llm-d-router v0.10.0 subscribes with the topic filter "kv@" (pkg/kvevents/pool.go DefaultConfig TopicFilter) and
+    reads the topic as "kv@<pod-id>@<model-name>" (pkg/kvevents/engineadapter/common.go parseTopic): the model name
+    seeds the block keys and must be the request's `model` (the served name; preciseprefixcache/blockkeys.go hashes
+    request.TargetModel). The pod segment only shards the queue when the topic is all there is; a picker that dials
+    the pod keys the events by the pod's address instead (pool.go AddTask / processRawMessage: SourceEndpoint).
+    render: `--enable-scale-out`, vLLM 0.31.0's switch for the /v1/completions/render and /v1/chat/completions/render
+    endpoints (vllm/entrypoints/launchers/cli_args.py enable_scale_out; scale_out/factories.py), which the picker's
+    token-producer calls for the token ids it hashes (dataproducer/tokenizer/vllm_http.go)."""
+    served_model_name: str
+    port: int = KV_EVENTS_PORT
+
+    @property
+    def topic(self) -> str:
+        return f"kv@{self.served_model_name}@{self.served_model_name}"
+
+    def config(self) -> dict:
+        return {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": f"tcp://*:{self.port}",
+                "topic": self.topic}
+
+
+@dataclass(frozen=True)
 class EngineOptions:
     """The stack's typed engine options, as the planner receives them (platform-free)."""
     tool_call_parser: str | None = None
@@ -84,6 +116,8 @@ class EngineOptions:
     kv_offload_gib: float | None = None
     # extraArgs, checked against vLLM 0.31's flags: (flag, value) with YAML types kept
     extra: tuple[tuple[str, object], ...] = ()
+    # gateway.prefixRouting precise: publish KV-cache events and serve the render endpoints for the endpoint picker
+    kv_events: KvEvents | None = None
 
     def summary(self) -> list[str]:
         """The options that are set, for the plan output."""
@@ -106,6 +140,9 @@ class EngineOptions:
             out.append(f"LoRA {lo.max_loras} x rank {lo.max_lora_rank}, {len(lo.adapters)} adapter(s)"
                        + (", runtime load/unload (inside the cluster; the gateway answers the endpoints 403)"
                           if lo.runtime_updates else ""))
+        if self.kv_events:
+            out.append(f"KV-cache events on port {self.kv_events.port} and the render endpoints (precise prefix "
+                       f"routing)")
         if self.extra:
             out.append("extra " + " ".join(k for k, _ in self.extra))
         return out
@@ -188,6 +225,8 @@ class EngineArgs:
             # (kv_role kv_both) with cpu_bytes_to_use = size x 2^30, the whole replica's (config/cache.py)
             size = int(o.kv_offload_gib) if float(o.kv_offload_gib).is_integer() else o.kv_offload_gib
             out += [("--kv-offloading-size", size), ("--kv-offloading-backend", "native")]
+        if o.kv_events:
+            out += [("--kv-events-config", o.kv_events.config()), ("--enable-scale-out", True)]
         return [*out, *o.extra, *self.cache_flags]
 
     def to_cli(self) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..gateway.objects import NAMESPACE as GATEWAY_NAMESPACE
 from ..gateway.objects import PROXY_POD_LABELS as GATEWAY_POD
+from ..gateway.values import EPP_POD_LABEL
 from ..planner import Topology
 from ..planner.vllm_args import VLLM_PORT
 from ..kube.pods import MODEL_LABEL, ROLE_LABEL, selector
@@ -44,13 +45,23 @@ def _from_namespace(namespace: str | None, pod_labels: dict[str, str]) -> list[d
     return [{"namespaceSelector": ns, "podSelector": {"matchLabels": dict(pod_labels)}}]
 
 
+def _kv_events(model: str, port: int | None) -> list[dict]:
+    """Precise prefix routing (serving/prefix_routing.py): the model's endpoint pickers, in this namespace, dial each
+    pod's KV-cache event socket (planner/engine_args.py KV_EVENTS_PORT; the picker's own render calls use the API
+    port, which the namespace may call already)."""
+    if port is None:
+        return []
+    return [{"from": [{"podSelector": {"matchLabels": {EPP_POD_LABEL: f"{model}-epp"}}}], "ports": _ports(port)}]
+
+
 def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[str],
                         prometheus_namespace: str | None = None, kuberay_namespace: str | None = None,
-                        gateway: bool = True, peers: bool = False) -> dict:
+                        gateway: bool = True, peers: bool = False, kv_events_port: int | None = None) -> dict:
     """Ingress only; egress stays open (the prefetch reaches the Hub, engines reach each other).
     gateway: the inference gateway's Envoy proxies may call the API port (the stack's `gateway:` block).
     peers: a P/D model's pods reach each other on every port (the decode sidecar calls the prefill pod's API,
-    NIXL's side channel, 5600, and UCX's TCP transport on ports of its own choosing; serving/disagg.py)."""
+    NIXL's side channel, 5600, and UCX's TCP transport on ports of its own choosing; serving/disagg.py).
+    kv_events_port: the model's endpoint pickers may dial its KV-cache event socket (precise prefix routing)."""
     callers = _clients(allowed_namespaces) + (_from_namespace(GATEWAY_NAMESPACE, GATEWAY_POD) if gateway else [])
     if not multi_node:
         # vLLM serves /metrics on the API port
@@ -58,7 +69,7 @@ def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[s
         return {"podSelector": {"matchLabels": selector(model, "server")}, "policyTypes": ["Ingress"],
                 "ingress": [*own, {"from": callers, "ports": _ports(VLLM_PORT)},
                             {"from": _from_namespace(prometheus_namespace, PROMETHEUS_POD),
-                             "ports": _ports(VLLM_PORT)}]}
+                             "ports": _ports(VLLM_PORT)}, *_kv_events(model, kv_events_port)]}
     ray_pods = {"matchLabels": {MODEL_LABEL: model},
                 "matchExpressions": [{"key": ROLE_LABEL, "operator": "In", "values": RAY_ROLES}]}
     return {"podSelector": ray_pods, "policyTypes": ["Ingress"],
@@ -74,7 +85,7 @@ def network_policy_spec(model: str, multi_node: bool, allowed_namespaces: list[s
 
 
 def lws_network_policy_spec(model: str, allowed_namespaces: list[str], prometheus_namespace: str | None = None,
-                            gateway: bool = True) -> dict:
+                            gateway: bool = True, kv_events_port: int | None = None) -> dict:
     """A LeaderWorkerSet's pods (lws.py): any port between the set's own pods (torch.distributed's store on the
     master port, NCCL, the executor's message queues); the API and /metrics on the leaders only (workers are
     headless and listen on nothing else)."""
@@ -85,7 +96,8 @@ def lws_network_policy_spec(model: str, allowed_namespaces: list[str], prometheu
     return {"podSelector": pods, "policyTypes": ["Ingress"],
             "ingress": [{"from": [{"podSelector": pods}]},
                         {"from": callers, "ports": _ports(VLLM_PORT)},
-                        {"from": _from_namespace(prometheus_namespace, PROMETHEUS_POD), "ports": _ports(VLLM_PORT)}]}
+                        {"from": _from_namespace(prometheus_namespace, PROMETHEUS_POD), "ports": _ports(VLLM_PORT)},
+                        *_kv_events(model, kv_events_port)]}
 
 
 def pdb_spec(model: str, t: Topology) -> dict:

@@ -270,13 +270,16 @@ class VllmService(pulumi.ComponentResource):
                 metadata=meta(model, "server", addons.monitor_labels), spec=service_monitor_spec(model),
                 opts=needs("monitoring"))
 
+        # precise prefix routing: the pickers dial the pods' KV-cache event socket (planner/engine_args.py KvEvents)
+        kv_events = t.engine.options.kv_events if t.engine else None
+        kv_port = kv_events.port if kv_events and args.gateway else None
         if kind == LWS:
             netpol = lws_network_policy_spec(model, args.serving.allowed_namespaces, addons.prometheus_namespace,
-                                             gateway=args.gateway)
+                                             gateway=args.gateway, kv_events_port=kv_port)
         else:
             netpol = network_policy_spec(model, t.multi_node, args.serving.allowed_namespaces,
                                          addons.prometheus_namespace, addons.kuberay_namespace, gateway=args.gateway,
-                                         peers=t.disaggregated)
+                                         peers=t.disaggregated, kv_events_port=kv_port)
         self.network_policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=meta(model, runtime), spec=netpol, opts=child)
         self.pdb = k8s.policy.v1.PodDisruptionBudget(

@@ -89,6 +89,7 @@ STACKS = {
     "pd-onprem": StackSpec("pd-onprem", "tests/stacks/Pulumi.pd-onprem.yaml"),
     "wide-ep-onprem": StackSpec("wide-ep-onprem", "tests/stacks/Pulumi.wide-ep-onprem.yaml"),
     "tenants-onprem": StackSpec("tenants-onprem", "tests/stacks/Pulumi.tenants-onprem.yaml"),
+    "routing-onprem": StackSpec("routing-onprem", "tests/stacks/Pulumi.routing-onprem.yaml"),
 }
 
 
