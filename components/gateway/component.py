@@ -320,7 +320,8 @@ class InferenceGateway(pulumi.ComponentResource):
                     "llm-d-router-gateway", args.namespace, values, name=r.model, charts=args.charts),
                     opts=after(self.pool_crd, *objective_crds)))
                 if args.priorities:
-                    deps += [cr(f"{r.model}-objective-{client}", pr.OBJECTIVE_API, pr.OBJECTIVE_KIND,
+                    deps += [cr(f"{r.model}.objective.{client}",  # "." is in neither name (DNS labels): no two pairs collide
+                                pr.OBJECTIVE_API, pr.OBJECTIVE_KIND,
                                 {"name": pr.objective_name(r.model, client), "namespace": args.namespace},
                                 pr.objective_spec(r.model, p), after(*objective_crds))
                              for client, p in args.priorities.items()]

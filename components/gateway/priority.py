@@ -46,7 +46,12 @@ POOL_GROUP = "inference.networking.k8s.io"
 # reads when the current one is absent
 OBJECTIVE_HEADER, OBJECTIVE_HEADER_OLD = "x-llm-d-inference-objective", "x-gateway-inference-objective"
 FAIRNESS_HEADER, FAIRNESS_HEADER_OLD = "x-llm-d-inference-fairness-id", "x-gateway-inference-fairness-id"
-CALLER_HEADERS = (OBJECTIVE_HEADER, OBJECTIVE_HEADER_OLD, FAIRNESS_HEADER, FAIRNESS_HEADER_OLD)
+# What else the picker reads off the request's headers and a caller must not choose (pkg/epp/metadata/consts.go at
+# v0.10.0): a model-name rewrite (another model or adapter in the same pool) and latency SLOs (the SLO-aware scorers).
+REWRITE_HEADERS = ("x-llm-d-model-name-rewrite", "x-gateway-model-name-rewrite")
+SLO_HEADERS = ("x-llm-d-slo-ttft-ms", "x-slo-ttft-ms", "x-llm-d-slo-tpot-ms", "x-slo-tpot-ms")
+CALLER_HEADERS = (OBJECTIVE_HEADER, OBJECTIVE_HEADER_OLD, FAIRNESS_HEADER, FAIRNESS_HEADER_OLD,
+                  *REWRITE_HEADERS, *SLO_HEADERS)
 # Flow control (apix/config/v1alpha1 endpointpickerconfig_types.go FlowControlConfig / PriorityBandConfig)
 FLOW_CONTROL_GATE = "flowControl"
 # Within a band each client is a flow (its fairness id); round-robin takes the flows in turn, where the default

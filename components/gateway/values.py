@@ -2,6 +2,9 @@
 (schemas/charts/<chart>/<version>/, tests/test_helm_values.py)."""
 from __future__ import annotations
 
+import hashlib
+import json
+
 import yaml
 
 from ..planner.engine_args import KV_EVENTS_PORT
@@ -203,6 +206,19 @@ def epp_monitoring(model: str, monitor_labels: dict[str, str]) -> dict:
                            "auth": {"secretName": f"{model}-epp-metrics-reader"}}}
 
 
+# On the picker's pod template (the chart's router.epp.podAnnotations) while it runs our config file: a digest of the
+# file. The llm-d-router v0.10.0 picker reads its config once, at start (cmd/epp/runner), and looks for the
+# InferenceObjective CRD only then; the chart's Deployment carries no checksum of its ConfigMap (routerlib
+# templates/_deployment.yaml) and its args change only with the file's NAME. Without this, a change inside the file
+# (tenant tiers turned on or edited, a scale-to-zero model's queue TTL, a P/D model given tiers) would update the
+# ConfigMap and leave the running pickers on the old config until some unrelated restart.
+EPP_CONFIG_ANNOTATION = "vllm-platform/epp-config"
+
+
+def config_digest(name: str, files: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps([name, files], sort_keys=True).encode()).hexdigest()[:16]
+
+
 def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
                monitor_labels: dict[str, str] | None = None, replicas: int = 1, zones: bool = False,
                priorities: dict[str, int] | None = None, precise: bool = False) -> dict:
@@ -242,6 +258,9 @@ def epp_values(r: ModelRoute, system_node_selector: dict[str, str],
     if priorities:  # tenant priority: the bands on top of the file above (gateway/priority.py)
         file = epp["pluginsConfigFile"]
         epp["pluginsCustomConfig"][file] = with_flow_control(epp["pluginsCustomConfig"][file], priorities)
+    if "pluginsCustomConfig" in epp:
+        epp["podAnnotations"] = {EPP_CONFIG_ANNOTATION: config_digest(epp["pluginsConfigFile"],
+                                                                      epp["pluginsCustomConfig"])}
     return {
         "provider": {"name": "none"},
         "router": {

@@ -54,14 +54,14 @@ def test_the_objective_crd_is_the_pinned_pickers_and_applied_before_the_picker()
     crd = "gw-crd-inferenceobjectives.llm-d.ai"
     assert crd in run.deps["gw-chat-epp"]
     assert crd in run.retained  # cluster-wide: a destroy leaves it, as the pool's
-    assert crd in run.deps["gw-chat-objective-a"]
+    assert crd in run.deps["gw-chat.objective.a"]
     # the model's routes wait for the policy that sets the header, as for its key check
     assert "gw-chat-priority" in run.deps["gw-chat-route"]
     # without priorities: no CRD, no objectives, no policy
     plain = run_gateway(GatewayArgs(cloud="existing", namespace="llm", routes=routes, clients=["a"],
                                     api_keys={"a": "k1"}))
     names = {r.name for r in plain.resources}
-    assert not {crd, "gw-chat-objective-a", "gw-chat-priority"} & names
+    assert not {crd, "gw-chat.objective.a", "gw-chat-priority"} & names
 
 
 def test_multi_node_models_get_no_objective_nor_policy():
@@ -108,7 +108,10 @@ def _run_lua(script: str, headers: dict[str, str]) -> dict[str, str]:
 
 
 SPOOF = {"x-llm-d-inference-objective": "llama-70b.chat", "x-gateway-inference-objective": "llama-70b.chat",
-         "x-llm-d-inference-fairness-id": "chat", "x-gateway-inference-fairness-id": "chat"}
+         "x-llm-d-inference-fairness-id": "chat", "x-gateway-inference-fairness-id": "chat",
+         # the picker also takes a model rewrite (another model or adapter in the pool) and SLOs from headers
+         "x-llm-d-model-name-rewrite": "other", "x-gateway-model-name-rewrite": "other",
+         "x-llm-d-slo-ttft-ms": "1", "x-slo-ttft-ms": "1", "x-llm-d-slo-tpot-ms": "1", "x-slo-tpot-ms": "1"}
 
 
 def test_a_batch_key_cannot_claim_the_interactive_objective(objs):
@@ -330,3 +333,27 @@ def test_the_policy_refuses_a_pool_whose_priorities_a_caller_could_choose(objs):
     assert _flagged(_policy_stack(script, section="other"))
     # one priority for every objective: nothing to choose
     assert _flagged(_policy_stack(None, priorities=(0, 0))) == []
+
+
+# --- a changed picker config rolls the pickers ---------------------------------------------------------------------
+
+def test_a_change_inside_the_pickers_config_file_rolls_the_pickers():
+    """The picker reads its config file (and looks for the InferenceObjective CRD) only at start, and a P/D or
+    scale-to-zero model keeps its file's name when tiers are turned on: the pod template must change with the file's
+    content (EPP_CONFIG_ANNOTATION), or the running pickers never get the bands."""
+    from components.gateway.objects import ModelRoute
+    from components.gateway.values import EPP_CONFIG_ANNOTATION, epp_values
+
+    def annotation(route, priorities=None):
+        epp = epp_values(route, {}, priorities=priorities)["router"]["epp"]
+        return epp.get("podAnnotations", {}).get(EPP_CONFIG_ANNOTATION)
+
+    for route in (ModelRoute("m", "llm", False, {"a": "m"}, disaggregated=True),
+                  ModelRoute("m", "llm", False, {"a": "m"}, cold_start_s=400)):
+        before = annotation(route)
+        tiers = annotation(route, {"chat": 10, "bulk": -10})
+        assert before and tiers and before != tiers, route
+        assert annotation(route, {"chat": 10}) not in (before, tiers)  # a tier edit rolls them too
+        assert annotation(route) == before  # same config, same template: no roll on a re-run
+    # the chart's default config (no file of ours): nothing added, the template as the chart makes it
+    assert annotation(ModelRoute("m", "llm", False, {"a": "m"})) is None
