@@ -152,6 +152,10 @@ def _replicas(t: Topology, namespace: str, runtime: str) -> tuple[str, str]:
                f'deployment="{rayservice.serve_deployment_name(m)}"}}')
         running = f"sum({metrics.RAY_SERVE_REPLICA_HEALTHY}{sel})"
         return running, f"{running} >= {t.max_replicas}"
+    if t.disaggregated:  # issue 39: a ScaledObject per pool, named after its Deployment (<model>-prefill | -decode)
+        sel = f'{{namespace="{namespace}",horizontalpodautoscaler=~"{KEDA_HPA_PREFIX}{m}-(prefill|decode)"}}'
+        running = f"sum({metrics.KSM_HPA_CURRENT_REPLICAS}{sel})"
+        return running, f"{running} >= sum({metrics.KSM_HPA_MAX_REPLICAS}{sel})"
     sel = f'{{namespace="{namespace}",horizontalpodautoscaler="{KEDA_HPA_PREFIX}{m}"}}'
     running = f"max({metrics.KSM_HPA_CURRENT_REPLICAS}{sel})"
     return running, f"{running} >= max({metrics.KSM_HPA_MAX_REPLICAS}{sel})"
