@@ -12,6 +12,7 @@ from .config.schema import GpuNodes, ModelDeployment, StackConfig
 from .planner import NoFeasibleTopology, PlanRequest, Sla, Topology, plan_topology
 from .planner.disagg import plan_disaggregation
 from .planner.engine_args import EngineOptions, LoraSlots, Speculation
+from .planner.request import WideEp
 
 # In production a node's loss must not take every replica of a model with it.
 PRODUCTION_SPREAD_NODES = 2
@@ -123,6 +124,8 @@ def deployment_request(dep: ModelDeployment, pool: tuple[InstanceType, ...], pro
         engine=engine_options(dep), model_source=weights_source(dep).local_dir if dep.source.kind != "hf" else None,
         market=pool, latency_margin=planning.latency_margin, estimator=planning.estimator,
         measurements=tuple(m for m in planning.shapes if measures(m, dep)), multi_node=multi_node,
+        wide_ep=WideEp(dep.parallelism.all2all_backend, dep.parallelism.eplb_redundant_experts)
+        if dep.parallelism.mode == "wide-ep" else None,
     )
 
 

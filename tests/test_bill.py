@@ -59,7 +59,7 @@ def test_an_eks_stack_pays_control_plane_system_nodes_nat_efs_and_nlb():
     d = bill.to_dict()
     assert d["perHour"] == {"min": 111.24, "planned": 111.24, "max": 166.28} and d["perMonth"] == 81205.2
     # the catalog's oldest base-region figure, the platform rows, and regional.csv's read date (its header)
-    assert d["pricesRead"] == ["2025-10", "2026-12-04", "2026-12-06"]
+    assert d["pricesRead"] == ["2025-10", "2026-12-04", "2026-12-07"]
     nat = next(x for x in bill.lines if x.item.startswith("NAT"))
     assert nat.extra == "$0.045 per GB processed" and nat.read == "2026-12-04" and nat.estimated
     assert "aws.amazon.com/vpc/pricing" in nat.basis
@@ -67,7 +67,7 @@ def test_an_eks_stack_pays_control_plane_system_nodes_nat_efs_and_nlb():
 
 def test_the_plan_prints_the_bill_with_its_total_and_when_prices_were_read():
     text = "\n".join(bill_lines(bill_of(shipped("prod-llama70b-aws")).to_dict()))
-    assert text.startswith("bill (aws us-east-1; prices read 2025-10, 2026-12-04, 2026-12-06; sources per line: "
+    assert text.startswith("bill (aws us-east-1; prices read 2025-10, 2026-12-04, 2026-12-07; sources per line: "
                            "components/catalog/data/prices/platform.csv, cpu_instances.csv):\n"
                            "  GPU nodes: $110.08/h as planned ($110.08 at min replicas, $165.12 at max)\n")
     assert ("  NAT gateways (one per zone, aws.availabilityZones): $0.14/h (3 x $0.045/gateway-hour ⚠); "

@@ -60,6 +60,8 @@ REACHED_BY_CONFIG = {
     "image-tag-pinned": "serving.rayImage",
     "tp-within-node": "models[].tensorParallelSize against the GPUs per node: a plan refusal",
     "pp-needs-fast-fabric": "a replica spanning nodes without a fast fabric: a plan refusal",
+    "lws-wide-ep-rdma": "models[].parallelism.all2allBackend deepep_* on a fabric without RDMA verbs: a plan "
+                        "refusal (planner/wide_ep.py FABRIC_EP)",
     "gateway-auth-outside-dev": "gateway.enabled / gateway.auth outside dev (config/gateway.py check_gateway)",
     "no-scale-to-zero-in-production": "models[].replicas.min 0 in production (wiring.scale_to_zero_problems)",
     "latency-margin-in-production": "planning.latencyMargin below the calibration's on an estimated knee in "

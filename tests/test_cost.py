@@ -36,11 +36,12 @@ def aws(models, **settings):
 
 def test_a_spot_stack_pays_the_spot_price_of_its_region():
     t = plan_stack(aws([SMALL], capacityType="spot"))["small"]
-    assert (t.instance_type, t.price_per_node_hour, t.price_basis) == ("g6.xlarge", 0.4077, "spot us-east-1 ⚠")
+    # regional.csv: the median of skypilot-catalog's us-east-1 zone spot prices .4011 .3653 .3490 .3988
+    assert (t.instance_type, t.price_per_node_hour, t.price_basis) == ("g6.xlarge", 0.38205, "spot us-east-1 ⚠")
     # 1 replica planned (an L4 holds the 4 users: 12 at its knee), 3 at max
-    assert (t.cost_per_hour, t.cost_min_per_hour, t.cost_max_per_hour) == (0.41, 0.41, 1.22)
+    assert (t.cost_per_hour, t.cost_min_per_hour, t.cost_max_per_hour) == (0.38, 0.38, 1.15)
     east2 = plan_stack(aws([SMALL], capacityType="spot", region="us-east-2"))["small"]
-    assert (east2.price_per_node_hour, east2.price_basis) == (0.3112, "spot us-east-2 ⚠")  # the region counts
+    assert (east2.price_per_node_hour, east2.price_basis) == (0.2612, "spot us-east-2 ⚠")  # the region counts
     on_demand = plan_stack(aws([SMALL]))["small"]
     assert (on_demand.price_per_node_hour, on_demand.price_basis) == (0.8048, "on-demand us-east-1")
 
@@ -66,9 +67,16 @@ def test_a_region_change_changes_the_capacity_block_price(region, price, basis):
 
 
 def test_an_unpriced_region_plans_at_base_rates_and_says_so():
-    t = plan_stack(aws([SMALL], region="eu-west-1"))["small"]
+    t = plan_stack(aws([SMALL], region="il-central-1"))["small"]  # a region skypilot-catalog does not read
     assert t.price_per_node_hour == 0.8048
-    assert t.price_basis == "on-demand eu-west-1 at us-east-1 rates (no eu-west-1 prices) ⚠"
+    assert t.price_basis == "on-demand il-central-1 at us-east-1 rates (no il-central-1 prices) ⚠"
+
+
+def test_an_aws_region_is_priced_from_its_own_row():
+    t = plan_stack(aws([{**SMALL, "instanceTypes": ["g6e.xlarge"]}], region="eu-north-1"))["small"]
+    assert (t.price_per_node_hour, t.price_basis) == (1.974, "on-demand eu-north-1")  # skypilot-catalog's row, no mark
+    pinned = plan_stack(aws([SMALL], region="eu-west-1"))["small"]  # the source lists no g6 in eu-west-1
+    assert pinned.price_basis == "on-demand eu-west-1 at us-east-1 rates (not listed in eu-west-1 by the price source) ⚠"
 
 
 def test_min_max_total_and_per_million_lines():
@@ -217,10 +225,11 @@ def test_plan_of_a_two_model_spot_stack_prints_spot_costs_and_the_total(tmp_path
     code = main(["plan", str(stack), "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out
     assert code == 0
-    assert ("  cost: $0.41/h at min 1 replica(s) (1 node(s)), $1.22/h at max 3 (3 node(s)); "
-            "$0.41/node-hour spot us-east-1 ⚠;") in out
-    # one replica of each planned (an L4 holds SMALL's and IDLE's 4 users), so as planned is the min
-    assert "total for 2 models: $2.74/h at min replicas, $2.74/h as planned, $3.55/h at max" in out
+    assert ("  cost: $0.38/h at min 1 replica(s) (1 node(s)), $1.15/h at max 3 (3 node(s)); "
+            "$0.38/node-hour spot us-east-1 ⚠;") in out
+    # one replica of each planned (an L4 holds SMALL's and IDLE's 4 users), so as planned is the min; g6.12xlarge
+    # spot in us-east-1 is the median of its zones 2.0968 1.9631 2.0353 1.7552 = $1.9992
+    assert "total for 2 models: $2.38/h at min replicas, $2.38/h as planned, $3.15/h at max" in out
 
 
 def _gcp(region: str, model: dict, **gcp):
@@ -254,7 +263,7 @@ def test_a_model_left_with_no_type_offered_in_the_region_is_refused_naming_it():
 
 def test_the_plan_prints_what_the_mark_beside_its_price_means():
     spot = summary(plan_stack(aws([SMALL], capacityType="spot"))["small"])
-    assert "$0.41/node-hour spot us-east-1 ⚠;" in spot
+    assert "$0.38/node-hour spot us-east-1 ⚠;" in spot
     assert ("\n  ⚠ = not a price read for this region and item from a dated source: an estimate (spot prices move; "
             "without a regional spot row, a fraction of on-demand), another region's rate") in spot
     on_demand = summary(plan_stack(aws([SMALL]))["small"])

@@ -52,6 +52,19 @@ class InstanceType:
 
 MIN_FABRIC_GBPS = 200
 
+# (cloud, pool fabric) -> fabric family, the one name the serving layer (components/serving/fabric.py: NCCL
+# environment, devices) and the planner (components/planner/wide_ep.py: which all2all backend the fabric carries)
+# both key on: "rdma" is GPUDirect RDMA with Google's gIB NCCL plugin on GKE, RoCE on a cluster of your own;
+# every other fabric is its own family, and no fabric is "none".
+CLOUD_FAMILY = {("gcp", "rdma"): "gke-rdma", ("existing", "rdma"): "roce", ("aws", "rdma"): "roce"}
+
+
+def fabric_family(cloud: str, fabric: str | None) -> str:
+    """The fabric family of a pool: efa, gpudirect-tcpx, gpudirect-tcpxo, gke-rdma, infiniband, roce or none."""
+    if fabric is None:
+        return "none"
+    return CLOUD_FAMILY.get((cloud, fabric), fabric)
+
 
 def _check(i: InstanceType) -> str | None:
     if not i.price_read:

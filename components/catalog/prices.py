@@ -7,12 +7,14 @@ A (cloud, region, type) with a row in data/prices/regional.csv (written by scrip
 source, with its read date) is priced from that row: on demand exactly, spot where the source has it. Where the
 source lists the region and lists the type elsewhere but not there, the type is not offered in the region
 (`not_offered`): the planner does not pick it (components/planning.py priced_pool), and a stack that pins it
-gets a price marked ⚠ that says so. Where the source has no figure at all for the region (AWS outside us-east-1)
-or for the type (GCP A3 Ultra, A4; AWS p5e), the base region's rate (regional.csv's base-region row, else
+gets a price marked ⚠ that says so (AWS: in a region SkyPilot's catalog covers, header "aws regions read").
+Where the source has no figure at all for the region (an AWS region SkyPilot does not read, e.g. il-central-1)
+or for the type (GCP A3 Ultra, A4; AWS p5e: no on-demand price), the base region's rate (regional.csv's base-region row, else
 data/instance_types.csv) times the region's factor of data/prices/regions.csv is shown, marked ⚠ with the reason;
 a region without a factor row is priced at the base rate, marked ⚠, naming the priced regions (a region is chosen
 for data residency and latency, and a missing price row must not block a valid deployment: docs/cost.md).
-Spot without a regional row is a fraction of on-demand (spot.csv, spot_observed.csv); Capacity Blocks are the
+Spot without a regional spot figure is a fraction of on-demand (AWS: the base region's row's ratio, else
+spot.csv); Capacity Blocks are the
 per-region instance-hour rates AWS published (capacity_blocks.csv).
 """
 from __future__ import annotations
@@ -67,17 +69,21 @@ REGIONAL: dict[tuple[str, str, str], RegionalPrice] = {(r.cloud, r.region, r.ins
     allowed={"cloud": ("cloud", CLOUDS), "instance_type": ("instance type", INSTANCE_TYPES)})}
 
 
-def _read_date() -> str:
+def _header(key: str, what: str) -> str:
     for line in (PRICES / "regional.csv").read_text(encoding="utf-8").splitlines():
-        if line.startswith("# read: "):
-            return line.removeprefix("# read: ").strip()
-    raise DataError(f"{REGIONAL_FILE}: no '# read: YYYY-MM-DD' header line (the day its sources were read); "
+        if line.startswith(f"# {key}: "):
+            return line.removeprefix(f"# {key}: ").strip()
+    raise DataError(f"{REGIONAL_FILE}: no '# {key}: ...' header line ({what}); "
                     f"regenerate it with scripts/prices.py (docs/cost.md)")
 
 
-REGIONAL_READ = _read_date()  # the day regional.csv's sources were read (its header)
+REGIONAL_READ = _header("read", "the day its sources were read, YYYY-MM-DD")
+# The regions SkyPilot's AWS catalog covers, whatever their types (the header scripts/prices.py writes): there a
+# catalog type without a row is not offered, even where the region has no catalog type at all (af-south-1).
+AWS_REGIONS_READ = frozenset(_header("aws regions read", "the regions the AWS source covers").split())
 # where each cloud's regional source has figures: its regions, and the types it lists anywhere
-LISTED_REGIONS = {c: frozenset(r for cc, r, _ in REGIONAL if cc == c) for c in CLOUDS}
+LISTED_REGIONS = {c: frozenset(r for cc, r, _ in REGIONAL if cc == c) | (AWS_REGIONS_READ if c == "aws" else frozenset())
+                  for c in CLOUDS}
 LISTED_TYPES = {c: frozenset(t for cc, _, t in REGIONAL if cc == c) for c in CLOUDS}
 
 PRICE_LEGEND = (f"{W} = not a price read for this region and item from a dated source: an estimate (spot prices move; "
@@ -126,27 +132,6 @@ SPOT: dict[tuple[str, str], SpotFraction] = {
 
 
 @dataclass(frozen=True)
-class SpotObserved:
-    """A family's spot price in a region, observed on one size: the mean over the zones listed."""
-    region: str
-    family: str  # instance family, e.g. "g6" (the part before the dot)
-    itype: str
-    spot_mean: float  # $/hour, mean over `zones` zones
-    on_demand: float  # $/hour in the same snapshot
-    zones: int
-    source: str
-
-    @property
-    def fraction(self) -> float:
-        return self.spot_mean / self.on_demand
-
-
-SPOT_OBSERVED: dict[tuple[str, str], SpotObserved] = {(o.region, o.family): o for o in read_table(
-    "spot_observed.csv", SpotObserved, key=("region", "family"), folder=PRICES,
-    allowed={"itype": ("instance type", INSTANCE_TYPES)})}
-
-
-@dataclass(frozen=True)
 class CapacityBlock:
     """The effective instance hourly rate of an EC2 Capacity Block for ML."""
     region: str
@@ -189,11 +174,14 @@ def priced_regions(cloud: str) -> list[str]:
 
 
 def spot_fraction(inst: InstanceType, region: str) -> SpotFraction:
-    seen = SPOT_OBSERVED.get((region, inst.name.split(".")[0])) if inst.cloud == "aws" else None
-    if seen:
-        return SpotFraction(seen.fraction, f"{W} {seen.fraction:.4f} x on-demand: {seen.itype} spot ${seen.spot_mean} "
-                                           f"(mean of {seen.zones} {region} zones) / on-demand ${seen.on_demand}, "
-                                           f"{seen.source}")
+    """Spot over on-demand where regional.csv has no spot figure for (region, type). AWS: the type's spot/on-demand
+    ratio in the base region's row of regional.csv (SkyPilot's per-zone spot prices), else spot.csv's estimate.
+    GCP keeps spot.csv's estimates (its source has a spot figure wherever it has a row)."""
+    base = REGIONAL.get((inst.cloud, BASE_REGIONS[inst.cloud], inst.name)) if inst.cloud == "aws" else None
+    if base is not None and base.spot is not None:
+        f = base.spot / base.on_demand
+        return SpotFraction(f, f"{W} {f:.4f} x on-demand: the {base.region} {inst.name} spot/on-demand ratio "
+                               f"(${base.spot} / ${base.on_demand}), {base.source}")
     return SPOT.get((inst.cloud, inst.accelerator)) or SPOT[(inst.cloud, "*")]
 
 

@@ -12,6 +12,8 @@ def summary(t: Topology, serve: str | None = None) -> str:
     """`serve`: the command line the stack's serving shape really runs, where it differs from the planner's
     arguments (a LeaderWorkerSet's leader: serving.service.serving_summary)."""
     par = f"TP {t.tensor_parallel_size}" + (f" x PP {t.pipeline_parallel_size}" if t.pipeline_parallel_size > 1 else "")
+    if t.wide_ep:
+        par = f"DP {t.data_parallel_size} x EP {t.data_parallel_size} (TP 1 per rank, all2all {t.all2all_backend})"
     return "\n".join([
         f"{t.served_model_name}: {t.model_name} {t.precision} on {t.instance_type} ({t.gpus_per_node} x {t.accelerator})",
         f"  {par} = {t.gpus_per_replica} GPU(s)/replica, {t.nodes_per_replica} node(s)/replica, "

@@ -177,8 +177,10 @@ OWNED_FLAGS = {
     "--revision": "revision", "--tokenizer-revision": "revision", "--load-format": "modelCache.loader",
     "--safetensors-load-strategy": "modelCache.loader", "--shutdown-timeout": "(the drain: sla.tpotMs)",
     "--download-dir": "(the model cache)", "--host": "(the pod's)", "--api-key": "(the gateway's)",
+    "--data-parallel-size": "parallelism.mode: wide-ep (docs/wide-ep.md)",
+    "--data-parallel-size-local": "parallelism.mode: wide-ep (docs/wide-ep.md)",
     **{f: "(none: it changes the GPUs or the memory the planner sized)" for f in (
-        "--data-parallel-size", "--data-parallel-size-local", "--decode-context-parallel-size",
+        "--decode-context-parallel-size",
         "--prefill-context-parallel-size", "--nnodes", "--node-rank", "--headless", "--device-ids",
         "--kv-cache-memory-bytes", "--num-gpu-blocks-override", "--cpu-offload-gb", "--block-size")},
 }

@@ -98,6 +98,42 @@ class Architecture(_Base):
         return self
 
 
+# The all2all backends parallelism.all2allBackend takes: the ones the planner sizes (planner/wide_ep.py ALL2ALL,
+# vLLM 0.31.0 vllm/config/parallel.py All2AllBackend); auto = the fabric's first.
+ALL2ALL_CHOICES = ("auto", "deepep_low_latency", "deepep_high_throughput", "allgather_reducescatter")
+# wide-EP owns these `vllm serve` flags (planner/engine_args.py ExpertParallel, serving/lws.py): not in extraArgs
+WIDE_EP_FLAGS = ("--enable-expert-parallel", "--no-enable-expert-parallel", "--all2all-backend", "--enable-eplb",
+                 "--no-enable-eplb", "--eplb-config", "--data-parallel-address", "--data-parallel-rpc-port",
+                 "--data-parallel-start-rank", "--data-parallel-hybrid-lb", "--data-parallel-external-lb",
+                 "--data-parallel-rank", "--api-server-count")
+
+
+class Parallelism(_Base):
+    """How a replica splits the model over its GPUs (docs/wide-ep.md)."""
+    mode: Literal["tensor", "wide-ep"] = Field(
+        "tensor", description="tensor: the planner sizes tensor x pipeline parallelism (the default); wide-ep "
+                              "(mixture-of-experts models): attention data-parallel, one rank per GPU, the routed "
+                              "experts split over the same ranks (DP = EP = GPUs per replica), a replica over "
+                              "several nodes as a LeaderWorkerSet")
+    all2all_backend: Literal[ALL2ALL_CHOICES] = Field(  # type: ignore[valid-type]
+        "auto", alias="all2allBackend", description="wide-ep: vLLM's --all2all-backend; auto = deepep_low_latency on InfiniBand / RoCE / "
+                            "GKE RDMA, allgather_reducescatter on EFA and on one node; a backend the pool's fabric "
+                            "cannot carry is refused")
+    eplb_redundant_experts: int = Field(
+        0, ge=0, le=256, description="wide-ep: > 0 turns vLLM's expert-parallel load balancer on (--enable-eplb) with "
+                                     "this many redundant experts spread over the ranks (sized as GPU memory)")
+
+    @model_validator(mode="after")
+    def _wide_ep_options(self):
+        if self.mode != "wide-ep":
+            if self.all2all_backend != "auto":
+                raise field_error("all2allBackend", "applies to mode: wide-ep only; remove it or set mode: wide-ep")
+            if self.eplb_redundant_experts:
+                raise field_error("eplbRedundantExperts", "applies to mode: wide-ep only; remove it or set "
+                                                          "mode: wide-ep")
+        return self
+
+
 class ModelDeployment(_Base):
     name: str = Field(pattern=DNS_LABEL, description="Kubernetes name of the deployment")
     model: str = Field(description="catalog id (python -m components table) or Hugging Face repo id; a repo "
@@ -126,6 +162,8 @@ class ModelDeployment(_Base):
     extra_args: dict[str, ExtraValue] = Field(
         default_factory=dict, description="other `vllm serve` flags of vLLM 0.31: {--flag: value}")
     source: Source = Field(Source(), description="where the weights come from (default: the Hub repo)")
+    parallelism: Parallelism = Field(Parallelism(), description="tensor x pipeline (default) or wide-ep "
+                                                                 "(docs/wide-ep.md)")
     sla: Sla = Sla()
     replicas: Replicas = Replicas()
     _base_dir: Path | None = PrivateAttr(None)  # the stack file's directory (configFile is relative to it)
@@ -227,11 +265,39 @@ class ModelDeployment(_Base):
         from .engine import engine_problems
         for field, problem in engine_problems(self):
             raise field_error(field, problem)
+        problem = self._wide_ep_problem()
+        if problem:
+            raise field_error(*problem)
         tokens = self.sla.prompt_tokens + self.sla.output_tokens
         if tokens > self.effective_max_model_len:
             raise field_error("sla", f"promptTokens + outputTokens ({tokens}) exceed maxModelLen "
                                      f"{self.effective_max_model_len}; shorten them or raise maxModelLen")
         return self
+
+    def _wide_ep_problem(self) -> tuple[str, str] | None:
+        """parallelism.mode wide-ep: only for a mixture-of-experts model, and with nothing that sizes TP or the
+        wide-EP flags some other way."""
+        if self.parallelism.mode != "wide-ep":
+            return None
+        spec = self.spec
+        if not spec.is_moe:
+            moe = ", ".join(k for k, m in _catalog_models().items() if m.is_moe)
+            return ("parallelism", f"mode: wide-ep splits routed experts over the GPUs; {spec.name} is a dense "
+                                   f"model (no routed experts): remove parallelism (tensor x pipeline is planned), "
+                                   f"or serve a mixture-of-experts model ({moe})")
+        if spec.active_params_b is None:
+            return ("parallelism", f"mode: wide-ep needs {spec.name}'s active parameters (the expert split); give "
+                                   f"its config.json (configFile)")
+        if self.tensor_parallel_size:
+            return ("tensorParallelSize", "wide-ep runs TP 1 per rank (DP = EP = GPUs per replica): remove "
+                                          "tensorParallelSize")
+        owned = [f for f in self.extra_args if f in WIDE_EP_FLAGS]
+        if owned:
+            return ("extraArgs", f"{', '.join(owned)}: set by parallelism.mode wide-ep (all2allBackend, "
+                                 f"eplbRedundantExperts, the LeaderWorkerSet's ranks); remove them")
+        if self.engine.kv_offload_gib:
+            return ("engine.kvOffloadGiB", "the host KV tier is not planned for wide-ep replicas; remove it")
+        return None
 
     @property
     def spec(self) -> ModelSpec | None:
@@ -327,6 +393,11 @@ def _spec(data: dict, context: dict | None = None) -> ModelSpec | None:
 def _catalog_ids():
     from ..catalog import MODELS
     return list(MODELS)
+
+
+def _catalog_models():
+    from ..catalog import MODELS
+    return MODELS
 
 
 class ModelCache(_Base):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 ORDER = ("cluster", "cache.nvme", "cache.sources", "cache.cross_cloud", "cache.loader", "cache.revisions",
-         "serving.scale_to_zero", "serving.ray_upgrades", "serving.runtime_lora_cache",
+         "serving.scale_to_zero", "serving.ray_upgrades", "serving.runtime_lora_cache", "serving.wide_ep",
          "gateway.production_tls", "gateway.quota_lora",
          "planner.disagg_production", "planner.margin_production")
 

@@ -1,7 +1,6 @@
 """The model-to-topology planner. Pure functions: nothing here imports pulumi."""
 from .request import DEFAULT_GPU_MEMORY_UTILIZATION, PlanRequest, Sla
-from .choose import plan_topology
-from .search import evaluate
+from .choose import evaluate, plan_topology
 from .topology import NoFeasibleTopology, Refusal, Topology
 
 __all__ = ["DEFAULT_GPU_MEMORY_UTILIZATION", "PlanRequest", "Sla", "evaluate", "plan_topology",

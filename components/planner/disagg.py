@@ -228,6 +228,10 @@ def plan_disaggregation(req: PlanRequest, agg: Topology, mode: str, gateway: boo
                                                            aggregated_cost_per_million=cost_per_million(agg.cost_billed_per_hour, req),
                                                            aggregated_cost_per_hour=agg.cost_per_hour))
 
+    if agg.wide_ep:
+        return refuse(f"{FIELD}: {mode} is not planned for a wide-EP replica (parallelism.mode wide-ep: one "
+                      f"{agg.data_parallel_size}-rank engine per replica; docs/wide-ep.md); set it off or remove "
+                      f"parallelism")
     if not gateway:
         return refuse(f"{FIELD}: {mode} needs the gateway (gateway.enabled): its endpoint picker schedules each "
                       f"request's prefill and decode instances")

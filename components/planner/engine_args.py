@@ -34,6 +34,29 @@ class Speculation:
 
 
 @dataclass(frozen=True)
+class ExpertParallel:
+    """Wide expert parallelism (models[].parallelism.mode wide-ep, planner/wide_ep.py): attention data-parallel
+    over `data_parallel_size` ranks (TP 1 each), the routed experts split over the same ranks (EP = DP), tokens
+    moved between them by `all2all_backend`. The flags every rank runs; the per-node ones (--data-parallel-address,
+    --data-parallel-start-rank, --headless) are the LeaderWorkerSet's (components/serving/lws.py).
+    vLLM 0.31.0 vllm/engine/arg_utils.py (parallel group) / vllm/config/parallel.py ParallelConfig."""
+    data_parallel_size: int  # every rank of the replica: EP size = TP (1) x DP
+    data_parallel_size_local: int  # ranks per node (its GPUs)
+    all2all_backend: str  # ParallelConfig.all2all_backend (All2AllBackend)
+    redundant_experts: int = 0  # EPLB's num_redundant_experts; > 0 turns --enable-eplb on
+
+    def flags(self) -> list[tuple[str, object]]:
+        out: list[tuple[str, object]] = [
+            ("--data-parallel-size", self.data_parallel_size),
+            ("--data-parallel-size-local", self.data_parallel_size_local),
+            ("--enable-expert-parallel", True),
+            ("--all2all-backend", self.all2all_backend)]
+        if self.redundant_experts:
+            out += [("--enable-eplb", True), ("--eplb-config", {"num_redundant_experts": self.redundant_experts})]
+        return out
+
+
+@dataclass(frozen=True)
 class LoraSlots:
     max_loras: int
     max_lora_rank: int
@@ -101,6 +124,7 @@ class EngineArgs:
     kv_cache_dtype: str = "auto"
     quantization: str | None = None
     distributed_executor_backend: str | None = None
+    expert_parallel: ExpertParallel | None = None  # wide-EP: DP x EP flags (None: TP x PP only)
     options: EngineOptions = field(default_factory=EngineOptions)
     # flags the model cache decides (loader, pinned revision): string values only (cache.engine_args)
     cache_flags: tuple[tuple[str, str | bool], ...] = ()
@@ -127,6 +151,7 @@ class EngineArgs:
             ("--served-model-name", self.served_model_name),
             ("--tensor-parallel-size", self.tensor_parallel_size),
             ("--pipeline-parallel-size", self.pipeline_parallel_size),
+            *(self.expert_parallel.flags() if self.expert_parallel else []),
             ("--max-model-len", self.max_model_len),
             ("--gpu-memory-utilization", self.gpu_memory_utilization),
             ("--max-num-seqs", self.max_num_seqs),

@@ -40,6 +40,13 @@ class Sla:
         return self.prompt_tokens + self.output_tokens / 2
 
 
+@dataclass(frozen=True)
+class WideEp:
+    """models[].parallelism.mode wide-ep (planner/wide_ep.py): attention DP x expert parallel, TP 1 per rank."""
+    all2all: str = "auto"  # parallelism.all2allBackend: auto = the fabric's first (wide_ep.FABRIC_EP)
+    redundant_experts: int = 0  # parallelism.eplbRedundantExperts: > 0 turns EPLB on
+
+
 # serving.multiNode -> the words a refusal uses for a replica across nodes
 MULTI_NODE_SHAPES = {"lws": "a LeaderWorkerSet group, vLLM's mp executor",
                      "rayservice": "a RayService, Ray Serve LLM"}
@@ -77,6 +84,8 @@ class PlanRequest:
     # planning.estimator: "step-model" (the default) or "auto" (per model class the held-out winner where it can
     # price the shape: planner/estimators.py choose)
     estimator: str = "step-model"
+    # models[].parallelism.mode wide-ep: size DP x EP instead of TP x PP (planner/wide_ep.py); None: TP x PP
+    wide_ep: WideEp | None = None
 
     @property
     def multi_node_shape(self) -> str:

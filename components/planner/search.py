@@ -16,7 +16,7 @@ from .measured import measured_knee, shape_text
 from .performance import EFFICIENCY, hop_s
 from .request import PlanRequest
 from .topology import NoFeasibleTopology, Refusal, Topology
-from .vllm_args import engine_args
+from .vllm_args import ExpertParallel, engine_args
 
 _SHAPE_RULES = {"tp-heads", "tp-kv-heads", "tp-fp8-block"}
 def host_reserved_cpu(vcpu: int) -> int:
@@ -59,10 +59,23 @@ class _Fit:
     calibrated_cell: str = ""  # that cell (margins.Cell.text)
     estimator: str = "step-model"  # what priced the step (planner/estimators.py)
     estimator_why: str = ""
+    # wide-EP (planner/wide_ep.py): DP = EP ranks of TP 1 per replica (1: a TP x PP shape), the all2all backend
+    # and why, requests per rank, routed experts and replicated GiB per GPU
+    dp: int = 1
+    all2all: str = ""
+    all2all_why: str = ""
+    rank_concurrency: int = 0
+    experts_per_rank: int = 0
+    replicated_gib: float = 0.0
 
     @property
     def gpus_per_replica(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.pp * self.dp
+
+    @property
+    def nodes_per_replica(self) -> int:
+        """PP stages, one node each; a wide-EP replica's DP ranks fill whole nodes."""
+        return self.pp if self.dp == 1 else self.dp // self.inst.gpus
 
     @property
     def pp_over_ethernet(self) -> bool:
@@ -84,6 +97,8 @@ class _Fit:
     def shape(self) -> str:
         kv = "" if self.kv_dtype == "auto" else ", fp8 KV"
         par = f"TP {self.tp}" + (f" x PP {self.pp}" if self.pp > 1 else "")
+        if self.dp > 1:
+            par = f"DP {self.dp} x EP {self.dp}"
         price = f" at ${self.cost:,.2f}/h" if self.priced else ", unpriced"
         return f"{self.replicas} x {par} on {self.nodes} x {self.inst.name}{kv}{price}"
 
@@ -257,14 +272,15 @@ def batched_tokens(req: PlanRequest, acc: Accelerator) -> int:
 
 
 def fleet_nodes(replicas: int, replicas_per_node: int, pp: int, spread_nodes: int = 1) -> int:
-    """GPU nodes for `replicas`: PP nodes each when a replica spans nodes, else packed
-    replicas_per_node to a node but over at least `spread_nodes` nodes."""
+    """GPU nodes for `replicas`: `pp` nodes each when a replica spans nodes (its PP stages, or a wide-EP replica's
+    nodes), else packed replicas_per_node to a node but over at least `spread_nodes` nodes."""
     if pp > 1:
         return replicas * pp
     return max(math.ceil(replicas / replicas_per_node), min(replicas, spread_nodes))
 
 
 def evaluate(req: PlanRequest) -> tuple[list[_Fit], list[Refusal]]:
+    """The TP x PP shapes (a wide-EP request: planner/wide_ep.py evaluate; choose.evaluate picks)."""
     fits, refusals = [], []
     for cand in _candidates(req):
         r = _evaluate(req, *cand)
@@ -276,11 +292,11 @@ def _smaller_refused(best: _Fit, refusals: list[Refusal]) -> list[Refusal]:
     """Refusals of shapes with fewer GPUs per replica on the same instance type: why we went bigger."""
     out = {}
     for r in refusals:
-        if r.instance_type == best.inst.name and r.tp * r.pp < best.gpus_per_replica \
+        if r.instance_type == best.inst.name and r.tp * r.pp * r.dp < best.gpus_per_replica \
                 and r.kv_cache_dtype == best.kv_dtype:
-            out.setdefault((r.tp, r.pp), r)
+            out.setdefault((r.tp, r.pp, r.dp), r)
     # shapes vLLM cannot even start (TP not dividing the heads) say little about why we went bigger
-    ordered = sorted(out.values(), key=lambda r: (r.constraint in _SHAPE_RULES, -r.tp * r.pp))
+    ordered = sorted(out.values(), key=lambda r: (r.constraint in _SHAPE_RULES, -r.tp * r.pp * r.dp))
     return ordered
 
 
@@ -306,16 +322,21 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
     why = [f"{best.shape()}"]
     if smaller:
         s = smaller[0]
-        why.append(f"TP {s.tp}" + (f" x PP {s.pp}" if s.pp > 1 else "") + f" refused ({s.constraint}: {s.detail})")
+        if s.dp > 1:  # the detail names the DP x EP shape
+            why.append(f"refused {s.detail.replace(': ', f' ({s.constraint}: ', 1)})")
+        else:
+            why.append(f"TP {s.tp}" + (f" x PP {s.pp}" if s.pp > 1 else "") + f" refused ({s.constraint}: {s.detail})")
     why.append(f"{best.concurrency} concurrent requests per replica ({best.at_knee.arrival_rate:.2f} requests/s), "
                f"bound by {bound_text}; {best.replicas} replica(s) for {req.sla.load_text}")
     why.append(_next_shape(best, alt))
     rpn = best.replicas_per_node
-    if req.spread_nodes > 1 and best.pp == 1 and best.replicas > 1:
+    if req.spread_nodes > 1 and best.nodes_per_replica == 1 and best.replicas > 1:
         why.insert(1, f"spread over at least {min(best.replicas, req.spread_nodes)} nodes")
     served = req.served_model_name or m.id
-    seqs = req.engine.max_num_seqs or best.concurrency  # an override is what the engine runs with
-    args = engine_args(req, best.tp, best.pp, best.kv_dtype, seqs, served, batched_tokens(req, best.acc))
+    # an override is what the engine runs with; a wide-EP rank's engine core takes its own share
+    seqs = req.engine.max_num_seqs or best.rank_concurrency or best.concurrency
+    expert = ExpertParallel(best.dp, inst.gpus, best.all2all, req.wide_ep.redundant_experts) if best.dp > 1 else None
+    args = engine_args(req, best.tp, best.pp, best.kv_dtype, seqs, served, batched_tokens(req, best.acc), expert)
     notes = list(req.engine.summary())
     if best.kv_dtype != "auto" and "auto" in req.kv_cache_dtypes:
         notes.append("FP8 KV cache chosen by the planner (kvCacheDtype: allow-fp8): lower quality, "
@@ -331,18 +352,19 @@ def _topology(req: PlanRequest, best: _Fit, alt: _Fit | None, refusals: list[Ref
         model=m.id, model_name=m.name, model_repo=req.model_source or m.repo_for(req.precision), served_model_name=served,
         precision=req.precision, cloud=inst.cloud, accelerator=best.acc.id, instance_type=inst.name,
         fabric=inst.fabric, gpus_per_node=inst.gpus, tensor_parallel_size=best.tp,
-        pipeline_parallel_size=best.pp, gpus_per_replica=best.gpus_per_replica, nodes_per_replica=best.pp,
+        pipeline_parallel_size=best.pp, gpus_per_replica=best.gpus_per_replica,
+        nodes_per_replica=best.nodes_per_replica, data_parallel_size=best.dp, all2all_backend=best.all2all,
         replicas_per_node=rpn, replicas=best.replicas, min_replicas=req.min_replicas,
         max_replicas=req.max_replicas, nodes=best.nodes,
-        min_nodes=fleet_nodes(req.min_replicas, rpn, best.pp, req.spread_nodes),
-        max_nodes=fleet_nodes(req.max_replicas, rpn, best.pp, req.spread_nodes),
-        spread_nodes=req.spread_nodes if best.pp == 1 else 1,
+        min_nodes=fleet_nodes(req.min_replicas, rpn, best.nodes_per_replica, req.spread_nodes),
+        max_nodes=fleet_nodes(req.max_replicas, rpn, best.nodes_per_replica, req.spread_nodes),
+        spread_nodes=req.spread_nodes if best.nodes_per_replica == 1 else 1,
         efa_interfaces=inst.efa_interfaces, kv_cache_dtype=best.kv_dtype, max_model_len=req.max_model_len,
-        gpu_memory_utilization=req.gpu_memory_utilization, max_num_seqs=best.concurrency,
-        kv_cache_tokens=best.kv_tokens, kv_cache_gib_per_gpu=round(best.kv_gib_per_gpu, 2),
+        gpu_memory_utilization=req.gpu_memory_utilization, max_num_seqs=seqs if expert else best.concurrency,
+        kv_cache_tokens=best.kv_tokens * best.dp, kv_cache_gib_per_gpu=round(best.kv_gib_per_gpu, 2),
         weights_gib=round(m.weight_bytes(req.precision) / mem.GiB, 1),
         weights_gib_per_gpu=round(best.weights_gib_per_gpu, 2),
-        concurrency_at_full_length=round(best.kv_tokens / req.max_model_len, 2),
+        concurrency_at_full_length=round(best.kv_tokens * best.dp / req.max_model_len, 2),
         concurrency_per_replica=best.concurrency, concurrency_bound=best.bound,
         target_concurrency=req.sla.concurrency, est_tpot_ms=best.tpot_ms,
         est_ttft_ms=best.ttft_ms, sla_tpot_ms=req.sla.tpot_ms, sla_ttft_ms=req.sla.ttft_ms,
@@ -402,8 +424,9 @@ def candidate_shapes(req: PlanRequest, limit: int | None = None) -> list[Candida
     served = req.served_model_name or req.model.id
     out = []
     for f in fits[:limit]:
-        seqs = req.engine.max_num_seqs or f.concurrency
-        args = engine_args(req, f.tp, f.pp, f.kv_dtype, seqs, served, batched_tokens(req, f.acc))
+        seqs = req.engine.max_num_seqs or f.rank_concurrency or f.concurrency
+        expert = ExpertParallel(f.dp, f.inst.gpus, f.all2all, req.wide_ep.redundant_experts) if f.dp > 1 else None
+        args = engine_args(req, f.tp, f.pp, f.kv_dtype, seqs, served, batched_tokens(req, f.acc), expert)
         out.append(CandidateShape(f.inst.name, f.acc.id, f.inst.gpus, f.tp, f.pp, f.kv_dtype, seqs, f.kv_limit,
                                   round(f.cost, 2), f.inst.price_hour, f.knee_source, tuple(args.to_cli())))
     return out

@@ -17,9 +17,11 @@ class Refusal:
     kv_cache_dtype: str
     detail: str
     replicas: int = 0  # max-replicas: the replicas this shape needs (the closest shape is the one needing fewest)
+    dp: int = 1  # wide-EP (planner/wide_ep.py): DP = EP ranks of TP 1
 
     def __str__(self) -> str:
-        return f"{self.instance_type} TP{self.tp}xPP{self.pp} kv={self.kv_cache_dtype}: {self.constraint}: {self.detail}"
+        par = f"DP{self.dp}xEP{self.dp}" if self.dp > 1 else f"TP{self.tp}xPP{self.pp}"
+        return f"{self.instance_type} {par} kv={self.kv_cache_dtype}: {self.constraint}: {self.detail}"
 
 
 class NoFeasibleTopology(Exception):
@@ -170,6 +172,10 @@ class Topology:
     kv_offload_tokens: int = 0
     # serving.disaggregation auto | on: the P/D verdict (Disaggregation, above); None: off
     disaggregation: Any = None
+    # models[].parallelism.mode wide-ep (planner/wide_ep.py): DP = EP ranks per replica (TP 1 each; 1: TP x PP
+    # only) and the all2all backend between them ("" without)
+    data_parallel_size: int = 1
+    all2all_backend: str = ""
 
     @property
     def disaggregated(self) -> bool:
@@ -188,6 +194,11 @@ class Topology:
     @property
     def multi_node(self) -> bool:
         return self.nodes_per_replica > 1
+
+    @property
+    def wide_ep(self) -> bool:
+        """Attention data-parallel with expert parallelism (models[].parallelism.mode wide-ep)."""
+        return self.data_parallel_size > 1
 
     def billed_nodes(self, nodes: int) -> int:
         """Nodes paid for while `nodes` run: a reservation bills every node it holds, used or not."""

@@ -2,12 +2,13 @@
 (engine_args.py) that the Deployment renders as `vllm serve` args and Ray Serve LLM as engine_kwargs."""
 from __future__ import annotations
 
-from .engine_args import VLLM_PORT, EngineArgs, ratio_arg  # noqa: F401  (re-exported)
+from .engine_args import VLLM_PORT, EngineArgs, ExpertParallel, ratio_arg  # noqa: F401  (re-exported)
 from .request import PlanRequest
 
 
 def engine_args(req: PlanRequest, tp: int, pp: int, kv_cache_dtype: str, max_num_seqs: int,
-                served_model_name: str, max_num_batched_tokens: int) -> EngineArgs:
+                served_model_name: str, max_num_batched_tokens: int,
+                expert_parallel: ExpertParallel | None = None) -> EngineArgs:
     """Everything sizing depends on is explicit, so a change of vLLM default cannot silently change the fleet;
     the stack's typed engine options (req.engine) follow."""
     m, opts = req.model, req.engine
@@ -17,7 +18,7 @@ def engine_args(req: PlanRequest, tp: int, pp: int, kv_cache_dtype: str, max_num
         tensor_parallel_size=tp, pipeline_parallel_size=pp, max_model_len=req.max_model_len,
         gpu_memory_utilization=req.gpu_memory_utilization, max_num_seqs=max_num_seqs,
         max_num_batched_tokens=max_num_batched_tokens, kv_cache_dtype=kv_cache_dtype, quantization=quantization,
-        distributed_executor_backend="ray" if pp > 1 else None, options=opts)
+        distributed_executor_backend="ray" if pp > 1 else None, expert_parallel=expert_parallel, options=opts)
 
 
 def vllm_args(req: PlanRequest, tp: int, pp: int, kv_cache_dtype: str, max_num_seqs: int,

@@ -175,6 +175,9 @@ def plan_profile(deployment: str, t: Topology, candidates: list[CandidateShape],
     if t.disaggregated:
         raise ProfileRefused("serving.disaggregation sizes it as prefill and decode instances, which an aggregated "
                              "`vllm serve` measurement does not describe (docs/measurements.md)")
+    if t.wide_ep:
+        raise ProfileRefused("parallelism.mode wide-ep runs one DP x EP engine over its nodes, which the profile Job's "
+                             "single-node TP x PP measurement does not describe (docs/wide-ep.md)")
     seen: dict[tuple[int, int], CandidateShape] = {}
     for c in candidates:
         if c.instance_type == t.instance_type:

@@ -68,3 +68,18 @@ def runtime_lora_cache_problems(ctx: PlanContext) -> list[str]:
             f"node (a scale-up, a restart, a drain) answers 404 for an adapter published on the first; use "
             f"modelCache.kind rwx, whose one volume every replica mounts at {CACHE_MOUNT} (docs/lora.md)"
             for i, dep in enumerate(ctx.models) if dep.engine.lora and dep.engine.lora.runtime_updates]
+
+
+@plan_check("serving.wide_ep")
+def wide_ep_problems(ctx: PlanContext) -> list[str]:
+    """parallelism.mode wide-ep across nodes runs as a LeaderWorkerSet (lws.py: vLLM's DP ranks with
+    --data-parallel-address / --headless); Ray Serve LLM (serving.multiNode rayservice) is not rendered for it."""
+    problems = []
+    for i, dep in enumerate(ctx.models):
+        t = ctx.topologies.get(dep.name)
+        if t is None or not t.wide_ep or not t.multi_node or not on_ray(t, ctx.serving):
+            continue
+        problems.append(f"models[{i}].parallelism.mode: wide-ep across {t.nodes_per_replica} nodes runs as a "
+                        f"LeaderWorkerSet; serving.multiNode is rayservice, which is not rendered for wide-EP "
+                        f"(docs/wide-ep.md); set serving.multiNode: lws")
+    return problems

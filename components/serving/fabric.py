@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..catalog.instances import CLOUD_FAMILY, fabric_family  # noqa: F401  (CLOUD_FAMILY re-exported)
 from ..cluster.facts import GpuPool
 from ..config import ConfigError
 from ..planner import Topology
@@ -102,19 +103,13 @@ FABRICS: dict[str, Fabric] = {
     "gke-rdma": Fabric(RAY_LLM_IMAGE, _GIB, (IPC_LOCK,), (("gib", GIB_HOST, GIB_MOUNT),), single_node_env=_GKE_SOCKET,
                        source="container-engine-accelerators gpudirect-rdma (set_nccl_env.sh, nccl-test.yaml)"),
 }
-# (cloud, pool fabric) -> family; everything else is its own family name.
-CLOUD_FAMILY = {("gcp", "rdma"): "gke-rdma", ("existing", "rdma"): "roce", ("aws", "rdma"): "roce"}
+# (cloud, pool fabric) -> family: components/catalog/instances.py CLOUD_FAMILY (the planner keys on it too)
+family = fabric_family
 
 
 class FabricError(ConfigError):
     def __init__(self, message: str):
         super().__init__([message])
-
-
-def family(cloud: str, fabric: str | None) -> str:
-    if fabric is None:
-        return "none"
-    return CLOUD_FAMILY.get((cloud, fabric), fabric)
 
 
 def fabric_for(t: Topology) -> Fabric:

@@ -16,6 +16,19 @@ vLLM 0.31 (the wheel's source, vllm/):
   node_rank_within_dp > 0 runs only a MultiprocExecutor joining the head at master_addr:master_port (no API
   server), so a worker pod has no HTTP port and no probe.
 
+Wide-EP (models[].parallelism.mode wide-ep, planner/wide_ep.py, docs/wide-ep.md): the group is ONE vLLM engine of
+DP x EP ranks, one rank per GPU, not an mp executor across nodes: every pod runs the planner's arguments
+(--data-parallel-size, --data-parallel-size-local = its GPUs, --enable-expert-parallel, --all2all-backend) with
+--data-parallel-address $(LWS_LEADER_ADDRESS) and one --data-parallel-rpc-port; the leader (ranks 0 .. local - 1)
+runs the API server and load-balances over every rank (vLLM's internal DP load balancer); each worker is
+`--headless` from rank LWS_WORKER_INDEX x local (--data-parallel-start-rank: the cumulative local DP size of the
+nodes before it, vllm docs/serving/expert_parallel_deployment.md; llm-d guides/wide-ep-lws decode.yaml computes
+it the same way). Kubernetes cannot multiply in args, so a worker's command is `sh -c 'exec vllm serve "$@"
+--data-parallel-start-rank $((LWS_WORKER_INDEX * local))'` with the planner's arguments as "$@" (no quoting of
+them by the shell; vLLM still PID 1 by exec). Requests reach the ranks only through the leader: the Service,
+InferencePool, ServiceMonitor, probes and KEDA stay on the leader exactly as for a TP x PP group, and the leader's
+/health answers once every rank has joined (the DP coordinator's start-up handshake).
+
 kubernetes-sigs/lws v0.10.0 (api/leaderworkerset/v1/leaderworkerset_types.go, pkg/utils/pod/pod_utils.go):
 the webhook adds LWS_LEADER_ADDRESS (`<set>-<group>.<subdomain>.<namespace>`, the leader's name in the set's
 headless Service, which publishes not-ready addresses: pkg/utils/controller/controller_utils.go) and
@@ -29,6 +42,7 @@ from dataclasses import dataclass
 from ..cache.component import CacheFacts
 from ..cluster.facts import GpuPool
 from ..planner import Topology
+from ..planner.wide_ep import ALL2ALL, DATA_PARALLEL_RPC_PORT
 from .deployment import (PRESTOP_S, first_start_s, grace_s, template_metadata, template_mounts,
                          template_volumes, vllm_args)
 from ..kube.k8s import MODEL_LABEL, PROBE_PERIOD_S, http_port, probes
@@ -111,20 +125,43 @@ def _nodes(t: Topology, rank: str) -> list[str]:
             "--master-port", str(MASTER_PORT)]
 
 
+def _data_parallel(t: Topology) -> list[str]:
+    """Where a wide-EP group's DP ranks meet: the leader's name in the set's headless Service, one RPC port."""
+    return ["--data-parallel-address", LEADER_ADDRESS, "--data-parallel-rpc-port", str(DATA_PARALLEL_RPC_PORT)]
+
+
 def leader_args(t: Topology, cache: CacheFacts) -> list[str]:
-    """Node rank 0 runs the API server and the engine core, and waits for the workers' ranks."""
+    """Node rank 0 runs the API server and the engine core, and waits for the workers' ranks (wide-EP: DP ranks
+    0 .. GPUs per node - 1 and the API server over every rank)."""
+    if t.wide_ep:
+        return [*vllm_args(t, cache), *_data_parallel(t)]
     return [*mp_args(vllm_args(t, cache)), *_nodes(t, "0")]
 
 
 def worker_args(t: Topology, cache: CacheFacts) -> list[str]:
-    """The same engine arguments (each node loads its own pipeline stage), headless, ranked by the group."""
+    """The same engine arguments (each node loads its own pipeline stage), headless, ranked by the group
+    (wide-EP: its DP ranks; the start rank is the command's, worker_command)."""
+    if t.wide_ep:
+        return [*vllm_args(t, cache), *_data_parallel(t), "--headless"]
     return [*mp_args(vllm_args(t, cache)), *_nodes(t, WORKER_INDEX), "--headless"]
+
+
+def worker_command(t: Topology) -> list[str]:
+    """`vllm serve` as PID 1; a wide-EP worker's first DP rank is LWS_WORKER_INDEX x its GPUs, which only a shell
+    can compute (`$$` is the kubelet's escape for a literal `$`; "$@" passes the args untouched)."""
+    if not t.wide_ep:
+        return VLLM_COMMAND
+    return ["/bin/sh", "-c", f'exec vllm serve "$@" --data-parallel-start-rank '
+                             f'$$((LWS_WORKER_INDEX * {t.gpus_per_node}))', "vllm"]
 
 
 def _env(t: Topology) -> list[dict]:
     """No usage reports (vLLM's, and on EFA the image's own: fabric.py VLLM_IMAGES); runtime LoRA's resolver on
-    the shared cache (runtime_lora.py), as on a Deployment's pods."""
-    return [{"name": "DO_NOT_TRACK", "value": "1"}, *vllm_image_env(t), *runtime_lora_env(t)]
+    the shared cache (runtime_lora.py), as on a Deployment's pods; a wide-EP group's all2all backend's own
+    (planner/wide_ep.py ALL2ALL: DeepEP's NVSHMEM transport)."""
+    backend = ALL2ALL[t.all2all_backend].env if t.wide_ep and t.all2all_backend in ALL2ALL else ()
+    return [{"name": "DO_NOT_TRACK", "value": "1"}, *vllm_image_env(t), *runtime_lora_env(t),
+            *({"name": k, "value": v} for k, v in backend)]
 
 
 def _sleep(seconds: int) -> dict:
@@ -146,7 +183,7 @@ def worker_template(t: Topology, pool: GpuPool, cache: CacheFacts, labels: dict)
     told at once only when the group is recreated (gang restart, foreground deletion), where a long worker
     preStop would hold back the replacement group; a scale-in or rollout lets the leader drain before the
     workers are deleted at all."""
-    container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "command": VLLM_COMMAND,
+    container = {"name": "vllm", "imagePullPolicy": "IfNotPresent", "command": worker_command(t),
                  "args": worker_args(t, cache),
                  "lifecycle": _sleep(WORKER_PRESTOP_S)}
     pod = node_pod(t, pool, cache, vllm_image(t), container, worker_grace_s(), env=_env(t),
@@ -242,8 +279,10 @@ def shape_note(t: Topology, ray_head: str, cache: CacheFacts) -> str:
     r = rollout_strategy(t)["rollingUpdateConfiguration"]
     roll = ("one surge group beside the fleet" if r["maxSurge"] else
             f"one group at a time in place (the pool holds no spare {t.nodes_per_replica} nodes at replicas.max)")
+    engine = (f"one DP {t.data_parallel_size} x EP {t.data_parallel_size} engine, the leader's API server over "
+              f"every rank, headless workers" if t.wide_ep else "vLLM's mp executor")
     return (f"MULTI-NODE SHAPE: {t.served_model_name} runs as a LeaderWorkerSet ({t.replicas} group(s) of "
-            f"{t.nodes_per_replica} x {t.instance_type}, vLLM's mp executor, gang restart), scaled by KEDA between "
+            f"{t.nodes_per_replica} x {t.instance_type}, {engine}, gang restart), scaled by KEDA between "
             f"{t.min_replicas} and {t.max_replicas} groups; a template change rolls {roll}; "
             f"{recovery(t, cache).describe()}. Same GPU nodes as a "
             f"RayService, without its Ray head ({ray_head} on a system node) and its production Redis; "

@@ -141,8 +141,9 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
                            "startupS": r.startup_s, "readinessS": r.readiness_s, "totalS": r.total_s}
         warn.append(lws.shape_note(t, f"{HEAD_RESOURCES['cpu']} CPU / {HEAD_RESOURCES['memory']}", cache))
         # what the leader really runs (mp executor, node ranks), not the planner's Ray form of the arguments
-        out["serve"] = "vllm serve " + " ".join(lws.leader_args(t, cache)) + "  (workers: --node-rank " \
-            f"{lws.WORKER_INDEX} ... --headless)"
+        out["serve"] = "vllm serve " + " ".join(lws.leader_args(t, cache)) + (
+            f"  (workers: ... --headless --data-parallel-start-rank {lws.WORKER_INDEX} x {t.gpus_per_node})"
+            if t.wide_ep else f"  (workers: --node-rank {lws.WORKER_INDEX} ... --headless)")
     if on_ray(t, args.serving):
         out["firstDeployS"] = first_deploy_s(t, cache, node_ready_s)
         warn.append(upgrade_note(t, args.serving.ray_upgrade_strategy, args.new_cluster_blocked, IN_PLACE,

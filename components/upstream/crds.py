@@ -14,7 +14,9 @@ Pure data and arguments; the resources are made by the components (addons/compon
 from __future__ import annotations
 
 import functools
-
+import hashlib
+import json
+import os
 from pathlib import Path
 
 import yaml
@@ -57,13 +59,37 @@ CHART_CRDS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _parsed_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vllm-platform" / "crds"
+
+
+def _parse(text: str) -> list[dict]:
+    """The CRDs of one file's text, through a JSON copy in the user's cache named by the text's digest: Envoy
+    Gateway's, KubeRay's and LWS's files are megabytes of YAML, seconds to construct even with libyaml's parser, and
+    every `pulumi preview` / `up` / offline plan is a new process. The digest is of the text itself, so an edited
+    file is parsed afresh; an unwritable cache only costs the parse."""
+    path = _parsed_cache() / f"{hashlib.sha256(text.encode()).hexdigest()}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    docs = [d for d in yaml.load_all(text, Loader=loader) if d and d.get("kind") == "CustomResourceDefinition"]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(docs))
+        tmp.replace(path)  # atomic: a concurrent reader sees the whole file or none
+    except OSError:
+        pass
+    return docs
+
+
 @functools.lru_cache(maxsize=None)
 def _crd_file(rel: str) -> tuple[dict, ...]:
-    """The CRDs of one vendored file, parsed once per process (Envoy Gateway's and LWS's are megabytes of YAML:
-    libyaml's loader where PyYAML has it). Shared: callers read them, never change them."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return tuple(d for d in yaml.load_all((SCHEMAS / rel).read_text(), Loader=loader)
-                 if d and d.get("kind") == "CustomResourceDefinition")
+    """The CRDs of one vendored file, parsed once per process (and cached across processes, _parse). Shared: callers
+    read them, never change them."""
+    return tuple(_parse((SCHEMAS / rel).read_text()))
 
 
 def crd_documents(key: str) -> list[dict]:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import functools
 
+import pytest
 import yaml
 
 from components.upstream.crds import SCHEMAS
 from tests.support.addons import RELEASE
-from tests.support.stacks import plan
+from tests.support.stacks import plan, stack_raw
 
 PATCH = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinitionPatch"
 
@@ -72,3 +73,19 @@ def test_kube_prometheus_stack_upgrades_its_crds_with_its_own_job_on_pinned_imag
     assert job["image"]["busybox"]["tag"] not in ("", "latest")
     assert job["nodeSelector"] == values["prometheus"]["prometheusSpec"]["nodeSelector"]
     assert "skipCrds" not in _release("prod-llama70b-aws", "kube-prometheus-stack").inputs
+
+
+@pytest.mark.full_crds
+def test_a_plan_applies_every_vendored_crd_whole():
+    """The suite's other plans carry the CRDs with open schemas (tests/conftest.py, for speed): here the program's
+    CustomResourceDefinitionPatch specs are the vendored upstream documents, schema and all."""
+    from components.upstream.crds import CHART_CRDS
+    from tests.support.plans import plan_config
+    resources, _ = plan_config(stack_raw("prod-llama70b-aws"), stack="prod-llama70b-aws")
+    patches = {r.inputs["metadata"]["name"]: r for r in resources if r.type == PATCH}
+    vendored = {d["metadata"]["name"]: d for f in {f for files in CHART_CRDS.values() for f in files}
+                for d in yaml.safe_load_all((SCHEMAS / f).read_text()) if d and d["kind"] == "CustomResourceDefinition"}
+    assert len(patches) == 36  # the LB controller's, Envoy Gateway's (Gateway API among them), LWS's, the pool's
+    for name, r in patches.items():
+        assert r.inputs["spec"] == vendored[name]["spec"], name
+        assert "openAPIV3Schema" in r.inputs["spec"]["versions"][0]["schema"], name

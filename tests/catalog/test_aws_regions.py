@@ -3,7 +3,7 @@ the closest real names, and every region the price tables name is a real one (is
 import pytest
 
 from components.catalog.aws_regions import AWS_REGIONS
-from components.catalog.prices import CAPACITY_BLOCK_RATES, REGIONS, SPOT_OBSERVED
+from components.catalog.prices import AWS_REGIONS_READ, CAPACITY_BLOCK_RATES, REGIONAL, REGIONS
 from components.config import ConfigError, parse
 from components.offline.runner import ROOT
 
@@ -22,7 +22,7 @@ def test_an_invented_region_is_refused_with_the_field_and_the_closest_real_names
 
 
 def test_every_region_the_price_tables_name_is_a_region_and_loads():
-    named = ({name for cloud, name in REGIONS if cloud == "aws"} | {r for r, _ in SPOT_OBSERVED}
+    named = ({name for cloud, name in REGIONS if cloud == "aws"} | {r for c, r, _ in REGIONAL if c == "aws"} | AWS_REGIONS_READ
              | {r for r, _ in CAPACITY_BLOCK_RATES})
     assert named and named <= set(AWS_REGIONS)
     for region in sorted(named):

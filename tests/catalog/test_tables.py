@@ -116,7 +116,7 @@ def test_the_shipped_tables_load_and_every_file_is_read():
         "measurements/blind4.csv", "measurements/blind5.csv", "measurements/published.csv", "not_on_demand.csv",
         "prices/capacity_blocks.csv", "prices/cpu_instances.csv", "prices/platform.csv", "prices/regional.csv",
         "prices/regions.csv",
-        "prices/spot.csv", "prices/spot_observed.csv"]
+        "prices/spot.csv"]
 
 
 def test_a_file_not_in_utf8_is_refused_naming_the_line_and_a_byte_order_mark_is_read(tmp_path):

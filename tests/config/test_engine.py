@@ -169,8 +169,11 @@ def test_allow_fp8_shows_in_the_plan_when_the_planner_used_it():
 def test_extra_args_that_change_the_sized_shape_are_refused():
     from components.config.engine import OWNED_FLAGS
     assert set(OWNED_FLAGS) <= VLLM_SERVE_FLAGS  # every refusal names a real flag
+    (line,) = [e for e in errors(model(extraArgs={"--block-size": 32})) if e.startswith("models[0].extraArgs")]
+    assert "--block-size: refused: it changes the GPUs or the memory the planner sized" in line
+    # data parallelism is planned (wide expert parallelism for MoE models, docs/wide-ep.md), not passed through
     (line,) = [e for e in errors(model(extraArgs={"--data-parallel-size": 2})) if e.startswith("models[0].extraArgs")]
-    assert "--data-parallel-size: refused: it changes the GPUs or the memory the planner sized" in line
+    assert "--data-parallel-size: set by the platform; use parallelism.mode: wide-ep (docs/wide-ep.md)" in line
     (line,) = [e for e in errors(model(extraArgs={"--port": 9000})) if e.startswith("models[0].extraArgs")]
     assert line.endswith("--port: set by the platform (fixed: the Service and probes use 8000)")
 

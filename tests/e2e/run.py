@@ -84,6 +84,7 @@ STACKS = {
     "prod-llama405b-onprem": StackSpec("prod-llama405b-onprem", "stacks/Pulumi.prod-llama405b-onprem.yaml"),
     "lws-onprem": StackSpec("lws-onprem", "tests/stacks/Pulumi.lws-onprem.yaml"),
     "pd-onprem": StackSpec("pd-onprem", "tests/stacks/Pulumi.pd-onprem.yaml"),
+    "wide-ep-onprem": StackSpec("wide-ep-onprem", "tests/stacks/Pulumi.wide-ep-onprem.yaml"),
 }
 
 

@@ -213,6 +213,6 @@ def test_policy_refuses_leader_ready_with_a_multi_node_engine():
     props = {"metadata": {"name": "big"}, "spec": {"startupPolicy": "LeaderReady", "leaderWorkerTemplate": {
         "size": 2, "leaderTemplate": {"spec": {"containers": [vllm]}}}}}
     assert r.messages(LWS, props) == ["LeaderWorkerSet big: startupPolicy LeaderReady with a multi-node vLLM engine "
-                                      "(--nnodes)"]
+                                      "(--nnodes or data-parallel ranks across nodes)"]
     props["spec"]["startupPolicy"] = "LeaderCreated"
     assert r.messages(LWS, props) == []
