@@ -121,7 +121,9 @@ def serving_args(cfg: StackConfig) -> ServingArgs:
     gw = cfg.gateway
     return ServingArgs(namespace=cfg.namespace, production=cfg.production, serving=cfg.serving, gateway=gw.enabled,
                        api_key_client=gw.client_names[0] if not gw.enabled and gw.auth == "apiKeys" else None,
-                       new_cluster_blocked=upgrade_room(cfg))
+                       new_cluster_blocked=upgrade_room(cfg),
+                       autoscaling={dep.name: dep.replicas.autoscaling for dep in cfg.models
+                                    if dep.replicas.autoscaling is not None})
 
 
 def gateway_args(cfg: StackConfig, routes: list, facts: Any, api_keys: Any, monitor_labels: dict | None = None,

@@ -85,6 +85,9 @@ BY_CONSTRUCTION = {  # no stack key reaches the property the rule reads; every s
     "runtime-lora-endpoints-blocked": "serving/runtime_lora.py: the model's route answers the adapter endpoints 403",
     "hf-token-from-secret": "the token only travels as the hf-token Secret (platform.py)",
     "keda-target-scalable": "serving/autoscaling.py targets the Deployment it made",
+    "keda-replica-bounds": "config Replicas._order (min <= max) and planner/disagg.py pool_bounds (each pool's max "
+                           ">= its planned instances)",
+    "pd-pools-autoscaled-in-production": "serving/service.py: every P/D Deployment gets its pool's ScaledObject",
     "vllm-current-cli": "planner/vllm_args.py: flags of the pinned vLLM",
 }
 

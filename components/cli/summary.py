@@ -69,6 +69,8 @@ def serving_lines(s: dict) -> str:
         r = s["rollout"]
         lines.append(f"  rollout: maxSurge {r['maxSurge']} / maxUnavailable {r['maxUnavailable']}; "
                      f"drain {s['drainS']} s after a 15 s preStop")
+    if s.get("autoscaling"):  # what each pool scales on and its bounds (serving/autoscaling.py plan_lines)
+        lines += s["autoscaling"]["lines"]
     lines += [f"  WARNING: {w}" for w in s.get("warnings", [])]
     return "\n".join(lines)
 

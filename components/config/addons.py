@@ -20,6 +20,13 @@ class Serving(_Base):
     kv_cache_usage: float | None = Field(
         None, gt=0, lt=1, description="KEDA: add replicas when KV-cache usage (0-1) per replica exceeds this; "
                                       "default: 0.75 when the plan is KV-bound, else 0.9")
+    # issue 39: what KEDA scales on (components/serving/autoscaling.py, docs/autoscaling.md)
+    autoscaling: Literal["queue", "slo"] = Field(
+        "queue", description="KEDA's signals per model (models[].replicas.autoscaling overrides): queue (waiting "
+                             "requests and KV-cache usage per replica) or slo (also the requests in flight against "
+                             "the planner's knee, and the SLA's TTFT / TPOT percentile measured by vLLM as a guard "
+                             "that adds a replica while it is exceeded); P/D pools scale on their own role's signals "
+                             "either way (docs/autoscaling.md)")
     scale_down_window_s: int = Field(600, ge=0, le=3600, description="HPA scale-down stabilization (seconds)")
     ray_image: str | None = Field(None, description="Ray Serve LLM image for multi-node replicas instead of the "
                                                     "pinned one (it must carry your fabric's NCCL transport)")

@@ -61,6 +61,9 @@ class Replicas(_Base):
                                           "gateway) scales to zero when idle and the first request waits a cold start "
                                           "(docs/scale-to-zero.md)")
     max: int = Field(8, ge=1, description="ceiling for the autoscaler")
+    autoscaling: Literal["queue", "slo"] | None = Field(
+        None, description="this model's KEDA signals instead of serving.autoscaling: queue or slo "
+                          "(docs/autoscaling.md)")
     first_request: Literal["retry"] | None = Field(
         None, description="min 0 only: 'retry' accepts the wake contract (docs/scale-to-zero.md): a request that "
                           "finds the model at zero is held up to 270 s, then answered 503 with Retry-After while the "

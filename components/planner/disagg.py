@@ -77,6 +77,8 @@ class _Pd:
     margin_cell: str = ""
     calibrated_margin: float = 0.0
     calibrated_cell: str = ""
+    service_s: float = 0.0  # one prompt's prefill (the prefill server's service time)
+    budget_s: float = 0.0  # the TTFT budget left for queueing at the prefill pool
 
 
 def transport(fabric: str | None) -> str:
@@ -150,7 +152,15 @@ def _size(req: PlanRequest, fit) -> _Pd | str:
     cpm = cost_per_million(hourly, req)
     cell = cell_for(r.model, d, eff.estimator)
     return _Pd(fit, transport(fit.inst.fabric), prefill, decode, d, lam_p, lam_d, kv, ttft, t_dec, nodes, hourly, cpm,
-               margin, judge(d)[1], cell.margin, cell.text())
+               margin, judge(d)[1], cell.margin, cell.text(), service, budget)
+
+
+def pool_bounds(prefill: int, decode: int, max_replicas: int) -> tuple[int, int]:
+    """(prefill max, decode max) of the autoscaled pools: replicas.max split by the plan's prefill:decode ratio,
+    the prefill share rounded down and decode taking the rest, each at least its planned count (so both fit
+    within replicas.max whenever the planned fleet does: floor(max p / (p + d)) <= max - d iff max >= p + d)."""
+    p_max = max(prefill, math.floor(max_replicas * prefill / (prefill + decode)))
+    return p_max, max(decode, max_replicas - p_max)
 
 
 def declared_tokens_per_s(req: PlanRequest) -> float:
@@ -226,8 +236,8 @@ def plan_disaggregation(req: PlanRequest, agg: Topology, mode: str, gateway: boo
         return refuse(f"{FIELD}: {mode} needs the gateway (gateway.enabled): its endpoint picker schedules each "
                       f"request's prefill and decode instances")
     if req.min_replicas == 0:
-        return refuse(f"{FIELD}: {mode} for {model}, whose replicas.min is 0: P/D pools run a fixed size; "
-                      f"scale to zero needs aggregated serving")
+        return refuse(f"{FIELD}: {mode} for {model}, whose replicas.min is 0: P/D pools never scale to zero (each "
+                      f"keeps its planned instances); scale to zero needs aggregated serving")
     fits = [f for f in evaluate(req)[0] if f.pp == 1 and f.replica is not None]
     if mode == "auto":
         fits = [f for f in fits if transport(f.inst.fabric) == "rdma"]
@@ -263,28 +273,34 @@ def plan_disaggregation(req: PlanRequest, agg: Topology, mode: str, gateway: boo
     verdict = f"P/D: {_fleet(best)}, {compared}: {'chosen' if chosen else 'not chosen'} because {because}"
     if best.transport == "tcp":
         verdict += f"; ⚠ {no_fabric_text(best.fit.inst.name, best.fit.inst.fabric)}"
+    p_max, d_max = pool_bounds(best.prefill, best.decode, req.max_replicas)
     d = Disaggregation(mode, chosen, verdict, best.transport,
                        "LIBFABRIC" if best.fit.inst.fabric in LIBFABRIC_FABRICS else "UCX",
                        best.prefill, best.decode, best.d, round(best.lam_p, 4), round(best.lam_d, 4),
                        round(best.kv_s * 1e3, 2), round(best.ttft_s * 1e3, 1), round(best.tpot_s * 1e3, 2),
-                       best.nodes, round(best.cost, 2), best.cpm, agg_cpm, agg_hour)
+                       best.nodes, round(best.cost, 2), best.cpm, agg_cpm, agg_hour, p_max, d_max,
+                       max(1, math.floor(best.budget_s / best.service_s)) if best.service_s > 0 else 1,
+                       round(req.sla.ttft_ms - (best.kv_s + best.tpot_s) * 1e3, 1))
     if not chosen:
         return replace(agg, disaggregation=d)
     return chosen_topology(req, agg, best, d)
 
 
 def chosen_topology(req: PlanRequest, agg: Topology, p: _Pd, d: Disaggregation) -> Topology:
-    """The P/D fleet as a Topology: its replicas are the prefill + decode instances (a fixed fleet: min = max),
-    per-replica figures are the fleet's divided by them, so that the pools, the bill and the $/M read right."""
+    """The P/D fleet as a Topology: its replicas are the prefill + decode instances (min: the planned ones; max:
+    both pools at their autoscaling bounds, d.prefill_max + d.decode_max <= replicas.max), per-replica figures are
+    the fleet's divided by the planned instances, so that the pools, the bill and the $/M read right."""
     from .search import _topology  # the chosen shape's own topology where it is not the aggregated one
     f = p.fit
     base = agg if (f.inst.name, f.tp, f.kv_dtype) == (agg.instance_type, agg.tensor_parallel_size,
                                                       agg.kv_cache_dtype) else _topology(req, f, None, [])
     total = p.prefill + p.decode
     tps = min(p.prefill * p.lam_p, p.decode * p.lam_d) * req.sla.output_tokens  # the fleet at its capacity
+    most = d.prefill_max + d.decode_max
+    max_nodes = fleet_nodes(most, f.inst.gpus // f.tp, 1, req.spread_nodes)
     return replace(
-        base, replicas=total, min_replicas=total, max_replicas=total, nodes=p.nodes, min_nodes=p.nodes,
-        max_nodes=p.nodes, cost_per_hour=round(p.cost, 2), est_ttft_ms=round(p.ttft_s * 1e3, 1),
+        base, replicas=total, min_replicas=total, max_replicas=most, nodes=p.nodes, min_nodes=p.nodes,
+        max_nodes=max_nodes, cost_per_hour=round(p.cost, 2), est_ttft_ms=round(p.ttft_s * 1e3, 1),
         est_tpot_ms=round(p.tpot_s * 1e3, 2), concurrency_per_replica=max(1, p.decode * p.d // total),
         knee_output_tokens_per_s=round(tps / total, 1),
         knee_requests_per_second=round(min(p.prefill * p.lam_p, p.decode * p.lam_d) / total, 4),

@@ -58,6 +58,15 @@ class Disaggregation:
     cost_per_million: float | None = None  # $ per million output tokens, the fleet at its capacity within the SLA
     aggregated_cost_per_million: float | None = None
     aggregated_cost_per_hour: float = 0.0
+    # issue 39: each pool's autoscaling bounds (components/serving/autoscaling.py renders a ScaledObject per pool):
+    # min the planned instances, max replicas.max split by the plan's prefill:decode ratio (pool_bounds)
+    prefill_max: int = 0
+    decode_max: int = 0
+    # prefill queue target: prompts waiting per prefill instance that a new one still meets the TTFT SLA behind
+    # (the TTFT budget left for queueing over one prompt's prefill); the prefill side's share of the TTFT SLA
+    # (the SLA less the KV transfer and the first decode step)
+    prefill_queue: int = 0
+    prefill_ttft_ms: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -14,6 +14,7 @@ in-flight vLLM gauge keeps the model up while any request runs (1 -> 0 only afte
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..config.schema import Serving
 from ..planner import Topology
@@ -41,8 +42,17 @@ def kv_threshold(t: Topology, serving: Serving) -> float:
     return KV_USAGE_KV_BOUND if t.concurrency_bound == "kv-cache" else KV_USAGE_DEFAULT
 
 
-def series_selector(namespace: str, t: Topology) -> str:
-    return f'{{namespace="{namespace}",model_name="{t.served_model_name}"}}'
+# issue 39: the P/D pools' series told apart. The ServiceMonitor copies the pods' llm-d.ai/role label onto every
+# series it scrapes (observability.service_monitor_spec podTargetLabels); prometheus-operator v0.93.0
+# pkg/prometheus/promcfg.go generateServiceMonitorConfig relabels __meta_kubernetes_pod_label_<l> to target label
+# sanitizeLabelName(l), which replaces every character outside [a-zA-Z0-9_] with "_" (invalidLabelCharRE).
+ROLE_SERIES_LABEL = "llm_d_ai_role"
+
+
+def series_selector(namespace: str, t: Topology, role: str | None = None) -> str:
+    """One model's vLLM series; role: one P/D pool's (prefill | decode)."""
+    extra = f',{ROLE_SERIES_LABEL}="{role}"' if role else ""
+    return f'{{namespace="{namespace}",model_name="{t.served_model_name}"{extra}}}'
 
 
 def inference_pool_name(t: Topology) -> str:
@@ -74,7 +84,9 @@ def scales_to_zero(t: Topology) -> bool:
 # Activation (0 <-> 1) when scaling to zero: a trigger is active while its value is ABOVE this. vLLM's KV
 # usage is a scaling signal only (its value never exceeds 1, so it never activates): whether the model is
 # busy comes from the request counts, exactly 0 on an idle engine.
-ACTIVATION = {"waiting-requests": 0, "kv-cache-usage": 1, "running-requests": 0, "gateway-queue": 0}
+ACTIVATION = {"waiting-requests": 0, "kv-cache-usage": 1, "running-requests": 0, "gateway-queue": 0,
+              # the latency guards are 0 or above 1 (guard_query); with no pod there is no series: 0
+              "ttft-tail": 0, "tpot-tail": 0}
 
 
 def cooldown_s(t: Topology, cold_start_s: int = 0) -> int:
@@ -85,34 +97,186 @@ def cooldown_s(t: Topology, cold_start_s: int = 0) -> int:
     return max(COOLDOWN_S, cold_start_s) if scales_to_zero(t) else COOLDOWN_S
 
 
-def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_url: str,
-                       serving: Serving, target: dict | None = None, cold_start_s: int = 0) -> dict:
-    """target: the scaleTargetRef when it is not the Deployment of that name (a LeaderWorkerSet, lws.py);
-    cold_start_s: the plan's cold start of one replica (cold_start.py), the cooldown of a scale-to-zero model."""
-    q = queries(namespace, t)
-    zero = scales_to_zero(t)
+# --- issue 39: SLO-driven autoscaling (serving.autoscaling / models[].replicas.autoscaling: slo) and the P/D pools ---
+MODES = ("queue", "slo")
+FIELD = "serving.autoscaling"
+# The latency guards' rate window: 8 scrapes at the ServiceMonitor's 15 s interval (observability.SCRAPE_INTERVAL), so
+# one missed scrape leaves the rate defined, and 8 KEDA polls (POLLING_S) read the same breach before it ages out.
+# The scale-down stabilisation (serving.scaleDownWindowS, 600 s by default) outlasts it: a replica a breach added
+# stays for the window after the tail recovers, and the queue/KV/knee triggers decide whether it goes then.
+LATENCY_WINDOW = "2m"
+QUANTILES = {"p90": 0.9, "p99": 0.99}  # Sla.latency_percentile -> histogram_quantile's q; "mean": sum / count
+# Fewest requests in the window for a tail to mean anything: below 1 / (1 - q) observations the quantile is the
+# slowest request (or NaN); the guard stays 0 there instead of adding a GPU replica for one slow request.
+MIN_OBSERVATIONS = {"p90": 10, "p99": 100, "mean": 10}
+TTFT_METRIC = "time_to_first_token_seconds"
+# vLLM's per-request time per output token (decode time / generated tokens), the series the SLA alerts read
+# (observability.TPOT), not the per-step inter-token latency
+TPOT_METRIC = "request_time_per_output_token_seconds"
 
-    def trigger(name: str, query: str, threshold: float) -> dict:
-        meta = {"serverAddress": prometheus_url, "query": query, "threshold": _fmt(threshold),
-                # no samples (e.g. Prometheus restarting) means no load, not an error
+
+@dataclass(frozen=True)
+class Signal:
+    """One KEDA trigger and what the plan says of it."""
+    name: str
+    query: str
+    threshold: float
+    what: str  # the plan's words: the series it reads and why this threshold
+    guard: bool = False  # a latency guard: only ever adds a replica (guard_query)
+
+
+def autoscaling_mode(serving: Serving, override: str | None = None) -> str:
+    """A model's mode: models[].replicas.autoscaling, else serving.autoscaling."""
+    return override or serving.autoscaling
+
+
+def tail_query(metric: str, sel: str, percentile: str) -> str:
+    """The SLA's percentile of histogram `metric` over LATENCY_WINDOW (seconds). With no request in the window
+    histogram_quantile returns NaN (Prometheus promql/quantile.go: no observations), the mean 0/0 = NaN too."""
+    if percentile in QUANTILES:
+        bucket = metrics.name(metric, suffix="_bucket")
+        return f"histogram_quantile({QUANTILES[percentile]:g}, sum by (le) (rate({bucket}{sel}[{LATENCY_WINDOW}])))"
+    total, count = metrics.name(metric, suffix="_sum"), metrics.name(metric, suffix="_count")
+    return f"(sum(rate({total}{sel}[{LATENCY_WINDOW}])) / sum(rate({count}{sel}[{LATENCY_WINDOW}])))"
+
+
+def guard_query(metric: str, sel: str, percentile: str, sla_s: float) -> str:
+    """A latency guard as an AverageValue trigger of threshold 1 that can only scale OUT: its value is 0 while the
+    measured tail meets the SLA, and while it exceeds it, N + 1 + floor(N / 10) for the N pods serving (their
+    vLLM series), so the HPA's proposal ceil(value / 1) is at least one replica more than run now.
+
+    Why this form (KEDA v2.20.2 and the HPA it feeds):
+    - a raw latency as AverageValue would be divided by the replica count (pkg/scalers/prometheus_scaler.go
+      GetMetricSpecForScaling: metricType AverageValue -> the HPA's external AverageValue target), but a latency is
+      no per-replica share of a total: halving it by doubling replicas is wrong both ways, and a low latency would
+      ask to scale IN. As 0 the guard's proposal is 0, which the HPA's max over the triggers ignores: the other
+      triggers alone decide scale-in.
+    - the HPA acts only when usage / (target x replicas) leaves 1 +- its tolerance (kubernetes
+      pkg/controller/podautoscaler/replica_calculator.go GetExternalPerPodMetricReplicas; 0.1 by default): N + 1
+      alone is inside it from N = 10, hence + floor(N / 10) (ratio 1 + (1 + floor(N/10)) / N > 1.1 for every N).
+    - `> bool` is 0 for NaN (no traffic in the window), and fewer than MIN_OBSERVATIONS requests multiply it by 0;
+      no series at all is an empty result, which ignoreNullValues turns into 0 (prometheus_scaler.go
+      ExecutePromQuery: empty result, NaN or Inf -> 0 with ignoreNullValues). Every operand is an aggregation
+      without labels, so the query returns one element (more is an error there: "returned multiple elements").
+    - pods still loading weights export no series yet, so while one added replica starts the guard asks for no
+      second: one replica per breach, each judged once it serves."""
+    running = f"{metrics.name('num_requests_running')}{sel}"
+    count = metrics.name(metric, suffix="_count")
+    return (f"(count({running}) + 1 + floor(count({running}) / 10))"
+            f" * ({tail_query(metric, sel, percentile)} > bool {sla_s:g})"
+            f" * (sum(increase({count}{sel}[{LATENCY_WINDOW}])) >= bool {MIN_OBSERVATIONS[percentile]})")
+
+
+def _tail_signal(name: str, metric: str, sel: str, t: Topology, sla_ms: float, what: str) -> Signal:
+    pct = t.latency_percentile
+    return Signal(name, guard_query(metric, sel, pct, sla_ms / 1000), 1,
+                  f"{pct} {what} over {LATENCY_WINDOW} (vLLM {metrics.name(metric)}) above {sla_ms:g} ms: one "
+                  f"more", guard=True)
+
+
+def signals(namespace: str, t: Topology, serving: Serving, mode: str = "queue") -> list[Signal]:
+    """An aggregated model's triggers: queue (waiting requests and KV usage, the default) or slo (also the
+    running requests against the planner's knee and the SLA's latency tail as scale-out guards)."""
+    q, sel = queries(namespace, t), series_selector(namespace, t)
+    waiting = waiting_threshold(t, serving)
+    out = []
+    if mode == "slo":
+        out.append(Signal("running-requests", q["running"], t.concurrency_per_replica,
+                          f"requests in flight (vLLM {metrics.name('num_requests_running')}): the planner's knee, the "
+                          f"concurrency a replica holds within the SLA"))
+    out += [Signal("waiting-requests", q["waiting"], waiting,
+                   f"waiting requests (vLLM {metrics.name('num_requests_waiting')})"),
+            Signal("kv-cache-usage", q["kv"], kv_threshold(t, serving),
+                   f"KV-cache usage (vLLM {metrics.name('kv_cache_usage_perc')})")]
+    if mode == "slo":
+        out += [_tail_signal("ttft-tail", TTFT_METRIC, sel, t, t.sla_ttft_ms, "TTFT"),
+                _tail_signal("tpot-tail", TPOT_METRIC, sel, t, t.sla_tpot_ms, "TPOT")]
+    if scales_to_zero(t):
+        # the wake-up: requests the gateway holds for the empty pool (also scales out when it queues there)
+        out.append(Signal("gateway-queue", q["gateway"], waiting,
+                          f"requests the gateway holds for the pool (EPP {metrics.EPP_PENDING_REQUESTS}), the wake-up"))
+        if mode != "slo":  # keeps the model up while it answers; a full batch per replica is the planned concurrency
+            out.append(Signal("running-requests", q["running"], t.concurrency_per_replica,
+                              f"requests in flight (vLLM {metrics.name('num_requests_running')}), keeps it up while "
+                              f"it answers"))
+    return out
+
+
+def pool_signals(namespace: str, t: Topology, role: str, serving: Serving, mode: str = "queue") -> list[Signal]:
+    """One P/D pool's triggers, on its own series (ROLE_SERIES_LABEL). Prefill: the prompts waiting per instance
+    against the planner's prefill queue target (a new prompt behind them still meets the TTFT SLA), and in slo
+    mode the prefill side's TTFT tail. Decode: the requests in flight per instance against the decode batch the
+    planner sized for the TPOT SLA (its --max-num-seqs, so above it requests wait), the requests waiting and KV
+    usage, and in slo mode the TPOT tail. (Dynamo's SLA planner splits the same way: prefill on TTFT / prefill
+    queue, decode on TPOT / KV load.)"""
+    d, sel = t.disaggregation, series_selector(namespace, t, role)
+    waiting_q = f"sum({metrics.name('num_requests_waiting')}{sel})"
+    if role == "prefill":
+        queue = serving.waiting_per_replica if serving.waiting_per_replica is not None else d.prefill_queue
+        out = [Signal("waiting-requests", waiting_q, queue,
+                      f"prompts waiting (vLLM {metrics.name('num_requests_waiting')}): the planner's prefill queue, "
+                      f"the TTFT budget left for queueing over one prompt's prefill")]
+        if mode == "slo":
+            out.append(_tail_signal("ttft-tail", TTFT_METRIC, sel, t, d.prefill_ttft_ms,
+                                    "prefill TTFT (the SLA less the KV transfer and first decode step)"))
+        return out
+    out = [Signal("running-requests", f"sum({metrics.name('num_requests_running')}{sel})", d.decode_concurrency,
+                  f"requests decoding (vLLM {metrics.name('num_requests_running')}): the planner's decode batch "
+                  f"within the TPOT SLA (its --max-num-seqs)"),
+           Signal("waiting-requests", waiting_q,
+                  serving.waiting_per_replica if serving.waiting_per_replica is not None
+                  else float(max(1, math.ceil(d.decode_concurrency * WAITING_FRACTION))),
+                  f"requests waiting (vLLM {metrics.name('num_requests_waiting')})"),
+           Signal("kv-cache-usage", f"sum({metrics.name('kv_cache_usage_perc')}{sel})", kv_threshold(t, serving),
+                  f"KV-cache usage (vLLM {metrics.name('kv_cache_usage_perc')})")]
+    if mode == "slo":
+        out.append(_tail_signal("tpot-tail", TPOT_METRIC, sel, t, t.sla_tpot_ms, "TPOT"))
+    return out
+
+
+def pool_bounds(t: Topology, role: str) -> tuple[int, int]:
+    """(min, max) of one P/D pool: the planned instances, and the planner's share of replicas.max."""
+    d = t.disaggregation
+    return ((d.prefill_instances, d.prefill_max) if role == "prefill"
+            else (d.decode_instances, d.decode_max))
+
+
+def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_url: str,
+                       serving: Serving, target: dict | None = None, cold_start_s: int = 0,
+                       mode: str = "queue") -> dict:
+    """target: the scaleTargetRef when it is not the Deployment of that name (a LeaderWorkerSet, lws.py);
+    cold_start_s: the plan's cold start of one replica (cold_start.py), the cooldown of a scale-to-zero model;
+    mode: queue | slo (signals())."""
+    return _spec(deployment, t, prometheus_url, serving, signals(namespace, t, serving, mode),
+                 t.min_replicas, t.max_replicas, t.replicas, target, cold_start_s)
+
+
+def pool_scaled_object_spec(deployment: str, namespace: str, t: Topology, role: str, prometheus_url: str,
+                            serving: Serving, mode: str = "queue") -> dict:
+    """One P/D pool's ScaledObject: its Deployment (serving/disagg.py deployment_name), its signals, its bounds."""
+    low, high = pool_bounds(t, role)
+    return _spec(deployment, t, prometheus_url, serving, pool_signals(namespace, t, role, serving, mode),
+                 low, high, low, None, 0)
+
+
+def _spec(deployment: str, t: Topology, prometheus_url: str, serving: Serving, sigs: list[Signal], low: int,
+          high: int, planned: int, target: dict | None, cold_start_s: int) -> dict:
+    zero = low == 0
+
+    def trigger(s: Signal) -> dict:
+        meta = {"serverAddress": prometheus_url, "query": s.query, "threshold": _fmt(s.threshold),
+                # no samples (e.g. Prometheus restarting, no traffic for a tail) means no load, not an error
                 "ignoreNullValues": "true"}
         if zero:
-            meta["activationThreshold"] = _fmt(ACTIVATION[name])
-        return {"type": "prometheus", "name": name, "metricType": "AverageValue", "metadata": meta}
+            meta["activationThreshold"] = _fmt(ACTIVATION[s.name])
+        return {"type": "prometheus", "name": s.name, "metricType": "AverageValue", "metadata": meta}
 
-    triggers = [trigger("waiting-requests", q["waiting"], waiting_threshold(t, serving)),
-                trigger("kv-cache-usage", q["kv"], kv_threshold(t, serving))]
-    if zero:
-        # the wake-up: requests the gateway holds for the empty pool (also scales out when it queues there)
-        triggers.append(trigger("gateway-queue", q["gateway"], waiting_threshold(t, serving)))
-        # keeps the model up while it answers; a full batch per replica is the planned concurrency
-        triggers.append(trigger("running-requests", q["running"], t.concurrency_per_replica))
     return {
         "scaleTargetRef": target or {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
         "pollingInterval": POLLING_S,
         "cooldownPeriod": cooldown_s(t, cold_start_s),
-        "minReplicaCount": t.min_replicas,
-        "maxReplicaCount": t.max_replicas,
+        "minReplicaCount": low,
+        "maxReplicaCount": high,
         "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
             # up fast: a queue grows while a new replica spends minutes loading weights
             "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
@@ -130,7 +294,26 @@ def scaled_object_spec(deployment: str, namespace: str, t: Topology, prometheus_
         # RequestScale (pkg/scaling/executor/scale_scaledobjects.go) honours a fallback only when replicas != 0, and
         # a fallback of 0 with minReplicaCount 0 falls through to scaleToZeroOrIdle, which would take a serving model
         # to zero; without a fallback it reports TriggerError and leaves the replicas as they are.
-        **({} if zero else {"fallback": {"failureThreshold": FALLBACK_FAILURES, "replicas": t.replicas,
+        **({} if zero else {"fallback": {"failureThreshold": FALLBACK_FAILURES, "replicas": planned,
                                          "behavior": "currentReplicasIfHigher"}}),
-        "triggers": triggers,
+        "triggers": [trigger(s) for s in sigs],
     }
+
+
+def _line(head: str, unit: str, sigs: list[Signal]) -> list[str]:
+    return [f"  {head}:", *(f"    {s.name}: {s.what}" if s.guard else
+                            f"    {s.name} > {_fmt(s.threshold)}/{unit}: {s.what}" for s in sigs)]
+
+
+def plan_lines(namespace: str, t: Topology, serving: Serving, mode: str = "queue") -> list[str]:
+    """What the plan prints under a KEDA-scaled model: per pool, its bounds and what it scales on (signal,
+    threshold, source)."""
+    if t.disaggregated:
+        out = []
+        for role in ("prefill", "decode"):
+            low, high = pool_bounds(t, role)
+            out += _line(f"autoscaling ({FIELD}: {mode}) {role} pool {low}-{high} instances (KEDA, {POLLING_S} s polls)",
+                         "instance", pool_signals(namespace, t, role, serving, mode))
+        return out
+    return _line(f"autoscaling ({FIELD}: {mode}) {t.min_replicas}-{t.max_replicas} replicas (KEDA, {POLLING_S} s "
+                 f"polls)", "replica", signals(namespace, t, serving, mode))

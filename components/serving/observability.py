@@ -11,6 +11,7 @@ from ..planner.vllm_args import VLLM_PORT
 from .. import metrics
 from . import rayservice
 from .autoscaling import series_selector
+from .disagg import LLMD_ROLE_LABEL
 from .network import RAY_ROLES
 from ..kube.pods import MODEL_LABEL, ROLE_LABEL, selector
 
@@ -21,9 +22,16 @@ TTFT = "time_to_first_token_seconds"
 TPOT = "request_time_per_output_token_seconds"
 
 
-def service_monitor_spec(model: str) -> dict:
-    return {"selector": {"matchLabels": selector(model, "server")},
-            "endpoints": [{"port": "http", "path": "/metrics", "interval": SCRAPE_INTERVAL}]}
+def service_monitor_spec(model: str, roles: bool = False) -> dict:
+    """roles: a P/D model's pods: the series carry the pod's llm-d.ai/role as llm_d_ai_role (podTargetLabels;
+    autoscaling.ROLE_SERIES_LABEL), so each pool's ScaledObject reads its own. A decode pod's port http is the
+    routing sidecar, which proxies every path it does not handle (/metrics included) to vLLM (llm-d-router v0.10.0
+    pkg/sidecar/proxy/proxy.go: mux.Handle("/", s.decoderProxy))."""
+    out = {"selector": {"matchLabels": selector(model, "server")},
+           "endpoints": [{"port": "http", "path": "/metrics", "interval": SCRAPE_INTERVAL}]}
+    if roles:
+        out["podTargetLabels"] = [LLMD_ROLE_LABEL]
+    return out
 
 
 def pod_monitor_spec(model: str) -> dict:
@@ -144,6 +152,10 @@ def _replicas(t: Topology, namespace: str, runtime: str) -> tuple[str, str]:
                f'deployment="{rayservice.serve_deployment_name(m)}"}}')
         running = f"sum({metrics.RAY_SERVE_REPLICA_HEALTHY}{sel})"
         return running, f"{running} >= {t.max_replicas}"
+    if t.disaggregated:  # issue 39: a ScaledObject per pool, named after its Deployment (<model>-prefill | -decode)
+        sel = f'{{namespace="{namespace}",horizontalpodautoscaler=~"{KEDA_HPA_PREFIX}{m}-(prefill|decode)"}}'
+        running = f"sum({metrics.KSM_HPA_CURRENT_REPLICAS}{sel})"
+        return running, f"{running} >= sum({metrics.KSM_HPA_MAX_REPLICAS}{sel})"
     sel = f'{{namespace="{namespace}",horizontalpodautoscaler="{KEDA_HPA_PREFIX}{m}"}}'
     running = f"max({metrics.KSM_HPA_CURRENT_REPLICAS}{sel})"
     return running, f"{running} >= max({metrics.KSM_HPA_MAX_REPLICAS}{sel})"

@@ -24,7 +24,8 @@ from ..planner import Topology
 from ..planner.disagg import tcp_warning
 from ..planner.vllm_args import VLLM_PORT
 from ..upstream.versions import RAY_LLM_VLLM_VERSION, RAY_VERSION, VLLM_VERSION
-from .autoscaling import scaled_object_spec, waiting_threshold
+from .autoscaling import (autoscaling_mode, plan_lines as autoscaling_lines, pool_scaled_object_spec,
+                          scaled_object_spec, waiting_threshold)
 from .cold_start import cold_start, cold_start_seconds, hold_warning
 from ..gateway.wake import RETRY_AFTER_S, WAKE_HOLD_S, WAKE_STATUS
 from .deployment import deployment_spec, drain_s, rollout_strategy, rollout_timeouts
@@ -58,6 +59,11 @@ class ServingArgs:
     api_key_client: str | None = None
     # Why the GPU pools cannot hold a second RayCluster (upgrades.no_room), None where they can
     new_cluster_blocked: str | None = None
+    # models[].replicas.autoscaling by model name, where a model overrides serving.autoscaling (issue 39)
+    autoscaling: dict[str, str] = field(default_factory=dict)
+
+    def autoscaling_mode(self, model: str) -> str:
+        return autoscaling_mode(self.serving, self.autoscaling.get(model))
 
 
 def serving_images(args: ServingArgs, t: Topology) -> list[str]:
@@ -154,12 +160,18 @@ def serving_summary(args: ServingArgs, t: Topology, cache: CacheFacts, node_read
         warn.append(f"SINGLE REPLICA in production: {t.served_model_name} runs 1 replica at its minimum, so a node "
                     f"failure, drain or rollout takes the endpoint down for a whole start-up ({b.total_s} s); "
                     f"replicas.min: 2 costs {price}")
-    if t.disaggregated:
-        warn.append(f"FIXED P/D POOLS: {t.served_model_name} runs {t.disaggregation.prefill_instances} prefill + "
-                    f"{t.disaggregation.decode_instances} decode instances, sized for the declared load and not "
-                    f"autoscaled (per-role autoscaling is future work): a load above it queues; raise the SLA's "
-                    f"load to grow them (docs/disaggregation.md)")
-    elif args.production and t.replicas >= t.max_replicas:
+    mode = args.autoscaling_mode(t.served_model_name)
+    if not on_ray(t, args.serving):  # KEDA (a RayService scales through Ray Serve)
+        out["autoscaling"] = {"mode": mode, "lines": autoscaling_lines(args.namespace, t, args.serving, mode)}
+    elif mode == "slo":
+        warn.append(f"NO SLO AUTOSCALING: {t.served_model_name} runs as a RayService, which Ray Serve scales on its "
+                    f"own replicas' ongoing requests, not KEDA; autoscaling: slo does not apply to it")
+    if t.disaggregated and args.production and t.disaggregation.prefill_max + t.disaggregation.decode_max \
+            <= t.disaggregation.prefill_instances + t.disaggregation.decode_instances:
+        warn.append(f"NO HEADROOM in production: {t.served_model_name}'s P/D pools run at replicas.max "
+                    f"({t.max_replicas}) already: a spike above the declared load queues with nowhere to scale; "
+                    f"raise replicas.max")
+    elif not t.disaggregated and args.production and t.replicas >= t.max_replicas:
         warn.append(f"NO HEADROOM in production: {t.served_model_name} needs {t.replicas} replica(s) for the declared "
                     f"load, its replicas.max: a spike above it queues with nowhere to scale and the gateway refuses "
                     f"requests beyond {t.max_replicas} x {t.concurrency_per_replica}; raise replicas.max")
@@ -233,16 +245,25 @@ class VllmService(pulumi.ComponentResource):
                 f"{name}-lws", api_version=lws.API_VERSION, kind=lws.KIND, metadata=meta(model, lws.LEADER_ROLE, annotations=sized),
                 spec=spec, opts=pulumi.ResourceOptions.merge(needs("lws"), pulumi.ResourceOptions(
                     ignore_changes=["spec.replicas"])))  # KEDA owns the group count once the set exists
-        elif t.disaggregated:  # P/D: a prefill and a decode Deployment of a fixed size (serving/disagg.py)
+        elif t.disaggregated:  # P/D: a prefill and a decode Deployment, a ScaledObject each below (serving/disagg.py)
             create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
             self.roles = {role: k8s.apps.v1.Deployment(
                 f"{name}-{role}-deployment", metadata=meta(deployment_name(model, role), "server", annotations=sized),
                 spec=role_deployment_spec(model, t, role, pool, cache, model_labels(model, "server", labels),
                                           facts.gpu_node_ready_s),
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                    ignore_changes=["spec.replicas"],  # each pool's ScaledObject owns its count once it exists
                     custom_timeouts=pulumi.CustomTimeouts(create=f"{create_s}s", update=f"{update_s}s"))))
                 for role in ROLES}
-            self.workload = self.roles[DECODE]  # Service and ServiceMonitor below; fixed size, no KEDA
+            self.workload = self.roles[DECODE]  # Service and ServiceMonitor below
+            # issue 39: each pool its own ScaledObject, on its role's series and within the plan's bounds
+            self.pool_scalers = {role: k8s.apiextensions.CustomResource(
+                f"{name}-{role}-scaledobject", api_version="keda.sh/v1alpha1", kind="ScaledObject",
+                metadata=meta(deployment_name(model, role), "server"),
+                spec=pool_scaled_object_spec(deployment_name(model, role), ns, t, role, addons.prometheus_url,
+                                             args.serving, args.autoscaling_mode(model)),
+                opts=pulumi.ResourceOptions.merge(needs("keda"), pulumi.ResourceOptions(depends_on=[self.roles[role]])))
+                for role in ROLES}
         else:
             create_s, update_s = rollout_timeouts(t, cache, facts.gpu_node_ready_s)
             spec = deployment_spec(model, t, pool, cache, model_labels(model, "server", labels), facts.gpu_node_ready_s)
@@ -263,11 +284,13 @@ class VllmService(pulumi.ComponentResource):
                 metadata=meta(model, "server"),
                 spec=scaled_object_spec(model, ns, t, addons.prometheus_url, args.serving,
                                         target=lws.scale_target(model) if kind == LWS else None,
-                                        cold_start_s=cold_start_seconds(t, cache, facts.gpu_node_ready_s)),
+                                        cold_start_s=cold_start_seconds(t, cache, facts.gpu_node_ready_s),
+                                        mode=args.autoscaling_mode(model)),
                 opts=pulumi.ResourceOptions.merge(needs("keda"), pulumi.ResourceOptions(depends_on=[self.workload])))
             self.monitor = k8s.apiextensions.CustomResource(
                 f"{name}-servicemonitor", api_version="monitoring.coreos.com/v1", kind="ServiceMonitor",
-                metadata=meta(model, "server", addons.monitor_labels), spec=service_monitor_spec(model),
+                metadata=meta(model, "server", addons.monitor_labels),
+                spec=service_monitor_spec(model, roles=t.disaggregated),
                 opts=needs("monitoring"))
 
         # precise prefix routing: the pickers dial the pods' KV-cache event socket (planner/engine_args.py KvEvents)

@@ -185,6 +185,41 @@ def pd_rdma_in_production(resources: list[StackResource]):
                               f"production without an RDMA device (container {c.get('name')})")
 
 
+# issue 39: a P/D pool's pods carry llm-d.ai/role (llm-d-router v0.10.0 filter/bylabel/roles.go RoleLabel).
+LLMD_ROLE_LABEL = "llm-d.ai/role"
+
+
+def scaled_targets(resources: list[StackResource]) -> dict[tuple[str, str, str], StackResource]:
+    """(namespace, kind, name) -> the ScaledObject that scales it."""
+    out = {}
+    for so in resources:
+        kind = get(so.props, "spec", "scaleTargetRef", "kind") or "Deployment"  # KEDA's default kind
+        if so.type == SCALEDOBJECT:
+            out[(namespace_of(so), kind, str(get(so.props, "spec", "scaleTargetRef", "name")))] = so
+    return out
+
+
+@stack_rule("pd-pools-autoscaled-in-production", MANDATORY,
+            "A production model served prefill/decode disaggregated scales each pool with its own KEDA "
+            "ScaledObject (prefill on its queue and TTFT, decode on its batch, KV cache and TPOT): a pool without one "
+            "stays at its planned size, and a load above the declared one queues at the pool that runs out first "
+            "(docs/autoscaling.md).",
+            "deploy the stack's own rendering (components/serving/autoscaling.py pool_scaled_object_spec), which "
+            "gives every P/D Deployment a ScaledObject; a Deployment labelled llm-d.ai/role needs one")
+def pd_pools_autoscaled_in_production(resources: list[StackResource]):
+    by_namespace = environments(resources)
+    scaled = scaled_targets(resources)
+    for r in resources:
+        if r.type != DEPLOYMENT or environment_of(r, by_namespace) != PRODUCTION:
+            continue
+        roles = {str(tpl.labels[LLMD_ROLE_LABEL]) for tpl in pod_templates(r.type, r.props)
+                 if LLMD_ROLE_LABEL in tpl.labels}
+        name = str(metadata(r).get("name") or r.name)
+        if roles and (namespace_of(r), "Deployment", name) not in scaled:
+            yield r, (f"P/D Deployment {name} ({LLMD_ROLE_LABEL} {', '.join(sorted(roles))}) in production has no "
+                      f"KEDA ScaledObject: its pool cannot grow past its planned instances")
+
+
 @stack_rule("latency-margin-in-production", MANDATORY,
             "A production model's fleet sized from the capacity model's estimate keeps at least the calibration's "
             "planning margin for its model class and load (within which 9 in 10 of that cell's held-out measurements "

@@ -277,6 +277,19 @@ def keda_target_scalable(resource_type, props):
         yield f"scaleTargetRef {api_version} {kind}: {kind} is served by {SCALABLE_KINDS[kind] or 'core'}/v1"
 
 
+@rule("keda-replica-bounds", MANDATORY, {SCALEDOBJECT},
+      "A KEDA ScaledObject's minReplicaCount is at most its maxReplicaCount (KEDA v2.20.2 "
+      "apis/keda/v1alpha1/scaledobject_types.go CheckReplicaCountBoundsAreValid: its admission webhook refuses "
+      "\"MinReplicaCount=N must be less than MaxReplicaCount=M\", and without the webhook the HPA it builds is invalid).",
+      "set models[].replicas.min <= replicas.max (a P/D pool's bounds come from the plan: docs/autoscaling.md)")
+def keda_replica_bounds(resource_type, props):
+    low, high = get(props, "spec", "minReplicaCount"), get(props, "spec", "maxReplicaCount")
+    if not known(low) or not known(high) or low is None or high is None:
+        return
+    if as_number(low) > as_number(high):
+        yield f"minReplicaCount {low} is above maxReplicaCount {high}"
+
+
 # From docs/vllm-0.31.md (vLLM 0.31.0, the pinned image).
 VLLM_REMOVED_FLAGS = {"--speculative-model": "removed; use --speculative-config with JSON"}
 

@@ -36,9 +36,22 @@ def test_long_prompts_disaggregate():
     assert "cheaper at the declared load: decode runs without prefill chunks beside it" in d.verdict
     assert d.chosen and t.disaggregated and d.transport == "rdma" and d.backend == "LIBFABRIC"
     assert d.nodes < d.aggregated_cost_per_hour / 55.04  # fewer p5 nodes than the aggregated plan pays for
-    # the chosen fleet is the plan's: instances of both roles, a fixed size
-    assert t.replicas == t.min_replicas == t.max_replicas == d.prefill_instances + d.decode_instances
-    assert t.nodes == t.max_nodes == d.nodes and t.cost_per_hour == d.cost_per_hour
+    # the chosen fleet is the plan's: instances of both roles at its minimum; its maximum both pools at their
+    # autoscaling bounds, replicas.max (64, PlanRequest's default) split 5:1 (floor(64 x 5 / 6) = 53, the rest 11)
+    assert (t.replicas, t.min_replicas, t.max_replicas) == (6, 6, 64)
+    assert (d.prefill_instances, d.decode_instances, d.prefill_max, d.decode_max) == (5, 1, 53, 11)
+    assert (t.nodes, d.nodes, t.max_nodes) == (3, 3, 32) and t.cost_per_hour == d.cost_per_hour  # 2 TP-4 a p5
+    # what the pools scale on: one prompt queued per prefill instance, the prefill side's share of the 5 s TTFT
+    # (less the 39.45 ms KV transfer and the 34.1 ms decode step)
+    assert (d.prefill_queue, d.prefill_ttft_ms, d.decode_concurrency) == (1, 4926.4, 28)
+
+
+def test_pool_bounds_split_replicas_max_by_the_plans_ratio():
+    from components.planner.disagg import pool_bounds
+    assert pool_bounds(5, 1, 9) == (7, 2)
+    assert pool_bounds(4, 2, 10) == (6, 4)
+    assert pool_bounds(1, 5, 6) == (1, 5)  # no room: each pool keeps its planned instances
+    assert pool_bounds(3, 3, 7) == (3, 4)  # the prefill share rounds down, decode takes the rest
 
 
 def test_short_prompts_stay_aggregated():
@@ -104,5 +117,5 @@ def test_no_gateway_and_scale_to_zero_are_refused_when_forced():
     from dataclasses import replace
     t = _pd(replace(req, min_replicas=0))
     assert t.disaggregation.verdict == ("P/D not chosen: serving.disaggregation: auto for llama-3.1-70b, whose "
-                                        "replicas.min is 0: P/D pools run a fixed size; scale to zero needs "
-                                        "aggregated serving")
+                                        "replicas.min is 0: P/D pools never scale to zero (each keeps its "
+                                        "planned instances); scale to zero needs aggregated serving")

@@ -121,12 +121,22 @@ def test_prefill_pods_serve_on_the_pool_port_without_a_sidecar():
     assert _vllm(pod)["resources"]["limits"]["cpu"] == "93"
 
 
-def test_pods_of_the_model_reach_each_other_and_no_scaledobject():
+def test_pods_of_the_model_reach_each_other_and_each_pool_has_its_scaledobject():
     objs = _objects().values()
     netpol = next(o for o in objs if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "llama-70b")
     assert netpol["spec"]["ingress"][0] == {"from": [{"podSelector": {"matchLabels": {
         "vllm-platform/model": "llama-70b", "vllm-platform/role": "server"}}}]}
-    assert not [o for o in objs if o["kind"] == "ScaledObject"]
+    # issue 39 (docs/autoscaling.md): a ScaledObject per pool on its own Deployment; replicas.max 12 is the planned
+    # 10 + 2, so both pools sit at their bounds (the plan warns NO HEADROOM); serving.autoscaling queue: no tails
+    scaled = {o["metadata"]["name"]: o["spec"] for o in objs if o["kind"] == "ScaledObject"}
+    assert {n: (s["scaleTargetRef"]["name"], s["minReplicaCount"], s["maxReplicaCount"]) for n, s in scaled.items()} \
+        == {"llama-70b-prefill": ("llama-70b-prefill", 10, 10), "llama-70b-decode": ("llama-70b-decode", 2, 2)}
+    assert [(t["name"], t["metadata"]["threshold"]) for t in scaled["llama-70b-prefill"]["triggers"]] == [
+        ("waiting-requests", "1")]
+    assert [(t["name"], t["metadata"]["threshold"]) for t in scaled["llama-70b-decode"]["triggers"]] == [
+        ("running-requests", "28"), ("waiting-requests", "3"), ("kv-cache-usage", "0.9")]
+    monitor = next(o for o in objs if o["kind"] == "ServiceMonitor")
+    assert monitor["spec"]["podTargetLabels"] == ["llm-d.ai/role"]
 
 
 def test_epp_runs_the_pd_profile():
