@@ -65,7 +65,10 @@ def queries(namespace: str, t: Topology) -> dict[str, str]:
     sel = series_selector(namespace, t)
     return {
         "waiting": f"sum({metrics.name('num_requests_waiting')}{sel})",
-        "kv": f"sum({metrics.name('kv_cache_usage_perc')}{sel})",
+        # one series per engine: a wide-EP group's leader publishes one per DP rank (vLLM's internal DP load balancer
+        # keeps a stat logger per engine it manages), so the group's usage is their mean, not their sum
+        "kv": f"sum({metrics.name('kv_cache_usage_perc')}{sel})" + (
+            f" / {t.data_parallel_size}" if t.wide_ep and t.data_parallel_size > 1 else ""),
         "running": f"sum({metrics.name('num_requests_running')}{sel})",
         # the EPP's flow-control queue for this model's pool (the gateway's ServiceMonitor scrapes it)
         "gateway": f'sum({metrics.EPP_PENDING_REQUESTS}{{namespace="{namespace}",'

@@ -203,3 +203,13 @@ def test_a_wide_ep_replica_across_nodes_is_refused_on_rayservice():
         "models[0].parallelism.mode: wide-ep across 2 nodes runs as a LeaderWorkerSet; serving.multiNode is "
         "rayservice, which is not rendered for wide-EP (docs/wide-ep.md); set serving.multiNode: lws"]
     assert wide_ep_problems(SimpleNamespace(**{**vars(ctx), "serving": Serving()})) == []
+
+
+def test_keda_reads_a_groups_kv_usage_as_the_mean_of_its_ranks(objs):
+    """The leader publishes one vllm:kv_cache_usage_perc per DP rank (16 here): summed, a group at 6 % per rank
+    would read 0.96 and scale out at a third of its load."""
+    so = one(objs, "ScaledObject")
+    (kv,) = [t for t in so["spec"]["triggers"] if t["name"] == "kv-cache-usage"]
+    assert kv["metadata"]["query"].endswith(") / 16")
+    assert kv["metadata"]["query"].startswith('sum(vllm:kv_cache_usage_perc{namespace="llm"')
+    assert so["spec"]["scaleTargetRef"]["kind"] == "LeaderWorkerSet"
