@@ -15,3 +15,15 @@ def test_a_stack_never_run_weighs_the_default_and_one_lane_takes_everything():
     assert split_lanes(["x", "y", "z"], 2, {"x": DEFAULT_STACK_S * 2}) == [["x"], ["y", "z"]]
     assert split_lanes(["x", "y"], 1, {}) == [["x", "y"]]
     assert split_lanes(["x"], 3, {}) == [["x"]]  # no empty lane (no control plane started for nothing)
+
+
+def test_the_runs_remember_what_each_passing_stack_took(tmp_path):
+    from tests.e2e.run import Report, keep_seconds, last_seconds
+    kept = tmp_path / "stack-seconds.json"
+    assert last_seconds(kept) == {}
+    report = Report(tmp_path / "report.json")
+    report.data["stacks"] = {"dev": {"seconds": 1200.5, "ok": True}, "pd": {"seconds": 90, "ok": False}}
+    keep_seconds(kept, report)
+    report.data["stacks"] = {"lws": {"seconds": 480, "ok": True}}
+    keep_seconds(kept, report)
+    assert last_seconds(kept) == {"dev": 1200.5, "lws": 480.0}  # a failed stack's time says nothing
