@@ -205,6 +205,14 @@ def bucket_at_or_above(metric: str, seconds: float) -> float:
     raise UnknownMetric(f"{seconds:g} s is above every bucket of {metric} ({buckets(metric)[-1]:g} s)")
 
 
+def slower_share(metric: str, bound: float, sel: str, window: str, runtime: str = "vllm") -> str:
+    """PromQL: the share of the window's observations of histogram `metric` above bucket bound `bound` (exact: a
+    cumulative bucket; read at a bound from bucket_at_or_above). No request in the window: 0 / 0, NaN."""
+    bucket, count = name(metric, runtime, "_bucket"), name(metric, runtime, "_count")
+    le_sel = sel[:-1] + f',le="{le_label(bound)}"}}'
+    return f"(1 - sum(rate({bucket}{le_sel}[{window}])) / sum(rate({count}{sel}[{window}])))"
+
+
 def le_label(bound: float) -> str:
     """A bucket bound as the `le` label value prometheus_client exposes it (floatToGoString: repr of the
     float, so 1 -> "1.0", 0.05 -> "0.05"; +Inf for infinity)."""

@@ -88,6 +88,8 @@ BY_CONSTRUCTION = {  # no stack key reaches the property the rule reads; every s
     "keda-replica-bounds": "config Replicas._order (min <= max) and planner/disagg.py pool_bounds (each pool's max "
                            ">= its planned instances)",
     "pd-pools-autoscaled-in-production": "serving/service.py: every P/D Deployment gets its pool's ScaledObject",
+    "objective-header-from-gateway": "gateway/priority.py: a pool with tiered objectives gets the Lua filter that "
+                                     "drops both objective headers on every route to it",
     "vllm-current-cli": "planner/vllm_args.py: flags of the pinned vLLM",
 }
 

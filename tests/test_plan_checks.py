@@ -35,7 +35,7 @@ def test_every_check_is_registered_once_in_order():
     assert got == list(REGISTERED)
     assert problems.ORDER == tuple(name for name, _ in REGISTERED)
     checks = [check for _, check in problems.registered()]
-    assert len(set(checks)) == len(checks) == 14
+    assert len(set(checks)) == len(checks) == 15
 
 
 def test_the_registry_imports_nothing_of_the_project():

@@ -87,7 +87,8 @@ def scales_to_zero(t: Topology) -> bool:
 # Activation (0 <-> 1) when scaling to zero: a trigger is active while its value is ABOVE this. vLLM's KV
 # usage is a scaling signal only (its value never exceeds 1, so it never activates): whether the model is
 # busy comes from the request counts, exactly 0 on an idle engine.
-ACTIVATION = {"waiting-requests": 0, "kv-cache-usage": 1, "running-requests": 0, "gateway-queue": 0,
+ACTIVATION = {"waiting-requests": 0, "kv-cache-usage": 1, "running-requests": 0, "in-flight-requests": 0,
+              "gateway-queue": 0,
               # the latency guards are 0 or above 1 (guard_query); with no pod there is no series: 0
               "ttft-tail": 0, "tpot-tail": 0}
 
@@ -133,20 +134,26 @@ def autoscaling_mode(serving: Serving, override: str | None = None) -> str:
     return override or serving.autoscaling
 
 
-def tail_query(metric: str, sel: str, percentile: str) -> str:
-    """The SLA's percentile of histogram `metric` over LATENCY_WINDOW (seconds). With no request in the window
-    histogram_quantile returns NaN (Prometheus promql/quantile.go: no observations), the mean 0/0 = NaN too."""
+def breach_query(metric: str, sel: str, percentile: str, sla_s: float) -> str:
+    """1 while the window's requests miss the SLA at its percentile, else 0 (NaN with no request, which `> bool`
+    makes 0). p90 / p99: the share of requests slower than the first bucket bound at or above the SLA
+    (metrics.bucket_at_or_above) exceeds 1 - q, read exactly off the cumulative bucket, as the SLA alerts do
+    (serving/observability.py). Not histogram_quantile: it interpolates linearly inside a bucket, so with vLLM's TPOT
+    buckets 25 / 50 ms and a 40 ms SLA, requests all at 30 ms read p90 47.5 ms, a breach that is not there (checked
+    with promtool in the review of issue 39). Mean: sum / count over the window above the SLA."""
     if percentile in QUANTILES:
-        bucket = metrics.name(metric, suffix="_bucket")
-        return f"histogram_quantile({QUANTILES[percentile]:g}, sum by (le) (rate({bucket}{sel}[{LATENCY_WINDOW}])))"
+        bound = metrics.bucket_at_or_above(metric, sla_s)
+        return (f"({metrics.slower_share(metric, bound, sel, LATENCY_WINDOW)} > bool "
+                f"{round(1 - QUANTILES[percentile], 4):g})")
     total, count = metrics.name(metric, suffix="_sum"), metrics.name(metric, suffix="_count")
-    return f"(sum(rate({total}{sel}[{LATENCY_WINDOW}])) / sum(rate({count}{sel}[{LATENCY_WINDOW}])))"
+    return (f"((sum(rate({total}{sel}[{LATENCY_WINDOW}])) / sum(rate({count}{sel}[{LATENCY_WINDOW}]))) > bool "
+            f"{sla_s:g})")
 
 
 def guard_query(metric: str, sel: str, percentile: str, sla_s: float) -> str:
     """A latency guard as an AverageValue trigger of threshold 1 that can only scale OUT: its value is 0 while the
-    measured tail meets the SLA, and while it exceeds it, N + 1 + floor(N / 10) for the N pods serving (their
-    vLLM series), so the HPA's proposal ceil(value / 1) is at least one replica more than run now.
+    measured tail meets the SLA (breach_query), and while it misses it, N + 1 + floor(N / 10) for the N pods
+    serving, so the HPA's proposal ceil(value / 1) is at least one replica more than run now.
 
     Why this form (KEDA v2.20.2 and the HPA it feeds):
     - a raw latency as AverageValue would be divided by the replica count (pkg/scalers/prometheus_scaler.go
@@ -157,24 +164,32 @@ def guard_query(metric: str, sel: str, percentile: str, sla_s: float) -> str:
     - the HPA acts only when usage / (target x replicas) leaves 1 +- its tolerance (kubernetes
       pkg/controller/podautoscaler/replica_calculator.go GetExternalPerPodMetricReplicas; 0.1 by default): N + 1
       alone is inside it from N = 10, hence + floor(N / 10) (ratio 1 + (1 + floor(N/10)) / N > 1.1 for every N).
-    - `> bool` is 0 for NaN (no traffic in the window), and fewer than MIN_OBSERVATIONS requests multiply it by 0;
-      no series at all is an empty result, which ignoreNullValues turns into 0 (prometheus_scaler.go
-      ExecutePromQuery: empty result, NaN or Inf -> 0 with ignoreNullValues). Every operand is an aggregation
-      without labels, so the query returns one element (more is an error there: "returned multiple elements").
+    - N counts pods (`count by (pod)`), not series: a wide-EP group's leader exports one series per DP rank.
+    - fewer than MIN_OBSERVATIONS requests multiply it by 0; no series at all is an empty result, which
+      ignoreNullValues turns into 0 (prometheus_scaler.go ExecutePromQuery: empty result, NaN or Inf -> 0 with
+      ignoreNullValues). Every operand is an aggregation without labels, so the query returns one element (more is
+      an error there: "returned multiple elements").
     - pods still loading weights export no series yet, so while one added replica starts the guard asks for no
       second: one replica per breach, each judged once it serves."""
-    running = f"{metrics.name('num_requests_running')}{sel}"
+    pods = f"count(count by (pod) ({metrics.name('num_requests_running')}{sel}))"
     count = metrics.name(metric, suffix="_count")
-    return (f"(count({running}) + 1 + floor(count({running}) / 10))"
-            f" * ({tail_query(metric, sel, percentile)} > bool {sla_s:g})"
+    return (f"({pods} + 1 + floor({pods} / 10))"
+            f" * {breach_query(metric, sel, percentile, sla_s)}"
             f" * (sum(increase({count}{sel}[{LATENCY_WINDOW}])) >= bool {MIN_OBSERVATIONS[percentile]})")
 
 
 def _tail_signal(name: str, metric: str, sel: str, t: Topology, sla_ms: float, what: str) -> Signal:
     pct = t.latency_percentile
+    if pct in QUANTILES:
+        bound_ms = metrics.bucket_at_or_above(metric, sla_ms / 1000) * 1000
+        at = (f"more than {round(1 - QUANTILES[pct], 4):.0%} of requests over {LATENCY_WINDOW} slower than "
+              f"{bound_ms:g} ms" + ("" if abs(bound_ms - sla_ms) < 1e-6 else
+                                    f" (vLLM's first bucket bound at or above the {sla_ms:g} ms SLA)"))
+        return Signal(name, guard_query(metric, sel, pct, sla_ms / 1000), 1,
+                      f"{what} (vLLM {metrics.name(metric)}): {at}: one more", guard=True)
     return Signal(name, guard_query(metric, sel, pct, sla_ms / 1000), 1,
-                  f"{pct} {what} over {LATENCY_WINDOW} (vLLM {metrics.name(metric)}) above {sla_ms:g} ms: one "
-                  f"more", guard=True)
+                  f"mean {what} over {LATENCY_WINDOW} (vLLM {metrics.name(metric)}) above {sla_ms:g} ms: one more",
+                  guard=True)
 
 
 def signals(namespace: str, t: Topology, serving: Serving, mode: str = "queue") -> list[Signal]:
@@ -184,9 +199,10 @@ def signals(namespace: str, t: Topology, serving: Serving, mode: str = "queue") 
     waiting = waiting_threshold(t, serving)
     out = []
     if mode == "slo":
-        out.append(Signal("running-requests", q["running"], t.concurrency_per_replica,
-                          f"requests in flight (vLLM {metrics.name('num_requests_running')}): the planner's knee, the "
-                          f"concurrency a replica holds within the SLA"))
+        out.append(Signal("in-flight-requests", f"{q['running']} + {q['waiting']}", t.concurrency_per_replica,
+                          f"requests in flight (vLLM {metrics.name('num_requests_running')} + "
+                          f"{metrics.name('num_requests_waiting')}): the planner's knee, the concurrency a replica "
+                          f"holds within the SLA (running alone never passes it: --max-num-seqs is the knee)"))
     out += [Signal("waiting-requests", q["waiting"], waiting,
                    f"waiting requests (vLLM {metrics.name('num_requests_waiting')})"),
             Signal("kv-cache-usage", q["kv"], kv_threshold(t, serving),
@@ -223,9 +239,11 @@ def pool_signals(namespace: str, t: Topology, role: str, serving: Serving, mode:
             out.append(_tail_signal("ttft-tail", TTFT_METRIC, sel, t, d.prefill_ttft_ms,
                                     "prefill TTFT (the SLA less the KV transfer and first decode step)"))
         return out
-    out = [Signal("running-requests", f"sum({metrics.name('num_requests_running')}{sel})", d.decode_concurrency,
-                  f"requests decoding (vLLM {metrics.name('num_requests_running')}): the planner's decode batch "
-                  f"within the TPOT SLA (its --max-num-seqs)"),
+    out = [Signal("in-flight-requests", f"sum({metrics.name('num_requests_running')}{sel}) + {waiting_q}",
+                  d.decode_concurrency,
+                  f"requests in flight (vLLM {metrics.name('num_requests_running')} + "
+                  f"{metrics.name('num_requests_waiting')}): the planner's decode batch within the TPOT SLA (its "
+                  f"--max-num-seqs, which caps running alone)"),
            Signal("waiting-requests", waiting_q,
                   serving.waiting_per_replica if serving.waiting_per_replica is not None
                   else float(max(1, math.ceil(d.decode_concurrency * WAITING_FRACTION))),

@@ -42,9 +42,7 @@ def pod_monitor_spec(model: str) -> dict:
 
 def _slower_share(metric: str, bound: float, sel: str, runtime: str) -> str:
     """PromQL: the share of the last window's observations of histogram `metric` above bucket bound `bound`."""
-    bucket, count = metrics.name(metric, runtime, "_bucket"), metrics.name(metric, runtime, "_count")
-    le_sel = sel[:-1] + f',le="{metrics.le_label(bound)}"}}'
-    return (f"(1 - sum(rate({bucket}{le_sel}[{RATE_WINDOW}])) / sum(rate({count}{sel}[{RATE_WINDOW}])))")
+    return metrics.slower_share(metric, bound, sel, RATE_WINDOW, runtime)
 
 
 def _bound_note(sla_ms: float, bound: float, metric: str) -> str:

@@ -53,6 +53,12 @@ def precise_problems(ctx: PlanContext) -> list[str]:
                             f"leaders then sit behind a picker) or {fix}")
         elif t is not None and t.disaggregated:
             problems.append(f"{field}: precise for {dep.name}, {PD_REFUSAL}; {fix} (or serving.disaggregation: off)")
+        elif t is not None and t.wide_ep:
+            problems.append(f"{field}: precise for {dep.name}, planned as wide-EP (models[{i}].parallelism.mode: "
+                            f"wide-ep, DP {t.data_parallel_size}): vLLM publishes each DP rank's KV events on its own "
+                            f"port (the endpoint + its rank, vllm/distributed/kv_events.py), the ranks past the "
+                            f"first node on worker pods, and the picker dials one port of the pool's pod, so it would "
+                            f"index about 1/{t.data_parallel_size} of the cache; {fix}")
         bad = [f for f in SCALE_OUT_FLAGS if f in dep.extra_args]
         if bad:
             problems.append(f"models[{i}].extraArgs: {', '.join(bad)}: set by the platform with prefixRouting "

@@ -159,6 +159,16 @@ def test_precise_for_a_ray_multi_node_model_is_refused_naming_the_model_field():
     assert problem.endswith("or remove models[0].prefixRouting")
 
 
+def test_precise_for_a_wide_ep_model_is_refused():
+    values = stack_values(ROOT / "tests" / "stacks" / "Pulumi.wide-ep-onprem.yaml")
+    values["models"][0]["prefixRouting"] = "precise"
+    (problem,) = refusals(values)
+    assert problem.startswith("models[0].prefixRouting: precise for deepseek-v3, planned as wide-EP "
+                              "(models[0].parallelism.mode: wide-ep, DP 16): vLLM publishes each DP rank's KV events "
+                              "on its own port")
+    assert problem.endswith("it would index about 1/16 of the cache; remove models[0].prefixRouting")
+
+
 def test_precise_without_the_gateway_is_refused():
     values = stack_values()
     values.update(environment="dev", gateway={"enabled": False, "prefixRouting": "precise"})

@@ -134,7 +134,7 @@ def test_pods_of_the_model_reach_each_other_and_each_pool_has_its_scaledobject()
     assert [(t["name"], t["metadata"]["threshold"]) for t in scaled["llama-70b-prefill"]["triggers"]] == [
         ("waiting-requests", "1")]
     assert [(t["name"], t["metadata"]["threshold"]) for t in scaled["llama-70b-decode"]["triggers"]] == [
-        ("running-requests", "28"), ("waiting-requests", "3"), ("kv-cache-usage", "0.9")]
+        ("in-flight-requests", "28"), ("waiting-requests", "3"), ("kv-cache-usage", "0.9")]
     monitor = next(o for o in objs if o["kind"] == "ServiceMonitor")
     assert monitor["spec"]["podTargetLabels"] == ["llm-d.ai/role"]
 

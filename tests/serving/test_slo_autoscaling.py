@@ -59,20 +59,26 @@ def test_slo_mode_scales_on_the_knee_the_queue_kv_and_the_sla_tails():
     trig = _triggers(_slo())
     # the knee: 12 concurrent requests per g6.xlarge replica at the SLA (the plan's concurrency per replica)
     assert [(n, t["metadata"]["threshold"], t["metricType"]) for n, t in trig.items()] == [
-        ("running-requests", "12", "AverageValue"), ("waiting-requests", "2", "AverageValue"),
+        ("in-flight-requests", "12", "AverageValue"), ("waiting-requests", "2", "AverageValue"),
         ("kv-cache-usage", "0.9", "AverageValue"), ("ttft-tail", "1", "AverageValue"),
         ("tpot-tail", "1", "AverageValue")]
-    assert trig["running-requests"]["metadata"]["query"] == f"sum(vllm:num_requests_running{{{SMALL}}})"
-    # the SLA's p90 TTFT (2000 ms default) over 2 minutes: N + 1 + floor(N / 10) while above it, else 0
+    # in flight = running + waiting: running alone is capped by --max-num-seqs, which is the knee itself
+    assert trig["in-flight-requests"]["metadata"]["query"] == (
+        f"sum(vllm:num_requests_running{{{SMALL}}}) + sum(vllm:num_requests_waiting{{{SMALL}}})")
+    # the SLA's p90 TTFT (2000 ms default) over 2 minutes: N + 1 + floor(N / 10) pods while more than 10 % of the
+    # requests are slower than the SLA's bucket bound (2.5 s: vLLM has none at 2 s), else 0; N counts pods, not series
+    pods = (f"(count(count by (pod) (vllm:num_requests_running{{{SMALL}}})) + 1 + "
+            f"floor(count(count by (pod) (vllm:num_requests_running{{{SMALL}}})) / 10))")
     assert trig["ttft-tail"]["metadata"]["query"] == (
-        f"(count(vllm:num_requests_running{{{SMALL}}}) + 1 + floor(count(vllm:num_requests_running{{{SMALL}}}) / 10))"
-        f" * (histogram_quantile(0.9, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{SMALL}}}[2m])))"
-        f" > bool 2) * (sum(increase(vllm:time_to_first_token_seconds_count{{{SMALL}}}[2m])) >= bool 10)")
+        f"{pods} * ((1 - sum(rate(vllm:time_to_first_token_seconds_bucket{{{SMALL},le=\"2.5\"}}[2m])) / "
+        f"sum(rate(vllm:time_to_first_token_seconds_count{{{SMALL}}}[2m]))) > bool 0.1)"
+        f" * (sum(increase(vllm:time_to_first_token_seconds_count{{{SMALL}}}[2m])) >= bool 10)")
+    # TPOT 100 ms is a bucket bound: exact
     assert trig["tpot-tail"]["metadata"]["query"] == (
-        f"(count(vllm:num_requests_running{{{SMALL}}}) + 1 + floor(count(vllm:num_requests_running{{{SMALL}}}) / 10))"
-        f" * (histogram_quantile(0.9, sum by (le) (rate(vllm:request_time_per_output_token_seconds_bucket"
-        f"{{{SMALL}}}[2m]))) > bool 0.1) * (sum(increase(vllm:request_time_per_output_token_seconds_count"
-        f"{{{SMALL}}}[2m])) >= bool 10)")
+        f"{pods} * ((1 - sum(rate(vllm:request_time_per_output_token_seconds_bucket{{{SMALL},le=\"0.1\"}}[2m])) / "
+        f"sum(rate(vllm:request_time_per_output_token_seconds_count{{{SMALL}}}[2m]))) > bool 0.1)"
+        f" * (sum(increase(vllm:request_time_per_output_token_seconds_count{{{SMALL}}}[2m])) >= bool 10)")
+    assert "histogram_quantile" not in trig["ttft-tail"]["metadata"]["query"]  # interpolates inside a bucket
     # no traffic in the window: NaN / empty, which KEDA reads as 0 only with ignoreNullValues
     assert all(t["metadata"]["ignoreNullValues"] == "true" for t in trig.values())
 
@@ -81,7 +87,8 @@ def test_a_p99_sla_needs_a_hundred_requests_and_a_mean_sla_reads_sum_over_count(
     p99 = copy.deepcopy(_g6({"autoscaling": "slo"}))
     p99["models"][0]["sla"]["latencyPercentile"] = "p99"
     q = _triggers(plan_config(p99)[0])["ttft-tail"]["metadata"]["query"]
-    assert "histogram_quantile(0.99, " in q and q.endswith(">= bool 100)")
+    assert q.endswith(") > bool 0.01) * (sum(increase(vllm:time_to_first_token_seconds_count"
+                      f"{{{SMALL}}}[2m])) >= bool 100)")
     mean = copy.deepcopy(p99)
     mean["models"][0]["sla"]["latencyPercentile"] = "mean"
     q = _triggers(plan_config(mean)[0])["tpot-tail"]["metadata"]["query"]
@@ -92,14 +99,14 @@ def test_a_p99_sla_needs_a_hundred_requests_and_a_mean_sla_reads_sum_over_count(
 
 def test_a_model_overrides_the_stacks_mode():
     trig = _triggers(plan_config(_g6(replicas={"autoscaling": "slo"}))[0])
-    assert list(trig) == ["running-requests", "waiting-requests", "kv-cache-usage", "ttft-tail", "tpot-tail"]
+    assert list(trig) == ["in-flight-requests", "waiting-requests", "kv-cache-usage", "ttft-tail", "tpot-tail"]
     trig = _triggers(plan_config(_g6({"autoscaling": "slo"}, {"autoscaling": "queue"}))[0])
     assert list(trig) == ["waiting-requests", "kv-cache-usage"]
 
 
 def test_slo_mode_at_zero_keeps_the_wake_up_and_one_running_trigger():
     trig = _triggers(plan_config(_g6({"autoscaling": "slo"}, {"min": 0, "firstRequest": "retry"}))[0])
-    assert list(trig) == ["running-requests", "waiting-requests", "kv-cache-usage", "ttft-tail", "tpot-tail",
+    assert list(trig) == ["in-flight-requests", "waiting-requests", "kv-cache-usage", "ttft-tail", "tpot-tail",
                           "gateway-queue"]
     assert trig["ttft-tail"]["metadata"]["activationThreshold"] == "0"
 
@@ -114,11 +121,14 @@ def test_the_prefill_pool_scales_on_its_queue_and_its_ttft_share():
     assert list(trig) == ["waiting-requests", "ttft-tail"]
     assert (trig["waiting-requests"]["query"], trig["waiting-requests"]["threshold"]) == (
         f"sum(vllm:num_requests_waiting{{{sel}}})", "4")
-    # 5000 ms SLA less the KV transfer and the first decode step: 4943 ms on the prefill pods' own TTFT
+    # 5000 ms SLA less the KV transfer and the first decode step: 4943 ms on the prefill pods' own TTFT, read at
+    # vLLM's bucket bound 5 s
     assert trig["ttft-tail"]["query"] == (
-        f"(count(vllm:num_requests_running{{{sel}}}) + 1 + floor(count(vllm:num_requests_running{{{sel}}}) / 10))"
-        f" * (histogram_quantile(0.9, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{sel}}}[2m])))"
-        f" > bool 4.943) * (sum(increase(vllm:time_to_first_token_seconds_count{{{sel}}}[2m])) >= bool 10)")
+        f"(count(count by (pod) (vllm:num_requests_running{{{sel}}})) + 1 + "
+        f"floor(count(count by (pod) (vllm:num_requests_running{{{sel}}})) / 10))"
+        f" * ((1 - sum(rate(vllm:time_to_first_token_seconds_bucket{{{sel},le=\"5.0\"}}[2m])) / "
+        f"sum(rate(vllm:time_to_first_token_seconds_count{{{sel}}}[2m]))) > bool 0.1)"
+        f" * (sum(increase(vllm:time_to_first_token_seconds_count{{{sel}}}[2m])) >= bool 10)")
 
 
 def test_the_decode_pool_scales_on_its_batch_kv_and_tpot():
@@ -127,11 +137,14 @@ def test_the_decode_pool_scales_on_its_batch_kv_and_tpot():
     sel = 'namespace="llm",model_name="llama-70b",llm_d_ai_role="decode"'
     trig = {t["name"]: t["metadata"] for t in s["triggers"]}
     assert [(n, m["threshold"]) for n, m in trig.items()] == [
-        ("running-requests", "76"), ("waiting-requests", "8"), ("kv-cache-usage", "0.9"), ("tpot-tail", "1")]
-    assert trig["running-requests"]["query"] == f"sum(vllm:num_requests_running{{{sel}}})"
+        ("in-flight-requests", "76"), ("waiting-requests", "8"), ("kv-cache-usage", "0.9"), ("tpot-tail", "1")]
+    assert trig["in-flight-requests"]["query"] == (
+        f"sum(vllm:num_requests_running{{{sel}}}) + sum(vllm:num_requests_waiting{{{sel}}})")
     assert trig["kv-cache-usage"]["query"] == f"sum(vllm:kv_cache_usage_perc{{{sel}}})"
-    assert (f"histogram_quantile(0.9, sum by (le) (rate(vllm:request_time_per_output_token_seconds_bucket{{{sel}}}"
-            f"[2m]))) > bool 0.04)") in trig["tpot-tail"]["query"]
+    # 40 ms is inside vLLM's 25-50 ms bucket: read exactly at 50 ms (all at 30 ms is no breach)
+    assert (f"((1 - sum(rate(vllm:request_time_per_output_token_seconds_bucket{{{sel},le=\"0.05\"}}[2m])) / "
+            f"sum(rate(vllm:request_time_per_output_token_seconds_count{{{sel}}}[2m]))) > bool 0.1)"
+            ) in trig["tpot-tail"]["query"]
 
 
 def test_the_pools_series_carry_their_role():
@@ -148,14 +161,17 @@ def test_the_plan_says_what_each_pool_scales_on_and_its_bounds(capsys):
     assert ("  autoscaling (serving.autoscaling: slo) prefill pool 4-6 instances (KEDA, 15 s polls):\n"
             "    waiting-requests > 4/instance: prompts waiting (vLLM vllm:num_requests_waiting): the planner's prefill "
             "queue, the TTFT budget left for queueing over one prompt's prefill\n"
-            "    ttft-tail: p90 prefill TTFT (the SLA less the KV transfer and first decode step) over 2m (vLLM "
-            "vllm:time_to_first_token_seconds) above 4943 ms: one more\n"
+            "    ttft-tail: prefill TTFT (the SLA less the KV transfer and first decode step) (vLLM "
+            "vllm:time_to_first_token_seconds): more than 10% of requests over 2m slower than 5000 ms (vLLM's first "
+            "bucket bound at or above the 4943 ms SLA): one more\n"
             "  autoscaling (serving.autoscaling: slo) decode pool 2-4 instances (KEDA, 15 s polls):\n"
-            "    running-requests > 76/instance: requests decoding (vLLM vllm:num_requests_running): the planner's "
-            "decode batch within the TPOT SLA (its --max-num-seqs)\n"
+            "    in-flight-requests > 76/instance: requests in flight (vLLM vllm:num_requests_running + "
+            "vllm:num_requests_waiting): the planner's decode batch within the TPOT SLA (its --max-num-seqs, which "
+            "caps running alone)\n"
             "    waiting-requests > 8/instance: requests waiting (vLLM vllm:num_requests_waiting)\n"
             "    kv-cache-usage > 0.9/instance: KV-cache usage (vLLM vllm:kv_cache_usage_perc)\n"
-            "    tpot-tail: p90 TPOT over 2m (vLLM vllm:request_time_per_output_token_seconds) above 40 ms: one more\n"
+            "    tpot-tail: TPOT (vLLM vllm:request_time_per_output_token_seconds): more than 10% of requests over 2m "
+            "slower than 50 ms (vLLM's first bucket bound at or above the 40 ms SLA): one more\n"
             ) in out
     assert "FIXED P/D POOLS" not in out and "NO HEADROOM" not in out
     assert "policy pack: 0 mandatory violation(s)" in out  # pd-pools-autoscaled-in-production, keda-replica-bounds
