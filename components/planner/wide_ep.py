@@ -17,9 +17,10 @@ Sources (every flag also in components/upstream/vllm_registry.py VLLM_SERVE_FLAG
 - vLLM 0.31.0 vllm/config/parallel.py: All2AllBackend (naive, pplx, deepep_high_throughput, deepep_low_latency,
   deepep_v2, mori_*, nixl_ep, allgather_reducescatter, flashinfer_*), default "allgather_reducescatter";
   enable_expert_parallel ("use expert parallelism instead of tensor parallelism for MoE layers"); EPLBConfig
-  num_redundant_experts; data_parallel_rpc_port default 29550. (⚠ read from the vllm-project/vllm file the
-  search index stores, commit 00193b82b0e2d4faea5d3b4ea4f6c4c2bd9d057a, not the v0.31.0 tag itself: the full
-  repository snapshot was too large to fetch here; the flag names are the 0.31.0 wheel's.)
+  num_redundant_experts; data_parallel_rpc_port default 29550 (re-read in the 0.31.0 wheel's own file in the
+  review of issue 39: the deepep_* and allgather_reducescatter choices and the 29550 default are there; pplx and
+  naive are removed and fall back to allgather_reducescatter; first read in the search index's copy at commit
+  00193b82b0e2d4faea5d3b4ea4f6c4c2bd9d057a).
 - vllm-project/vllm docs/serving/expert_parallel_deployment.md: EP size = TP x DP; "DeepEP ... multi-node",
   deepep_high_throughput for prefill-dominated, deepep_low_latency (CUDA graphs) for decode-dominated work; the
   multi-node example: one primary node with the API server, the others `--headless` with
