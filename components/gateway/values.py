@@ -132,6 +132,12 @@ LORA_SCORER, LORA_WEIGHT = "lora-affinity-scorer", 1
 PRECISE_CONFIG = "vllm-platform-precise-prefix.yaml"
 TOKEN_PRODUCER, PRECISE_PRODUCER = "token-producer", "precise-prefix-cache-producer"
 PRECISE_BLOCK_SIZE = 16
+# The render call sits in every request's path before scheduling, on the same vLLM API servers that serve: its
+# default timeout is 5 s (dataproducer/tokenizer/vllm_http.go defaultHTTPRenderTimeout). On a timeout the producer's
+# error is logged and the request is scheduled without the precise match (tokenizer.go Produce: "errors propagate
+# to the Director, which logs and continues"), so a cap bounds what a slow render adds to TTFT; a text prompt
+# renders in milliseconds when the servers are healthy.
+RENDER_TIMEOUT = "1s"
 ENDPOINT_SOURCE = "endpoint-notification-source"
 # pkg/kvevents/pool.go DefaultConfig TopicFilter: the prefix every vLLM topic starts with (KvEvents.topic)
 KV_TOPIC_FILTER = "kv@"
@@ -149,7 +155,8 @@ def render_url(r: ModelRoute) -> str:
 def precise_plugins(r: ModelRoute) -> list[dict]:
     """The plugins precise scoring adds ahead of the scorers (the token ids, then the index that reads them)."""
     return [
-        {"type": TOKEN_PRODUCER, "parameters": {"modelName": r.model, "vllm": {"url": render_url(r)}}},
+        {"type": TOKEN_PRODUCER, "parameters": {"modelName": r.model,
+                                                "vllm": {"url": render_url(r), "timeout": RENDER_TIMEOUT}}},
         {"type": PRECISE_PRODUCER, "parameters": {
             "tokenProcessorConfig": {"blockSize": PRECISE_BLOCK_SIZE},
             "kvEventsConfig": {"topicFilter": KV_TOPIC_FILTER, "discoverPods": True,

@@ -29,7 +29,8 @@ PICKERS_DIAL_EVENTS = {"from": [{"podSelector": {"matchLabels": {"llm-d-router-g
                        "ports": [{"port": 5557, "protocol": "TCP"}]}
 PRECISE_PLUGINS = [
     {"type": "token-producer",
-     "parameters": {"modelName": "llama-70b", "vllm": {"url": "http://llama-70b.llm.svc.cluster.local:8000"}}},
+     "parameters": {"modelName": "llama-70b", "vllm": {"url": "http://llama-70b.llm.svc.cluster.local:8000",
+                                                        "timeout": "1s"}}},
     {"type": "precise-prefix-cache-producer", "parameters": {
         "tokenProcessorConfig": {"blockSize": 16},
         "kvEventsConfig": {"topicFilter": "kv@", "discoverPods": True, "podDiscoveryConfig": {"socketPort": 5557}}}},
