@@ -124,10 +124,10 @@ class Report:
 # What a stack took in the last run (report.json), for splitting the stacks between lanes; a stack never run
 # weighs this much.
 DEFAULT_STACK_S = 600.0
-# Where this machine has no record yet (a fresh CI runner): seconds each stack took in the runs of 2026-12-06/07 on
+# Where this machine has no record yet (a fresh CI runner): seconds each stack took in the run of 2026-12-07 on
 # 2 cores beside the suite (bench/e2e_report.py). Only the split between lanes reads them.
-TYPICAL_S = {"dev": 1260, "prod-llama405b-onprem": 580, "lws-onprem": 490, "pd-onprem": 370,
-             "wide-ep-onprem": 700, "tenants-onprem": 530, "routing-onprem": 480}
+TYPICAL_S = {"dev": 1576, "prod-llama405b-onprem": 825, "lws-onprem": 481, "pd-onprem": 782,
+             "wide-ep-onprem": 680, "tenants-onprem": 519, "routing-onprem": 470}
 
 
 def split_lanes(names: list[str], lanes: int, seconds: dict[str, float]) -> list[list[str]]:
