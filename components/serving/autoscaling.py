@@ -185,11 +185,10 @@ def _tail_signal(name: str, metric: str, sel: str, t: Topology, sla_ms: float, w
         at = (f"more than {round(1 - QUANTILES[pct], 4):.0%} of requests over {LATENCY_WINDOW} slower than "
               f"{bound_ms:g} ms" + ("" if abs(bound_ms - sla_ms) < 1e-6 else
                                     f" (vLLM's first bucket bound at or above the {sla_ms:g} ms SLA)"))
-        return Signal(name, guard_query(metric, sel, pct, sla_ms / 1000), 1,
-                      f"{what} (vLLM {metrics.name(metric)}): {at}: one more", guard=True)
-    return Signal(name, guard_query(metric, sel, pct, sla_ms / 1000), 1,
-                  f"mean {what} over {LATENCY_WINDOW} (vLLM {metrics.name(metric)}) above {sla_ms:g} ms: one more",
-                  guard=True)
+        said = f"{what} (vLLM {metrics.name(metric)}): {at}"
+    else:
+        said = f"mean {what} over {LATENCY_WINDOW} (vLLM {metrics.name(metric)}) above {sla_ms:g} ms"
+    return Signal(name, guard_query(metric, sel, pct, sla_ms / 1000), 1, f"{said}: one more", guard=True)
 
 
 def signals(namespace: str, t: Topology, serving: Serving, mode: str = "queue") -> list[Signal]:
